@@ -1,0 +1,91 @@
+//! The one error type of the core. Every variant says what went wrong and where.
+
+use std::fmt;
+use std::path::PathBuf;
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Error {
+    /// A configuration key with a bad or impossible value, or an unknown key.
+    Config { key: String, message: String },
+    /// A malformed trace line or record.
+    Trace {
+        file: PathBuf,
+        line: u64,
+        message: String,
+    },
+    /// An I/O failure opening or reading a file.
+    Io { file: PathBuf, message: String },
+    /// The FTL asked the flash for something real NAND refuses.
+    Nand(crate::nand::NandError),
+    /// Verification mode found a read that returned the wrong data.
+    Verify {
+        request: u64,
+        lpa: u64,
+        expected: String,
+        served: String,
+    },
+    /// A request addresses pages beyond the logical capacity of the device.
+    OutOfRange {
+        request: u64,
+        lpa: u64,
+        logical_pages: u64,
+    },
+    /// The FTL cannot find space for a write (over-provisioning exhausted).
+    DeviceFull { message: String },
+    /// Anything else a caller did wrong (unknown scheme, preset or workload name).
+    Usage(String),
+}
+
+pub type Result<T> = std::result::Result<T, Error>;
+
+impl Error {
+    pub fn config(key: impl Into<String>, message: impl Into<String>) -> Self {
+        Error::Config {
+            key: key.into(),
+            message: message.into(),
+        }
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Config { key, message } => write!(f, "configuration key `{key}`: {message}"),
+            Error::Trace {
+                file,
+                line,
+                message,
+            } => write!(f, "{}:{line}: {message}", file.display()),
+            Error::Io { file, message } => write!(f, "{}: {message}", file.display()),
+            Error::Nand(e) => write!(f, "NAND rule violated: {e}"),
+            Error::Verify {
+                request,
+                lpa,
+                expected,
+                served,
+            } => write!(
+                f,
+                "verification failed at request #{request}: logical page {lpa} should hold {expected} but the FTL served {served}"
+            ),
+            Error::OutOfRange {
+                request,
+                lpa,
+                logical_pages,
+            } => write!(
+                f,
+                "request #{request} addresses logical page {lpa}, beyond the device's {logical_pages} logical pages \
+                 (use a larger device or address compaction)"
+            ),
+            Error::DeviceFull { message } => write!(f, "device full: {message}"),
+            Error::Usage(m) => write!(f, "{m}"),
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
+impl From<crate::nand::NandError> for Error {
+    fn from(e: crate::nand::NandError) -> Self {
+        Error::Nand(e)
+    }
+}

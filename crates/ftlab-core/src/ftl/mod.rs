@@ -1,0 +1,79 @@
+//! The FTL interface and the registry of schemes.
+//!
+//! A scheme is one module implementing [`Ftl`]. It sees logical pages (the host layer has
+//! already split requests and absorbed what the write buffer absorbs) and reaches flash
+//! only through [`Flash`]. Its configuration section, if any, is a serde struct whose
+//! defaults are registered in [`scheme_defaults`], so unknown keys are refused like any
+//! other. The simulation loop is generic over the scheme ([`Visitor`]), so each scheme
+//! gets its own monomorphised fast path.
+
+pub mod page;
+
+use crate::config::{Config, Layout};
+use crate::error::{Error, Result};
+use crate::nand::{Flash, Oob};
+use std::collections::BTreeMap;
+
+/// DRAM the scheme holds, by component, in bytes.
+pub type MemoryBreakdown = Vec<(&'static str, u64)>;
+
+pub trait Ftl {
+    /// Serves a read of logical page `lpa`: the OOB header of the flash page it read, or
+    /// `None` if the page is unmapped (never written, or trimmed).
+    fn read(&mut self, lpa: u32, flash: &mut Flash) -> Result<Option<Oob>>;
+
+    /// Writes logical page `lpa` with data identified by host write sequence number `seq`.
+    fn write(&mut self, lpa: u32, seq: u32, flash: &mut Flash) -> Result<()>;
+
+    /// Writes a batch flushed from the write buffer, in the order given.
+    fn write_batch(&mut self, pages: &[(u32, u32)], flash: &mut Flash) -> Result<()> {
+        for &(lpa, seq) in pages {
+            self.write(lpa, seq, flash)?;
+        }
+        Ok(())
+    }
+
+    /// Forgets logical page `lpa` (TRIM).
+    fn trim(&mut self, lpa: u32, flash: &mut Flash) -> Result<()>;
+
+    /// Current DRAM use by component (appended to `out`).
+    fn memory(&self, out: &mut MemoryBreakdown);
+
+    /// Scheme-specific counters (appended to `out`).
+    fn counters(&self, _out: &mut Vec<(&'static str, f64)>) {}
+}
+
+/// Scheme names and one-line descriptions.
+pub const SCHEMES: &[(&str, &str)] = &[(
+    "page",
+    "page-level FTL (PFTL): the whole L2P table in DRAM, greedy or cost-benefit GC",
+)];
+
+/// Default configuration sections of the schemes that have one.
+pub fn scheme_defaults() -> BTreeMap<String, toml::Table> {
+    BTreeMap::new()
+}
+
+/// Receives the constructed scheme and its flash, whatever the scheme's type.
+pub trait Visitor {
+    type Output;
+    fn visit<F: Ftl>(self, ftl: F, flash: Flash) -> Self::Output;
+}
+
+/// Builds scheme `name` over a fresh device and hands it to `visitor`.
+pub fn build<V: Visitor>(name: &str, cfg: &Config, layout: &Layout, visitor: V) -> Result<V::Output> {
+    let timed = cfg.replay.timing;
+    match name {
+        "page" => {
+            let flash = Flash::new(cfg, layout, 0, timed)?;
+            Ok(visitor.visit(page::PageFtl::new(cfg, layout), flash))
+        }
+        _ => {
+            let names: Vec<&str> = SCHEMES.iter().map(|(n, _)| *n).collect();
+            Err(Error::Usage(format!(
+                "unknown FTL scheme `{name}`; the schemes are: {}",
+                names.join(", ")
+            )))
+        }
+    }
+}

@@ -1,0 +1,23 @@
+//! ftlab core: a simulated SSD (NAND model, timing model, write buffer) and flash
+//! translation layers, replaying host requests from traces or synthetic workloads, with
+//! verification of every read and metrics by cause. See the repository README for the
+//! model's definitions; `api` is the entry point the front ends use.
+
+pub mod api;
+pub mod blocks;
+pub mod buffer;
+pub mod config;
+pub mod error;
+pub mod ftl;
+pub mod metrics;
+pub mod nand;
+pub mod request;
+pub mod rng;
+pub mod sim;
+pub mod timing;
+pub mod trace;
+pub mod units;
+pub mod workload;
+
+pub use error::{Error, Result};
+pub use request::{Op, Request};

@@ -1,0 +1,303 @@
+//! Counters, latency histograms, memory tracking and the result report.
+//!
+//! The report is plain data with a fixed field order and no wall-clock figures, so that
+//! identical inputs give byte-identical JSON.
+
+use crate::config::{Config, Layout};
+use crate::ftl::MemoryBreakdown;
+use crate::nand::{Cause, Flash, CAUSES};
+use hdrhistogram::Histogram;
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// What the host asked for, in requests and in logical pages.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct HostCounters {
+    pub requests: u64,
+    pub read_requests: u64,
+    pub write_requests: u64,
+    pub trim_requests: u64,
+    pub bytes_read: u64,
+    pub bytes_written: u64,
+    pub pages_read: u64,
+    pub pages_written: u64,
+    pub pages_trimmed: u64,
+    /// Page reads of never-written or trimmed pages: served as zeros, with no flash
+    /// operation beyond what the scheme spends to learn the page is unmapped.
+    pub unmapped_reads: u64,
+    /// Page reads served by the write buffer.
+    pub buffer_read_hits: u64,
+    /// Page writes that replaced a copy still in the write buffer.
+    pub buffer_write_hits: u64,
+    /// Writes covering part of a page: the rest of the page is read first (read-modify-write).
+    pub partial_page_writes: u64,
+}
+
+/// Flash operations of one kind, by cause.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct ByCause {
+    pub host: u64,
+    pub gc: u64,
+    pub translation: u64,
+    pub misprediction: u64,
+    pub merge: u64,
+    pub total: u64,
+}
+
+impl ByCause {
+    fn from(counts: &[u64; 5]) -> Self {
+        let get = |c: Cause| counts[c as usize];
+        ByCause {
+            host: get(Cause::Host),
+            gc: get(Cause::Gc),
+            translation: get(Cause::Translation),
+            misprediction: get(Cause::Misprediction),
+            merge: get(Cause::Merge),
+            total: CAUSES.iter().map(|&c| get(c)).sum(),
+        }
+    }
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct FlashOps {
+    pub reads: ByCause,
+    pub programs: ByCause,
+    pub erases: ByCause,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct GcReport {
+    /// Victim blocks reclaimed.
+    pub invocations: u64,
+    /// Valid pages relocated.
+    pub pages_moved: u64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct EraseCounts {
+    pub min: u32,
+    pub mean: f64,
+    pub max: u32,
+}
+
+/// Per-request latency of one request type.
+pub struct Latency {
+    hist: Histogram<u64>,
+    sum: u128,
+    max: u64,
+}
+
+/// Quantiles reported for every latency distribution (the CDF used by plots).
+pub const LATENCY_QUANTILES: [f64; 16] = [
+    0.0, 0.01, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99, 0.999, 0.9999,
+];
+
+#[derive(Clone, Debug, Serialize)]
+pub struct LatencyStats {
+    pub count: u64,
+    pub mean_ns: f64,
+    pub p50_ns: u64,
+    pub p99_ns: u64,
+    pub p999_ns: u64,
+    pub max_ns: u64,
+    /// (quantile, latency in ns) pairs at [`LATENCY_QUANTILES`], then (1.0, max).
+    pub cdf: Vec<(f64, u64)>,
+}
+
+impl Default for Latency {
+    fn default() -> Self {
+        Latency {
+            // Three significant digits, auto-resizing: any latency fits.
+            hist: Histogram::new(3).expect("3 significant digits is a valid histogram"),
+            sum: 0,
+            max: 0,
+        }
+    }
+}
+
+impl Latency {
+    #[inline]
+    pub fn record(&mut self, ns: u64) {
+        // saturating_record cannot fail with an auto-resizing histogram.
+        self.hist.saturating_record(ns);
+        self.sum += ns as u128;
+        self.max = self.max.max(ns);
+    }
+
+    pub fn stats(&self) -> LatencyStats {
+        let count = self.hist.len();
+        let q = |x: f64| if count == 0 { 0 } else { self.hist.value_at_quantile(x).min(self.max) };
+        let mut cdf: Vec<(f64, u64)> = LATENCY_QUANTILES.iter().map(|&x| (x, q(x))).collect();
+        cdf.push((1.0, self.max));
+        LatencyStats {
+            count,
+            mean_ns: if count == 0 { 0.0 } else { self.sum as f64 / count as f64 },
+            p50_ns: q(0.5),
+            p99_ns: q(0.99),
+            p999_ns: q(0.999),
+            max_ns: self.max,
+            cdf,
+        }
+    }
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct LatencyReport {
+    pub read: LatencyStats,
+    pub write: LatencyStats,
+}
+
+/// DRAM of the mapping scheme: total and by component, at the end and at the peak
+/// (each component's own peak).
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct MemoryReport {
+    pub final_total: u64,
+    pub peak_total: u64,
+    pub final_components: BTreeMap<String, u64>,
+    pub peak_components: BTreeMap<String, u64>,
+}
+
+/// Columnar samples taken every `metrics.sample_every_requests` requests and at the end.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct TimeSeries {
+    pub request: Vec<u64>,
+    /// Simulated time (arrival of the sampled request); 0 in mapping-only mode.
+    pub time_ns: Vec<u64>,
+    pub host_pages_written: Vec<u64>,
+    pub flash_programs: Vec<u64>,
+    pub gc_invocations: Vec<u64>,
+    pub memory_bytes: Vec<u64>,
+}
+
+/// Tracks memory samples and the time series.
+#[derive(Default)]
+pub struct Sampler {
+    scratch: MemoryBreakdown,
+    pub memory: MemoryReport,
+    pub series: TimeSeries,
+}
+
+impl Sampler {
+    pub fn sample(&mut self, request: u64, time_ns: u64, host: &HostCounters, flash: &Flash, memory: impl FnOnce(&mut MemoryBreakdown)) {
+        self.scratch.clear();
+        memory(&mut self.scratch);
+        let total: u64 = self.scratch.iter().map(|(_, b)| b).sum();
+        let m = &mut self.memory;
+        m.final_total = total;
+        m.peak_total = m.peak_total.max(total);
+        m.final_components.clear();
+        for &(name, bytes) in &self.scratch {
+            m.final_components.insert(name.to_string(), bytes);
+            let peak = m.peak_components.entry(name.to_string()).or_insert(0);
+            *peak = (*peak).max(bytes);
+        }
+        let s = &mut self.series;
+        s.request.push(request);
+        s.time_ns.push(time_ns);
+        s.host_pages_written.push(host.pages_written);
+        s.flash_programs.push(flash.stats.total_programs());
+        s.gc_invocations.push(flash.stats.gc_invocations);
+        s.memory_bytes.push(total);
+    }
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Metrics {
+    pub host: HostCounters,
+    pub flash: FlashOps,
+    /// Flash programs of every cause per host page written (null if nothing was written).
+    pub waf: Option<f64>,
+    pub gc: GcReport,
+    pub erase_count: EraseCounts,
+    pub memory_bytes: MemoryReport,
+    /// Null in mapping-only mode.
+    pub latency: Option<LatencyReport>,
+    /// From the first arrival to the last completion; null in mapping-only mode.
+    pub simulated_time_ns: Option<u64>,
+    pub iops: Option<f64>,
+    pub throughput_bytes_per_s: Option<f64>,
+    /// Scheme-specific counters.
+    pub scheme: BTreeMap<String, f64>,
+    pub time_series: TimeSeries,
+}
+
+impl Metrics {
+    pub fn flash_ops(flash: &Flash) -> FlashOps {
+        FlashOps {
+            reads: ByCause::from(&flash.stats.reads),
+            programs: ByCause::from(&flash.stats.programs),
+            erases: ByCause::from(&flash.stats.erases),
+        }
+    }
+
+    pub fn erase_counts(flash: &Flash) -> EraseCounts {
+        let counts = flash.erase_counts();
+        let n = counts.len().max(1) as f64;
+        EraseCounts {
+            min: counts.iter().copied().min().unwrap_or(0),
+            mean: counts.iter().map(|&c| c as f64).sum::<f64>() / n,
+            max: counts.iter().copied().max().unwrap_or(0),
+        }
+    }
+}
+
+/// Device size as simulated.
+#[derive(Clone, Debug, Serialize)]
+pub struct DeviceInfo {
+    pub physical_pages: u64,
+    pub logical_pages: u64,
+    pub page_size: u32,
+    pub physical_bytes: u64,
+    pub logical_bytes: u64,
+    pub parallel_units: u32,
+    pub dies: u32,
+    pub blocks: u32,
+}
+
+impl DeviceInfo {
+    pub fn from(layout: &Layout) -> Self {
+        DeviceInfo {
+            physical_pages: layout.physical_pages,
+            logical_pages: layout.logical_pages,
+            page_size: layout.page_size,
+            physical_bytes: layout.physical_pages * layout.page_size as u64,
+            logical_bytes: layout.logical_bytes(),
+            parallel_units: layout.units,
+            dies: layout.dies,
+            blocks: layout.total_blocks,
+        }
+    }
+}
+
+/// Where the requests came from.
+#[derive(Clone, Debug, Serialize)]
+pub struct SourceInfo {
+    /// "trace" or "workload".
+    pub kind: String,
+    /// Trace path as given, or workload name.
+    pub name: String,
+    /// Trace format ("" for workloads).
+    pub format: String,
+}
+
+/// The result of one run.
+#[derive(Clone, Debug, Serialize)]
+pub struct Report {
+    pub ftlab_version: &'static str,
+    pub ftl: String,
+    pub source: SourceInfo,
+    /// "timed" or "mapping-only".
+    pub mode: &'static str,
+    pub verify: bool,
+    pub device: DeviceInfo,
+    pub config: Config,
+    pub metrics: Metrics,
+}
+
+impl Report {
+    pub fn to_json(&self) -> String {
+        let mut s = serde_json::to_string_pretty(self).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"));
+        s.push('\n');
+        s
+    }
+}

@@ -1,0 +1,535 @@
+//! The NAND model: the state of every physical page and block, the OOB contents, the rules
+//! real NAND enforces, the operation counters by cause, and the timing of each operation.
+//!
+//! An FTL touches flash only through [`Flash`]: `read`, `program` (with OOB bytes), `erase`,
+//! each tagged with a [`Cause`]. Programming a page twice without an erase, out of order in
+//! a block (when the program order is sequential), or with more OOB bytes than the page has,
+//! is a [`NandError`]. So is reading an erased page or erasing a block that still holds valid
+//! pages (which would lose data).
+//!
+//! Per page the model stores 8 bytes of OOB header (logical page address and write sequence
+//! number) and one valid bit (plus one programmed bit when any program order is allowed); a
+//! scheme may ask for a fixed number of extra OOB bytes per page at construction. The write
+//! sequence number stands in for the page's data: verification compares it with the shadow
+//! copy, so a read is correct only if the FTL found the page that really holds the data.
+
+use crate::config::{Config, Layout, ProgramOrder, OOB_HEADER_BYTES};
+use crate::error::{Error, Result};
+use crate::timing::Timeline;
+use serde::Serialize;
+use std::fmt;
+
+pub type Ppn = u32;
+/// An unmapped entry / a page holding no logical page.
+pub const NONE: u32 = u32::MAX;
+
+/// Why a flash operation was issued.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Cause {
+    /// Serving a host read or write.
+    Host = 0,
+    /// Relocating valid pages and erasing in garbage collection.
+    Gc = 1,
+    /// Reading or writing mapping (translation) pages.
+    Translation = 2,
+    /// Extra reads after a wrong prediction of a page's location.
+    Misprediction = 3,
+    /// Log-block merges.
+    Merge = 4,
+}
+
+pub const CAUSES: [Cause; 5] = [
+    Cause::Host,
+    Cause::Gc,
+    Cause::Translation,
+    Cause::Misprediction,
+    Cause::Merge,
+];
+
+impl Cause {
+    pub fn name(self) -> &'static str {
+        match self {
+            Cause::Host => "host",
+            Cause::Gc => "gc",
+            Cause::Translation => "translation",
+            Cause::Misprediction => "misprediction",
+            Cause::Merge => "merge",
+        }
+    }
+}
+
+/// The OOB header of a programmed page.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Oob {
+    /// Logical page the data belongs to ([`NONE`] for pages that hold no logical page).
+    pub lpa: u32,
+    /// Host write sequence number of the data (its identity, for verification).
+    pub seq: u32,
+}
+
+/// A NAND rule the FTL broke.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum NandError {
+    AddressOutOfRange { ppn: u64 },
+    BlockOutOfRange { block: u64 },
+    ProgramNotErased { ppn: Ppn },
+    ProgramOutOfOrder { ppn: Ppn, expected_page: u32 },
+    OobTooLarge { ppn: Ppn, bytes: usize, limit: usize },
+    ReadErased { ppn: Ppn },
+    InvalidateNotValid { ppn: Ppn },
+    EraseWithValidPages { block: u32, valid: u32 },
+}
+
+impl fmt::Display for NandError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            NandError::AddressOutOfRange { ppn } => write!(f, "physical page {ppn} does not exist"),
+            NandError::BlockOutOfRange { block } => write!(f, "block {block} does not exist"),
+            NandError::ProgramNotErased { ppn } => {
+                write!(f, "page {ppn} programmed twice without an erase")
+            }
+            NandError::ProgramOutOfOrder { ppn, expected_page } => write!(
+                f,
+                "page {ppn} programmed out of order: the block's next page is offset {expected_page}"
+            ),
+            NandError::OobTooLarge { ppn, bytes, limit } => write!(
+                f,
+                "page {ppn} programmed with {bytes} extra OOB bytes, more than the {limit} available"
+            ),
+            NandError::ReadErased { ppn } => write!(f, "page {ppn} read while erased"),
+            NandError::InvalidateNotValid { ppn } => {
+                write!(f, "page {ppn} invalidated but it holds no valid data")
+            }
+            NandError::EraseWithValidPages { block, valid } => write!(
+                f,
+                "block {block} erased while it still holds {valid} valid pages (data loss)"
+            ),
+        }
+    }
+}
+
+/// Flash operation counters.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct FlashStats {
+    pub reads: [u64; 5],
+    pub programs: [u64; 5],
+    pub erases: [u64; 5],
+    /// Victim blocks reclaimed by garbage collection.
+    pub gc_invocations: u64,
+    /// Valid pages relocated by garbage collection.
+    pub gc_pages_moved: u64,
+}
+
+impl FlashStats {
+    pub fn total_programs(&self) -> u64 {
+        self.programs.iter().sum()
+    }
+}
+
+/// The simulated flash array.
+pub struct Flash {
+    layout: Layout,
+    /// log2(pages per block) when it is a power of two: divisions become shifts.
+    block_shift: Option<u32>,
+    order: ProgramOrder,
+    /// OOB headers, interleaved so that a read touches one cache line.
+    oob: Vec<Oob>,
+    valid: Vec<u64>,
+    /// Programmed bits, kept only when pages may be programmed in any order (with
+    /// sequential order a page is programmed iff it lies below the write pointer).
+    programmed: Vec<u64>,
+    extra_width: usize,
+    extra: Vec<u8>,
+    /// Next page to program (sequential order) or pages programmed (any order).
+    write_ptr: Vec<u32>,
+    valid_count: Vec<u32>,
+    erase_count: Vec<u32>,
+    /// Logical time of the last program or invalidation in the block (for cost-benefit).
+    modified_at: Vec<u64>,
+    timeline: Option<Timeline>,
+    cursor: u64,
+    request_done: u64,
+    ack_host_programs_on_transfer: bool,
+    /// Logical time: host pages written so far. Used for block ages, so that mapping-only
+    /// and timed runs take the same decisions.
+    pub clock: u64,
+    pub stats: FlashStats,
+}
+
+#[inline]
+fn bit(bits: &[u64], i: u32) -> bool {
+    bits[(i >> 6) as usize] >> (i & 63) & 1 != 0
+}
+
+#[inline]
+fn set_bit(bits: &mut [u64], i: u32, on: bool) {
+    let w = &mut bits[(i >> 6) as usize];
+    let m = 1u64 << (i & 63);
+    if on {
+        *w |= m
+    } else {
+        *w &= !m
+    }
+}
+
+impl Flash {
+    /// A fresh, fully erased device. `extra_oob_bytes` is the per-page OOB space a scheme
+    /// stores beyond the 8-byte header; `timed` enables the timing model.
+    pub fn new(cfg: &Config, layout: &Layout, extra_oob_bytes: usize, timed: bool) -> Result<Flash> {
+        let limit = (layout.oob_size as u64 - OOB_HEADER_BYTES) as usize;
+        if extra_oob_bytes > limit {
+            return Err(Error::config(
+                "geometry.oob_size",
+                format!(
+                    "the scheme stores {extra_oob_bytes} OOB bytes per page beyond the {OOB_HEADER_BYTES}-byte header, \
+                     but only {limit} are available"
+                ),
+            ));
+        }
+        let pages = layout.physical_pages as usize;
+        let blocks = layout.total_blocks as usize;
+        let words = pages.div_ceil(64);
+        let ppb = layout.pages_per_block;
+        Ok(Flash {
+            layout: *layout,
+            block_shift: ppb.is_power_of_two().then(|| ppb.trailing_zeros()),
+            order: cfg.nand.program_order,
+            oob: vec![Oob { lpa: NONE, seq: 0 }; pages],
+            valid: vec![0; words],
+            programmed: if cfg.nand.program_order == ProgramOrder::Any {
+                vec![0; words]
+            } else {
+                Vec::new()
+            },
+            extra_width: extra_oob_bytes,
+            extra: vec![0; pages * extra_oob_bytes],
+            write_ptr: vec![0; blocks],
+            valid_count: vec![0; blocks],
+            erase_count: vec![0; blocks],
+            modified_at: vec![0; blocks],
+            timeline: timed.then(|| Timeline::new(cfg, layout)),
+            cursor: 0,
+            request_done: 0,
+            ack_host_programs_on_transfer: false,
+            clock: 0,
+            stats: FlashStats::default(),
+        })
+    }
+
+    pub fn layout(&self) -> &Layout {
+        &self.layout
+    }
+
+    pub fn program_order(&self) -> ProgramOrder {
+        self.order
+    }
+
+    #[inline]
+    pub fn block_of(&self, ppn: Ppn) -> u32 {
+        match self.block_shift {
+            Some(shift) => ppn >> shift,
+            None => ppn / self.layout.pages_per_block,
+        }
+    }
+
+    /// Offset of the page within its block.
+    #[inline]
+    pub fn page_offset(&self, ppn: Ppn) -> u32 {
+        match self.block_shift {
+            Some(shift) => ppn & ((1 << shift) - 1),
+            None => ppn % self.layout.pages_per_block,
+        }
+    }
+
+    #[inline]
+    pub fn first_page(&self, block: u32) -> Ppn {
+        block * self.layout.pages_per_block
+    }
+
+    #[inline]
+    fn check_ppn(&self, ppn: Ppn) -> std::result::Result<(), NandError> {
+        if (ppn as u64) < self.layout.physical_pages {
+            Ok(())
+        } else {
+            Err(NandError::AddressOutOfRange { ppn: ppn as u64 })
+        }
+    }
+
+    #[inline]
+    fn check_block(&self, block: u32) -> std::result::Result<(), NandError> {
+        if block < self.layout.total_blocks {
+            Ok(())
+        } else {
+            Err(NandError::BlockOutOfRange { block: block as u64 })
+        }
+    }
+
+    /// Whether the page has been programmed since its block was last erased.
+    #[inline]
+    pub fn is_programmed(&self, ppn: Ppn) -> bool {
+        match self.order {
+            ProgramOrder::Sequential => {
+                self.page_offset(ppn) < self.write_ptr[self.block_of(ppn) as usize]
+            }
+            ProgramOrder::Any => bit(&self.programmed, ppn),
+        }
+    }
+
+    #[inline]
+    pub fn is_valid(&self, ppn: Ppn) -> bool {
+        bit(&self.valid, ppn)
+    }
+
+    /// Sequential order: the next page offset to program. Any order: pages programmed.
+    #[inline]
+    pub fn write_pointer(&self, block: u32) -> u32 {
+        self.write_ptr[block as usize]
+    }
+
+    /// The block has no programmed page.
+    #[inline]
+    pub fn is_erased(&self, block: u32) -> bool {
+        self.write_ptr[block as usize] == 0
+    }
+
+    /// Every page of the block is programmed.
+    #[inline]
+    pub fn is_full(&self, block: u32) -> bool {
+        self.write_ptr[block as usize] == self.layout.pages_per_block
+    }
+
+    #[inline]
+    pub fn valid_count(&self, block: u32) -> u32 {
+        self.valid_count[block as usize]
+    }
+
+    pub fn erase_count(&self, block: u32) -> u32 {
+        self.erase_count[block as usize]
+    }
+
+    pub fn erase_counts(&self) -> &[u32] {
+        &self.erase_count
+    }
+
+    /// Logical time of the block's last program or invalidation.
+    #[inline]
+    pub fn modified_at(&self, block: u32) -> u64 {
+        self.modified_at[block as usize]
+    }
+
+    /// The OOB header as it is on flash, without a read being counted: for schemes that
+    /// already paid the read (the OOB arrives with the page) and for tests.
+    #[inline]
+    pub fn oob(&self, ppn: Ppn) -> Oob {
+        self.oob[ppn as usize]
+    }
+
+    /// The scheme's extra OOB bytes of a page (see [`Flash::oob`]).
+    pub fn oob_extra(&self, ppn: Ppn) -> &[u8] {
+        let start = ppn as usize * self.extra_width;
+        &self.extra[start..start + self.extra_width]
+    }
+
+    // ----- request timing -----
+
+    /// Starts timing a host request that may begin at `time_ns`.
+    #[inline]
+    pub fn begin_request(&mut self, time_ns: u64) {
+        self.cursor = time_ns;
+        self.request_done = time_ns;
+        self.ack_host_programs_on_transfer = false;
+    }
+
+    /// When the current request is complete: its reads done, its foreground GC done, and
+    /// its writes acknowledged.
+    #[inline]
+    pub fn request_done(&self) -> u64 {
+        self.request_done
+    }
+
+    /// Makes later operations of this request wait for everything issued so far (a data
+    /// read after the translation read that located it; a write after the GC it waited for).
+    #[inline]
+    pub fn chain(&mut self) {
+        self.cursor = self.cursor.max(self.request_done);
+    }
+
+    /// While set, host programs count as acknowledged once their data has crossed the
+    /// channel (write-back buffer flushes) rather than when the program completes.
+    #[inline]
+    pub fn set_ack_host_programs_on_transfer(&mut self, on: bool) {
+        self.ack_host_programs_on_transfer = on;
+    }
+
+    pub fn is_timed(&self) -> bool {
+        self.timeline.is_some()
+    }
+
+    #[inline]
+    fn location(&self, block: u32) -> (u32, u32) {
+        let unit = self.layout.unit_of_block(block);
+        (self.layout.die_of_unit(unit), self.layout.channel_of_unit(unit))
+    }
+
+    // ----- operations -----
+
+    /// Reads a programmed page; returns its OOB header.
+    #[inline]
+    pub fn read(&mut self, ppn: Ppn, cause: Cause) -> std::result::Result<Oob, NandError> {
+        self.read_at(ppn, cause, self.cursor).map(|(oob, _)| oob)
+    }
+
+    #[inline]
+    fn read_at(&mut self, ppn: Ppn, cause: Cause, ready: u64) -> std::result::Result<(Oob, u64), NandError> {
+        self.check_ppn(ppn)?;
+        if !self.is_programmed(ppn) {
+            return Err(NandError::ReadErased { ppn });
+        }
+        self.stats.reads[cause as usize] += 1;
+        let mut done = ready;
+        if self.timeline.is_some() {
+            let (die, channel) = self.location(self.block_of(ppn));
+            if let Some(t) = self.timeline.as_mut() {
+                done = t.read(die, channel, ready).done;
+            }
+            self.request_done = self.request_done.max(done);
+        }
+        Ok((self.oob(ppn), done))
+    }
+
+    /// Programs an erased page with its OOB header and `extra` scheme bytes (zero-padded to
+    /// the scheme's width). The page becomes valid.
+    #[inline]
+    pub fn program(&mut self, ppn: Ppn, oob: Oob, extra: &[u8], cause: Cause) -> std::result::Result<(), NandError> {
+        let ready = self.cursor;
+        self.program_at(ppn, oob, extra, cause, ready)
+    }
+
+    fn program_at(
+        &mut self,
+        ppn: Ppn,
+        oob: Oob,
+        extra: &[u8],
+        cause: Cause,
+        ready: u64,
+    ) -> std::result::Result<(), NandError> {
+        self.check_ppn(ppn)?;
+        if extra.len() > self.extra_width {
+            return Err(NandError::OobTooLarge {
+                ppn,
+                bytes: extra.len(),
+                limit: self.extra_width,
+            });
+        }
+        let block = self.block_of(ppn);
+        let offset = self.page_offset(ppn);
+        match self.order {
+            ProgramOrder::Sequential => {
+                let wp = self.write_ptr[block as usize];
+                if offset < wp {
+                    return Err(NandError::ProgramNotErased { ppn });
+                }
+                if offset != wp {
+                    return Err(NandError::ProgramOutOfOrder {
+                        ppn,
+                        expected_page: wp,
+                    });
+                }
+            }
+            ProgramOrder::Any => {
+                if bit(&self.programmed, ppn) {
+                    return Err(NandError::ProgramNotErased { ppn });
+                }
+                set_bit(&mut self.programmed, ppn, true);
+            }
+        }
+        self.write_ptr[block as usize] += 1;
+        self.oob[ppn as usize] = oob;
+        if self.extra_width > 0 {
+            let start = ppn as usize * self.extra_width;
+            let dst = &mut self.extra[start..start + self.extra_width];
+            dst[..extra.len()].copy_from_slice(extra);
+            dst[extra.len()..].fill(0);
+        }
+        set_bit(&mut self.valid, ppn, true);
+        self.valid_count[block as usize] += 1;
+        self.modified_at[block as usize] = self.clock;
+        self.stats.programs[cause as usize] += 1;
+        if self.timeline.is_some() {
+            let (die, channel) = self.location(block);
+            if let Some(t) = self.timeline.as_mut() {
+                let span = t.program(die, channel, ready);
+                let ack = if cause == Cause::Host && self.ack_host_programs_on_transfer {
+                    span.transferred
+                } else {
+                    span.done
+                };
+                self.request_done = self.request_done.max(ack);
+            }
+        }
+        Ok(())
+    }
+
+    /// Copies a valid page to an erased page (read, then program once the read is done),
+    /// keeping its OOB header and extra bytes. The source stays valid: the caller
+    /// invalidates it when the mapping moves.
+    pub fn copy(&mut self, src: Ppn, dst: Ppn, cause: Cause) -> std::result::Result<Oob, NandError> {
+        let (oob, read_done) = self.read_at(src, cause, self.cursor)?;
+        self.program_at(dst, oob, &[], cause, read_done)?;
+        let w = self.extra_width;
+        if w > 0 {
+            let from = src as usize * w;
+            self.extra.copy_within(from..from + w, dst as usize * w);
+        }
+        Ok(oob)
+    }
+
+    /// Marks a page as no longer holding live data.
+    #[inline]
+    pub fn invalidate(&mut self, ppn: Ppn) -> std::result::Result<(), NandError> {
+        self.check_ppn(ppn)?;
+        if !bit(&self.valid, ppn) {
+            return Err(NandError::InvalidateNotValid { ppn });
+        }
+        set_bit(&mut self.valid, ppn, false);
+        let block = self.block_of(ppn) as usize;
+        self.valid_count[block] -= 1;
+        self.modified_at[block] = self.clock;
+        Ok(())
+    }
+
+    /// Erases a block that holds no valid page.
+    pub fn erase(&mut self, block: u32, cause: Cause) -> std::result::Result<(), NandError> {
+        self.check_block(block)?;
+        let valid = self.valid_count[block as usize];
+        if valid != 0 {
+            return Err(NandError::EraseWithValidPages { block, valid });
+        }
+        let first = self.first_page(block) as usize;
+        let ppb = self.layout.pages_per_block as usize;
+        self.oob[first..first + ppb].fill(Oob { lpa: NONE, seq: 0 });
+        if self.order == ProgramOrder::Any {
+            for p in first..first + ppb {
+                set_bit(&mut self.programmed, p as u32, false);
+            }
+        }
+        self.write_ptr[block as usize] = 0;
+        self.erase_count[block as usize] += 1;
+        self.modified_at[block as usize] = self.clock;
+        self.stats.erases[cause as usize] += 1;
+        if self.timeline.is_some() {
+            let (die, _) = self.location(block);
+            if let Some(t) = self.timeline.as_mut() {
+                let done = t.erase(die, self.cursor).done;
+                self.request_done = self.request_done.max(done);
+            }
+        }
+        Ok(())
+    }
+
+    /// Valid pages of a block, in page order.
+    pub fn valid_pages(&self, block: u32) -> impl Iterator<Item = Ppn> + '_ {
+        let first = self.first_page(block);
+        (first..first + self.layout.pages_per_block).filter(move |&p| bit(&self.valid, p))
+    }
+}

@@ -1,0 +1,362 @@
+//! The host layer and the replay loop: splits requests into logical pages, runs them
+//! through the write buffer and the FTL, times them, checks every read in verification
+//! mode, and gathers the metrics.
+//!
+//! Page semantics: a request touches every page its byte range overlaps. A write that
+//! covers only part of a page first reads the page (read-modify-write); a TRIM discards
+//! only the pages it covers entirely. Each page write gets the next host write sequence
+//! number, which stands in for its data.
+//!
+//! Timing: in open loop a request arrives at its timestamp times `replay.time_scale`; in
+//! closed loop it is issued as soon as fewer than `replay.queue_depth` requests are
+//! outstanding. A request completes when its page reads are done, its writes are
+//! acknowledged (buffered writes when the buffer has room, or when the evicted pages have
+//! crossed the channel; unbuffered writes when programmed) and the foreground GC it
+//! triggered is over. Trims take no time.
+
+use crate::buffer::{Buffered, WriteBuffer};
+use crate::config::{Config, Layout, ReplayMode};
+use crate::error::{Error, Result};
+use crate::ftl::Ftl;
+use crate::metrics::{
+    DeviceInfo, GcReport, HostCounters, Latency, LatencyReport, Metrics, Report, Sampler, SourceInfo,
+};
+use crate::nand::{Flash, Oob};
+use crate::request::{Op, Request};
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap};
+
+/// What a page read returned.
+#[derive(Clone, Copy, Debug)]
+enum Served {
+    Unmapped,
+    Buffer(u32),
+    Flash(Oob),
+}
+
+fn describe_expected(seq: u32) -> String {
+    if seq == 0 {
+        "nothing (never written, or trimmed)".into()
+    } else {
+        format!("host write #{seq}")
+    }
+}
+
+fn describe_served(served: Served) -> String {
+    match served {
+        Served::Unmapped => "nothing (unmapped)".into(),
+        Served::Buffer(seq) => format!("host write #{seq} from the write buffer"),
+        Served::Flash(oob) if oob.lpa == crate::nand::NONE => {
+            format!("a flash page holding no logical page (sequence #{})", oob.seq)
+        }
+        Served::Flash(oob) => format!("host write #{} of logical page {} from flash", oob.seq, oob.lpa),
+    }
+}
+
+pub struct Simulator<F: Ftl> {
+    layout: Layout,
+    mode: ReplayMode,
+    time_scale: f64,
+    queue_depth: usize,
+    sample_every: u64,
+    flash: Flash,
+    ftl: F,
+    buffer: Option<WriteBuffer>,
+    /// Verification: the sequence number of the last write to each logical page.
+    shadow: Option<Vec<u32>>,
+    last_seq: u32,
+    host: HostCounters,
+    read_latency: Latency,
+    write_latency: Latency,
+    /// Closed loop: completion times of the outstanding requests.
+    outstanding: BinaryHeap<Reverse<u64>>,
+    last_issue: u64,
+    first_arrival: Option<u64>,
+    last_done: u64,
+    sampler: Sampler,
+    /// Requests left until the next time-series sample.
+    until_sample: u64,
+    last_time: u64,
+}
+
+impl<F: Ftl> Simulator<F> {
+    pub fn new(cfg: &Config, layout: &Layout, ftl: F, flash: Flash, verify: bool) -> Self {
+        Simulator {
+            layout: *layout,
+            mode: cfg.replay.mode,
+            time_scale: cfg.replay.time_scale,
+            queue_depth: cfg.replay.queue_depth as usize,
+            sample_every: cfg.metrics.sample_every_requests,
+            flash,
+            ftl,
+            buffer: WriteBuffer::new(&cfg.buffer, layout.page_size as u64),
+            shadow: verify.then(|| vec![0; layout.logical_pages as usize]),
+            last_seq: 0,
+            host: HostCounters::default(),
+            read_latency: Latency::default(),
+            write_latency: Latency::default(),
+            outstanding: BinaryHeap::with_capacity(cfg.replay.queue_depth as usize + 1),
+            last_issue: 0,
+            first_arrival: None,
+            last_done: 0,
+            sampler: Sampler::default(),
+            until_sample: cfg.metrics.sample_every_requests,
+            last_time: 0,
+        }
+    }
+
+    pub fn flash(&self) -> &Flash {
+        &self.flash
+    }
+
+    pub fn ftl(&self) -> &F {
+        &self.ftl
+    }
+
+    pub fn host(&self) -> &HostCounters {
+        &self.host
+    }
+
+    fn arrival(&mut self, req: &Request) -> u64 {
+        match self.mode {
+            ReplayMode::Open => (req.time_ns as f64 * self.time_scale).round() as u64,
+            ReplayMode::Closed => {
+                let mut issue = self.last_issue;
+                if self.outstanding.len() >= self.queue_depth {
+                    if let Some(Reverse(done)) = self.outstanding.pop() {
+                        issue = issue.max(done);
+                    }
+                }
+                self.last_issue = issue;
+                issue
+            }
+        }
+    }
+
+    /// Simulates one request.
+    pub fn submit(&mut self, req: &Request) -> Result<()> {
+        let index = self.host.requests;
+        self.host.requests += 1;
+        let page = self.layout.page_size as u64;
+        let start = req.offset_bytes;
+        let end = start.saturating_add(req.len_bytes as u64);
+        let first = start / page;
+        let last = end.div_ceil(page); // exclusive
+        if last > self.layout.logical_pages {
+            return Err(Error::OutOfRange {
+                request: index + 1,
+                lpa: last - 1,
+                logical_pages: self.layout.logical_pages,
+            });
+        }
+        let timed = self.flash.is_timed();
+        let arrival = if timed { self.arrival(req) } else { 0 };
+        if timed {
+            self.first_arrival.get_or_insert(arrival);
+            self.flash.begin_request(arrival);
+        }
+        match req.op {
+            Op::Read => {
+                self.host.read_requests += 1;
+                self.host.bytes_read += req.len_bytes as u64;
+                for lpa in first..last {
+                    self.host.pages_read += 1;
+                    self.read_page(index, lpa as u32)?;
+                }
+            }
+            Op::Write => {
+                self.host.write_requests += 1;
+                self.host.bytes_written += req.len_bytes as u64;
+                for lpa in first..last {
+                    let partial = (lpa == first && start % page != 0) || (lpa == last - 1 && end % page != 0);
+                    if partial {
+                        self.host.partial_page_writes += 1;
+                        self.read_page(index, lpa as u32)?;
+                    }
+                    self.write_page(lpa as u32)?;
+                }
+            }
+            Op::Trim => {
+                self.host.trim_requests += 1;
+                for lpa in start.div_ceil(page)..end / page {
+                    self.trim_page(lpa as u32)?;
+                }
+            }
+        }
+        if timed {
+            let done = self.flash.request_done();
+            let latency = done - arrival;
+            match req.op {
+                Op::Read => self.read_latency.record(latency),
+                Op::Write => self.write_latency.record(latency),
+                Op::Trim => {}
+            }
+            if self.mode == ReplayMode::Closed {
+                self.outstanding.push(Reverse(done));
+            }
+            self.last_done = self.last_done.max(done);
+            self.last_time = arrival;
+        }
+        self.until_sample -= 1;
+        if self.until_sample == 0 {
+            self.until_sample = self.sample_every;
+            self.sample();
+        }
+        Ok(())
+    }
+
+    fn sample(&mut self) {
+        let ftl = &self.ftl;
+        self.sampler.sample(self.host.requests, self.last_time, &self.host, &self.flash, |out| {
+            ftl.memory(out)
+        });
+    }
+
+    fn read_page(&mut self, index: u64, lpa: u32) -> Result<()> {
+        let served = match self.buffer.as_ref().and_then(|b| b.get(lpa)) {
+            Some(seq) => {
+                self.host.buffer_read_hits += 1;
+                Served::Buffer(seq)
+            }
+            None => match self.ftl.read(lpa, &mut self.flash)? {
+                Some(oob) => Served::Flash(oob),
+                None => {
+                    self.host.unmapped_reads += 1;
+                    Served::Unmapped
+                }
+            },
+        };
+        if let Some(shadow) = &self.shadow {
+            let expected = shadow[lpa as usize];
+            let correct = match served {
+                Served::Unmapped => expected == 0,
+                Served::Buffer(seq) => seq == expected,
+                Served::Flash(oob) => oob.lpa == lpa && oob.seq == expected,
+            };
+            if !correct {
+                return Err(Error::Verify {
+                    request: index + 1,
+                    lpa: lpa as u64,
+                    expected: describe_expected(expected),
+                    served: describe_served(served),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    fn write_page(&mut self, lpa: u32) -> Result<()> {
+        // Sequence numbers wrap after 2^32 - 1 writes, skipping 0 ("never written").
+        self.last_seq = self.last_seq.checked_add(1).unwrap_or(1);
+        let seq = self.last_seq;
+        self.host.pages_written += 1;
+        self.flash.clock += 1;
+        if let Some(shadow) = self.shadow.as_mut() {
+            shadow[lpa as usize] = seq;
+        }
+        let Some(buffer) = self.buffer.as_mut() else {
+            return self.ftl.write(lpa, seq, &mut self.flash);
+        };
+        match buffer.write(lpa, seq) {
+            Buffered::Replaced => self.host.buffer_write_hits += 1,
+            Buffered::Inserted => {}
+            Buffered::Full => {
+                self.flash.set_ack_host_programs_on_transfer(true);
+                let batch = buffer.evict();
+                let result = self.ftl.write_batch(batch, &mut self.flash);
+                self.flash.set_ack_host_programs_on_transfer(false);
+                result?;
+                buffer.write(lpa, seq);
+            }
+        }
+        Ok(())
+    }
+
+    fn trim_page(&mut self, lpa: u32) -> Result<()> {
+        self.host.pages_trimmed += 1;
+        if let Some(buffer) = self.buffer.as_mut() {
+            buffer.remove(lpa);
+        }
+        if let Some(shadow) = self.shadow.as_mut() {
+            shadow[lpa as usize] = 0;
+        }
+        self.ftl.trim(lpa, &mut self.flash)
+    }
+
+    /// Writes what is left in the buffer to flash, so that every host write reaches the
+    /// flash counters. Its time counts in no request.
+    pub fn drain(&mut self) -> Result<()> {
+        if let Some(buffer) = self.buffer.as_mut() {
+            self.flash.begin_request(self.last_done);
+            let batch = buffer.drain();
+            self.ftl.write_batch(batch, &mut self.flash)?;
+        }
+        Ok(())
+    }
+
+    /// Checks that every logical page reads back as last written (verification mode),
+    /// without counting the reads. Used by tests after a run.
+    pub fn check_all(&mut self) -> Result<()> {
+        let Some(shadow) = self.shadow.clone() else {
+            return Ok(());
+        };
+        let (stats, host) = (self.flash.stats.clone(), self.host.clone());
+        let index = self.host.requests;
+        for lpa in 0..shadow.len() as u32 {
+            self.read_page(index, lpa)?;
+        }
+        (self.flash.stats, self.host) = (stats, host);
+        Ok(())
+    }
+
+    /// Drains the buffer and assembles the report.
+    pub fn finish(mut self, ftl_name: &str, source: SourceInfo, cfg: &Config) -> Result<Report> {
+        self.drain()?;
+        self.sample();
+        let timed = self.flash.is_timed();
+        let flash = &self.flash;
+        let span = self.first_arrival.map(|first| self.last_done.saturating_sub(first));
+        let per_second = |count: u64| {
+            span.filter(|&s| s > 0)
+                .map(|s| count as f64 / (s as f64 / 1e9))
+        };
+        let mut scheme = Vec::new();
+        self.ftl.counters(&mut scheme);
+        let scheme: BTreeMap<String, f64> = scheme.into_iter().map(|(k, v)| (k.to_string(), v)).collect();
+        let written = self.host.pages_written;
+        let metrics = Metrics {
+            flash: Metrics::flash_ops(flash),
+            waf: (written > 0).then(|| flash.stats.total_programs() as f64 / written as f64),
+            gc: GcReport {
+                invocations: flash.stats.gc_invocations,
+                pages_moved: flash.stats.gc_pages_moved,
+            },
+            erase_count: Metrics::erase_counts(flash),
+            memory_bytes: self.sampler.memory.clone(),
+            latency: timed.then(|| LatencyReport {
+                read: self.read_latency.stats(),
+                write: self.write_latency.stats(),
+            }),
+            simulated_time_ns: if timed { span } else { None },
+            iops: if timed { per_second(self.host.requests) } else { None },
+            throughput_bytes_per_s: if timed {
+                per_second(self.host.bytes_read + self.host.bytes_written)
+            } else {
+                None
+            },
+            scheme,
+            time_series: std::mem::take(&mut self.sampler.series),
+            host: self.host.clone(),
+        };
+        Ok(Report {
+            ftlab_version: env!("CARGO_PKG_VERSION"),
+            ftl: ftl_name.to_string(),
+            source,
+            mode: if timed { "timed" } else { "mapping-only" },
+            verify: self.shadow.is_some(),
+            device: DeviceInfo::from(&self.layout),
+            config: cfg.clone(),
+            metrics,
+        })
+    }
+}

@@ -1,0 +1,94 @@
+//! Helpers shared by the integration tests: small configurations and a way to run any
+//! scheme over a list of requests through the public interfaces.
+
+#![allow(dead_code)]
+
+use ftlab_core::config::{Config, Layout};
+use ftlab_core::ftl::{self, Ftl, Visitor};
+use ftlab_core::metrics::{Report, SourceInfo};
+use ftlab_core::nand::Flash;
+use ftlab_core::sim::Simulator;
+use ftlab_core::{Op, Request, Result};
+
+/// A small device with the given shape; everything else default.
+pub fn small_config(units: (u32, u32, u32, u32), blocks_per_plane: u32, pages_per_block: u32, op: f64) -> Config {
+    let mut cfg = Config::default();
+    let g = &mut cfg.geometry;
+    (g.channels, g.chips_per_channel, g.dies_per_chip, g.planes_per_die) = units;
+    g.blocks_per_plane = blocks_per_plane;
+    g.pages_per_block = pages_per_block;
+    cfg.ftl.over_provisioning = op;
+    cfg.metrics.sample_every_requests = 97;
+    cfg
+}
+
+pub fn write(offset_page: u64, pages: u32, page: u32) -> Request {
+    Request {
+        time_ns: 0,
+        offset_bytes: offset_page * page as u64,
+        len_bytes: pages * page,
+        op: Op::Write,
+    }
+}
+
+pub fn read(offset_page: u64, pages: u32, page: u32) -> Request {
+    Request {
+        op: Op::Read,
+        ..write(offset_page, pages, page)
+    }
+}
+
+pub fn trim(offset_page: u64, pages: u32, page: u32) -> Request {
+    Request {
+        op: Op::Trim,
+        ..write(offset_page, pages, page)
+    }
+}
+
+struct RunAll<'a> {
+    cfg: &'a Config,
+    layout: &'a Layout,
+    requests: &'a [Request],
+    verify: bool,
+    check_all: bool,
+    name: &'a str,
+}
+
+impl Visitor for RunAll<'_> {
+    type Output = Result<Report>;
+    fn visit<F: Ftl>(self, ftl: F, flash: Flash) -> Result<Report> {
+        let mut sim = Simulator::new(self.cfg, self.layout, ftl, flash, self.verify);
+        for r in self.requests {
+            sim.submit(r)?;
+        }
+        if self.check_all {
+            sim.drain()?;
+            sim.check_all()?;
+        }
+        let source = SourceInfo {
+            kind: "test".into(),
+            name: "requests".into(),
+            format: String::new(),
+        };
+        sim.finish(self.name, source, self.cfg)
+    }
+}
+
+/// Runs `scheme` over `requests` with verification; with `check_all`, every logical page
+/// is read back against the shadow copy at the end.
+pub fn run(scheme: &str, cfg: &Config, requests: &[Request], check_all: bool) -> Result<Report> {
+    let layout = cfg.validate()?;
+    ftl::build(
+        scheme,
+        cfg,
+        &layout,
+        RunAll {
+            cfg,
+            layout: &layout,
+            requests,
+            verify: true,
+            check_all,
+            name: scheme,
+        },
+    )?
+}

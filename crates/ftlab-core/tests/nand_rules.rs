@@ -1,0 +1,124 @@
+//! Every NAND rule violation is an error, never silent.
+
+mod common;
+
+use common::small_config;
+use ftlab_core::config::ProgramOrder;
+use ftlab_core::nand::{Cause, Flash, NandError, Oob};
+
+fn flash(order: ProgramOrder, extra: usize) -> Flash {
+    let mut cfg = small_config((1, 1, 1, 1), 8, 8, 0.5);
+    cfg.nand.program_order = order;
+    let layout = cfg.validate().unwrap();
+    Flash::new(&cfg, &layout, extra, true).unwrap()
+}
+
+const OOB: Oob = Oob { lpa: 1, seq: 1 };
+
+#[test]
+fn program_twice_without_erase() {
+    let mut f = flash(ProgramOrder::Sequential, 0);
+    f.program(0, OOB, &[], Cause::Host).unwrap();
+    assert_eq!(
+        f.program(0, OOB, &[], Cause::Host),
+        Err(NandError::ProgramNotErased { ppn: 0 })
+    );
+    let mut f = flash(ProgramOrder::Any, 0);
+    f.program(3, OOB, &[], Cause::Host).unwrap();
+    assert_eq!(
+        f.program(3, OOB, &[], Cause::Host),
+        Err(NandError::ProgramNotErased { ppn: 3 })
+    );
+}
+
+#[test]
+fn program_out_of_order() {
+    let mut f = flash(ProgramOrder::Sequential, 0);
+    f.program(0, OOB, &[], Cause::Host).unwrap();
+    let err = f.program(2, OOB, &[], Cause::Host).unwrap_err();
+    assert_eq!(err, NandError::ProgramOutOfOrder { ppn: 2, expected_page: 1 });
+    assert!(err.to_string().contains("out of order"));
+    // Any order: fixed offsets are fine.
+    let mut f = flash(ProgramOrder::Any, 0);
+    f.program(5, OOB, &[], Cause::Host).unwrap();
+    f.program(1, OOB, &[], Cause::Host).unwrap();
+    assert!(f.is_programmed(5) && f.is_programmed(1) && !f.is_programmed(0));
+}
+
+#[test]
+fn oob_size_is_enforced() {
+    // The default OOB is 128 bytes, 8 of them the header.
+    let mut cfg = small_config((1, 1, 1, 1), 8, 8, 0.5);
+    let layout = cfg.validate().unwrap();
+    assert!(Flash::new(&cfg, &layout, 121, false).is_err());
+    cfg.geometry.oob_size = 16;
+    let layout = cfg.validate().unwrap();
+    let mut f = Flash::new(&cfg, &layout, 8, false).unwrap();
+    assert_eq!(
+        f.program(0, OOB, &[7; 9], Cause::Host),
+        Err(NandError::OobTooLarge { ppn: 0, bytes: 9, limit: 8 })
+    );
+    f.program(0, OOB, &[7; 5], Cause::Host).unwrap();
+    assert_eq!(f.oob_extra(0), &[7, 7, 7, 7, 7, 0, 0, 0]);
+    // A copy keeps the extra bytes.
+    f.copy(0, 1, Cause::Gc).unwrap();
+    assert_eq!(f.oob_extra(1), &[7, 7, 7, 7, 7, 0, 0, 0]);
+    assert_eq!(f.oob(1), OOB);
+}
+
+#[test]
+fn read_of_erased_page_and_out_of_range() {
+    let mut f = flash(ProgramOrder::Sequential, 0);
+    assert_eq!(f.read(0, Cause::Host), Err(NandError::ReadErased { ppn: 0 }));
+    assert!(matches!(
+        f.read(1_000_000, Cause::Host),
+        Err(NandError::AddressOutOfRange { .. })
+    ));
+    assert!(matches!(f.erase(999, Cause::Gc), Err(NandError::BlockOutOfRange { .. })));
+}
+
+#[test]
+fn erase_with_valid_pages_loses_data() {
+    let mut f = flash(ProgramOrder::Sequential, 0);
+    f.program(0, OOB, &[], Cause::Host).unwrap();
+    f.program(1, OOB, &[], Cause::Host).unwrap();
+    f.invalidate(0).unwrap();
+    assert_eq!(
+        f.erase(0, Cause::Gc),
+        Err(NandError::EraseWithValidPages { block: 0, valid: 1 })
+    );
+    assert_eq!(f.invalidate(0), Err(NandError::InvalidateNotValid { ppn: 0 }));
+    f.invalidate(1).unwrap();
+    f.erase(0, Cause::Gc).unwrap();
+    assert!(f.is_erased(0));
+    assert_eq!(f.erase_count(0), 1);
+    // Erased pages may be programmed again from the start.
+    f.program(0, OOB, &[], Cause::Host).unwrap();
+    assert_eq!(f.stats.programs[Cause::Host as usize], 3);
+    assert_eq!(f.stats.erases[Cause::Gc as usize], 1);
+}
+
+#[test]
+fn timing_overlaps_dies_and_serialises_one_die() {
+    let mut cfg = small_config((2, 1, 1, 1), 8, 8, 0.5);
+    cfg.nand.read_latency_ns = 50_000;
+    cfg.nand.program_latency_ns = 500_000;
+    cfg.nand.channel_bytes_per_s = 4096 + 128; // one page+OOB per second... scaled below
+    cfg.nand.channel_bytes_per_s = (4096 + 128) * 1_000_000; // 1 us per page transfer
+    let layout = cfg.validate().unwrap();
+    let mut f = Flash::new(&cfg, &layout, 0, true).unwrap();
+    let ppb = layout.pages_per_block;
+    let unit1 = layout.blocks_per_unit * ppb; // first page of unit 1 (other channel, other die)
+    f.begin_request(0);
+    f.program(0, OOB, &[], Cause::Host).unwrap();
+    f.program(unit1, OOB, &[], Cause::Host).unwrap();
+    // Two dies on two channels: both done after 1 us transfer + 500 us program.
+    assert_eq!(f.request_done(), 501_000);
+    f.begin_request(0);
+    f.program(1, OOB, &[], Cause::Host).unwrap();
+    // Same die: waits for the first program.
+    assert_eq!(f.request_done(), 501_000 + 501_000);
+    f.begin_request(2_000_000);
+    f.read(0, Cause::Host).unwrap();
+    assert_eq!(f.request_done(), 2_000_000 + 50_000 + 1_000);
+}

@@ -1,0 +1,158 @@
+//! Python bindings of the ftlab core (`ftlab._core`). Thin: options in, JSON or TOML text
+//! out; long runs release the GIL and stay entirely in Rust.
+
+use ftlab_core::api::{self, RunOptions};
+use ftlab_core::{config, ftl, workload};
+use pyo3::exceptions::PyException;
+use pyo3::prelude::*;
+use std::path::PathBuf;
+
+pyo3::create_exception!(_core, FtlabError, PyException, "An error reported by the ftlab core.");
+
+fn to_py(e: ftlab_core::Error) -> PyErr {
+    FtlabError::new_err(e.to_string())
+}
+
+#[allow(clippy::too_many_arguments)]
+fn options(
+    ftl: String,
+    trace: Option<PathBuf>,
+    workload: Option<String>,
+    preset: Option<String>,
+    config: Vec<PathBuf>,
+    sets: Vec<String>,
+    verify: bool,
+    format: String,
+    time_unit: String,
+) -> RunOptions {
+    RunOptions {
+        ftl,
+        preset,
+        config_files: config,
+        sets,
+        verify,
+        trace,
+        format,
+        time_unit,
+        workload,
+    }
+}
+
+/// Runs one scheme; returns (report JSON, wall-clock seconds). `progress(n)` is called
+/// with the number of requests done every 65,536 requests.
+#[pyfunction]
+#[pyo3(signature = (ftl, trace=None, workload=None, preset=None, config=Vec::new(), sets=Vec::new(), verify=false, format="disksim".to_string(), time_unit="ns".to_string(), progress=None))]
+#[allow(clippy::too_many_arguments)]
+fn run(
+    py: Python<'_>,
+    ftl: String,
+    trace: Option<PathBuf>,
+    workload: Option<String>,
+    preset: Option<String>,
+    config: Vec<PathBuf>,
+    sets: Vec<String>,
+    verify: bool,
+    format: String,
+    time_unit: String,
+    progress: Option<PyObject>,
+) -> PyResult<(String, f64)> {
+    let opts = options(ftl, trace, workload, preset, config, sets, verify, format, time_unit);
+    let result = py.allow_threads(|| {
+        let mut callback = |done: u64| -> bool {
+            Python::with_gil(|py| {
+                if py.check_signals().is_err() {
+                    return false;
+                }
+                match &progress {
+                    Some(cb) => cb.call1(py, (done,)).is_ok(),
+                    None => true,
+                }
+            })
+        };
+        api::run(&opts, &mut callback)
+    });
+    let out = result.map_err(to_py)?;
+    Ok((out.report.to_json(), out.wall_seconds))
+}
+
+/// Loads the requests into memory, then times the simulation alone; returns JSON.
+#[pyfunction]
+#[pyo3(signature = (ftl, trace=None, workload=None, preset=None, config=Vec::new(), sets=Vec::new(), verify=false, format="disksim".to_string(), time_unit="ns".to_string()))]
+#[allow(clippy::too_many_arguments)]
+fn bench(
+    py: Python<'_>,
+    ftl: String,
+    trace: Option<PathBuf>,
+    workload: Option<String>,
+    preset: Option<String>,
+    config: Vec<PathBuf>,
+    sets: Vec<String>,
+    verify: bool,
+    format: String,
+    time_unit: String,
+) -> PyResult<String> {
+    let opts = options(ftl, trace, workload, preset, config, sets, verify, format, time_unit);
+    let result = py.allow_threads(|| api::bench(&opts)).map_err(to_py)?;
+    serde_json::to_string(&result).map_err(|e| FtlabError::new_err(e.to_string()))
+}
+
+/// The resolved configuration as TOML.
+#[pyfunction]
+#[pyo3(signature = (preset=None, workload=None, config=Vec::new(), sets=Vec::new()))]
+fn config_show(
+    preset: Option<String>,
+    workload: Option<String>,
+    config: Vec<PathBuf>,
+    sets: Vec<String>,
+) -> PyResult<String> {
+    let opts = RunOptions {
+        preset,
+        workload,
+        config_files: config,
+        sets,
+        ..RunOptions::default()
+    };
+    Ok(api::resolve_config(&opts).map_err(to_py)?.to_toml())
+}
+
+fn pairs(items: &[(&str, &str)]) -> Vec<(String, String)> {
+    items.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect()
+}
+
+/// (name, description) of each preset.
+#[pyfunction]
+fn presets() -> Vec<(String, String)> {
+    pairs(&config::preset_names())
+}
+
+/// (name, description) of each FTL scheme.
+#[pyfunction]
+fn schemes() -> Vec<(String, String)> {
+    pairs(ftl::SCHEMES)
+}
+
+/// (name, description) of each built-in workload.
+#[pyfunction]
+fn workloads() -> Vec<(String, String)> {
+    pairs(workload::builtin_names())
+}
+
+/// Peak resident set size of this process in bytes (Linux; 0 elsewhere).
+#[pyfunction]
+fn peak_rss_bytes() -> u64 {
+    api::peak_rss_bytes()
+}
+
+#[pymodule]
+fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("FtlabError", m.py().get_type_bound::<FtlabError>())?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add_function(wrap_pyfunction!(run, m)?)?;
+    m.add_function(wrap_pyfunction!(bench, m)?)?;
+    m.add_function(wrap_pyfunction!(config_show, m)?)?;
+    m.add_function(wrap_pyfunction!(presets, m)?)?;
+    m.add_function(wrap_pyfunction!(schemes, m)?)?;
+    m.add_function(wrap_pyfunction!(workloads, m)?)?;
+    m.add_function(wrap_pyfunction!(peak_rss_bytes, m)?)?;
+    Ok(())
+}
