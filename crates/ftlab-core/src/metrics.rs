@@ -84,6 +84,7 @@ pub struct EraseCounts {
 pub struct Latency {
     hist: Histogram<u64>,
     sum: u128,
+    min: u64,
     max: u64,
 }
 
@@ -100,7 +101,8 @@ pub struct LatencyStats {
     pub p99_ns: u64,
     pub p999_ns: u64,
     pub max_ns: u64,
-    /// (quantile, latency in ns) pairs at [`LATENCY_QUANTILES`], then (1.0, max).
+    /// (quantile, latency in ns) pairs at [`LATENCY_QUANTILES`], then (1.0, max). Quantile
+    /// 0 is the exact minimum; the others are exact to 3 significant digits (HdrHistogram).
     pub cdf: Vec<(f64, u64)>,
 }
 
@@ -110,6 +112,7 @@ impl Default for Latency {
             // Three significant digits, auto-resizing: any latency fits.
             hist: Histogram::new(3).expect("3 significant digits is a valid histogram"),
             sum: 0,
+            min: u64::MAX,
             max: 0,
         }
     }
@@ -118,15 +121,25 @@ impl Default for Latency {
 impl Latency {
     #[inline]
     pub fn record(&mut self, ns: u64) {
-        // saturating_record cannot fail with an auto-resizing histogram.
-        self.hist.saturating_record(ns);
+        // The histogram grows to fit any value; saturate only if growing ever failed.
+        if self.hist.record(ns).is_err() {
+            self.hist.saturating_record(ns);
+        }
         self.sum += ns as u128;
+        self.min = self.min.min(ns);
         self.max = self.max.max(ns);
     }
 
     pub fn stats(&self) -> LatencyStats {
         let count = self.hist.len();
-        let q = |x: f64| if count == 0 { 0 } else { self.hist.value_at_quantile(x).min(self.max) };
+        // Quantiles are exact to 3 significant digits, and clamped to the exact extremes.
+        let q = |x: f64| {
+            if count == 0 {
+                0
+            } else {
+                self.hist.value_at_quantile(x).clamp(self.min, self.max)
+            }
+        };
         let mut cdf: Vec<(f64, u64)> = LATENCY_QUANTILES.iter().map(|&x| (x, q(x))).collect();
         cdf.push((1.0, self.max));
         LatencyStats {
