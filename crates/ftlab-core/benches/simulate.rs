@@ -33,24 +33,34 @@ fn simulate(c: &mut Criterion) {
         let sets = vec![format!("replay.timing={timing}")];
         let wl = vec![(
             "workload".to_string(),
-            toml::Value::Table(toml::Table::try_from(workload::builtin("default").expect("default workload")).unwrap()),
+            toml::Value::Table(
+                toml::Table::try_from(workload::builtin("default").expect("default workload"))
+                    .unwrap(),
+            ),
         )];
-        let cfg = config::resolve(Some("small"), Some(wl.into_iter().collect()), &[], &sets).unwrap();
+        let cfg =
+            config::resolve(Some("small"), Some(wl.into_iter().collect()), &[], &sets).unwrap();
         let layout = cfg.validate().unwrap();
-        let requests: Vec<Request> = workload::generate(&cfg.workload, layout.logical_bytes(), layout.page_size)
-            .unwrap()
-            .collect::<Result<_, _>>()
-            .unwrap();
+        let requests: Vec<Request> =
+            workload::generate(&cfg.workload, layout.logical_bytes(), layout.page_size)
+                .unwrap()
+                .collect::<Result<_, _>>()
+                .unwrap();
         group.throughput(Throughput::Elements(requests.len() as u64));
         for (scheme, _) in SCHEMES {
             let mode = if timing { "timed" } else { "mapping-only" };
             group.bench_function(format!("{scheme}/{mode}"), |b| {
                 b.iter(|| {
-                    ftl::build(scheme, &cfg, &layout, Replay {
-                        cfg: &cfg,
-                        layout: &layout,
-                        requests: &requests,
-                    })
+                    ftl::build(
+                        scheme,
+                        &cfg,
+                        &layout,
+                        Replay {
+                            cfg: &cfg,
+                            layout: &layout,
+                            requests: &requests,
+                        },
+                    )
                     .unwrap()
                 })
             });

@@ -49,8 +49,12 @@ pub fn resolve_config(opts: &RunOptions) -> Result<Config> {
                     names.join(", ")
                 ))
             })?;
-            let table = toml::Table::try_from(w).map_err(|e| Error::Usage(format!("internal: {e}")))?;
-            Some(toml::Table::from_iter([("workload".to_string(), toml::Value::Table(table))]))
+            let table =
+                toml::Table::try_from(w).map_err(|e| Error::Usage(format!("internal: {e}")))?;
+            Some(toml::Table::from_iter([(
+                "workload".to_string(),
+                toml::Value::Table(table),
+            )]))
         }
     };
     config::resolve(opts.preset.as_deref(), extra, &files, &opts.sets)
@@ -101,7 +105,7 @@ impl Visitor for RunVisitor<'_> {
         for req in self.requests {
             sim.submit(&req?)?;
             count += 1;
-            if count % PROGRESS_EVERY == 0 && !(self.progress)(count) {
+            if count.is_multiple_of(PROGRESS_EVERY) && !(self.progress)(count) {
                 return Err(Error::Usage("interrupted".into()));
             }
         }
@@ -185,7 +189,11 @@ pub fn bench(opts: &RunOptions) -> Result<BenchResult> {
     let simulate_seconds = simulating.elapsed().as_secs_f64();
     Ok(BenchResult {
         ftl: opts.ftl.clone(),
-        mode: if cfg.replay.timing { "timed" } else { "mapping-only" },
+        mode: if cfg.replay.timing {
+            "timed"
+        } else {
+            "mapping-only"
+        },
         requests: requests.len() as u64,
         load_seconds,
         simulate_seconds,

@@ -49,7 +49,12 @@ impl FreeBlocks {
 /// The best victim among the full blocks of `unit` that have at least one invalid page,
 /// skipping `exclude` (blocks the caller is still writing). Ties go to the lowest block
 /// number, so the choice is deterministic.
-pub fn select_victim(flash: &Flash, unit: u32, policy: VictimPolicy, exclude: &[u32]) -> Option<u32> {
+pub fn select_victim(
+    flash: &Flash,
+    unit: u32,
+    policy: VictimPolicy,
+    exclude: &[u32],
+) -> Option<u32> {
     let layout = flash.layout();
     let ppb = layout.pages_per_block;
     let first = unit * layout.blocks_per_unit;

@@ -119,6 +119,7 @@ pub struct BufferConfig {
 /// DRAM available to the mapping (used by the schemes that cache their map).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
+#[derive(Default)]
 pub struct DramConfig {
     /// Bytes of controller DRAM for mapping state; 0 means unlimited.
     #[serde(with = "units::bytes")]
@@ -231,11 +232,6 @@ impl Default for BufferConfig {
     }
 }
 
-impl Default for DramConfig {
-    fn default() -> Self {
-        DramConfig { budget_bytes: 0 }
-    }
-}
 
 impl Default for ReplayConfig {
     fn default() -> Self {
@@ -352,8 +348,7 @@ pub fn resolve(
             file: file.to_path_buf(),
             message: format!("not a valid TOML configuration: {e}"),
         })?;
-        merge(&mut tree, &known, layer, "", &mut touched)
-            .map_err(|e| in_file(e, file))?;
+        merge(&mut tree, &known, layer, "", &mut touched).map_err(|e| in_file(e, file))?;
     }
     for set in sets {
         let layer = parse_set(set)?;
@@ -379,7 +374,12 @@ fn in_file(e: Error, file: &Path) -> Error {
 
 /// Finds which key made deserialisation fail by applying the touched keys one at a time
 /// to the defaults (only on the error path).
-fn type_error(known: &toml::Table, tree: &toml::Table, touched: &[String], e: toml::de::Error) -> Error {
+fn type_error(
+    known: &toml::Table,
+    tree: &toml::Table,
+    touched: &[String],
+    e: toml::de::Error,
+) -> Error {
     for path in touched {
         let mut probe = known.clone();
         let (mut from, mut to) = (tree, &mut probe);
@@ -388,7 +388,9 @@ fn type_error(known: &toml::Table, tree: &toml::Table, touched: &[String], e: to
             let Some(value) = from.get(*part) else { break };
             if i + 1 == parts.len() {
                 to.insert(part.to_string(), value.clone());
-            } else if let (toml::Value::Table(f), Some(toml::Value::Table(t))) = (value, to.get_mut(*part)) {
+            } else if let (toml::Value::Table(f), Some(toml::Value::Table(t))) =
+                (value, to.get_mut(*part))
+            {
                 from = f;
                 to = t;
             } else {
@@ -457,7 +459,10 @@ fn merge(
                 }
             }
             (toml::Value::Table(_), _) => {
-                return Err(Error::config(path, "is a section; set one of its keys instead"));
+                return Err(Error::config(
+                    path,
+                    "is a section; set one of its keys instead",
+                ));
             }
             (_, toml::Value::Table(_)) => {
                 return Err(Error::config(path, "is a single value, not a section"));
@@ -577,12 +582,18 @@ impl Config {
             }
         }
         if g.pages_per_block < 2 {
-            return Err(Error::config("geometry.pages_per_block", "must be at least 2"));
+            return Err(Error::config(
+                "geometry.pages_per_block",
+                "must be at least 2",
+            ));
         }
-        if g.page_size < 512 || g.page_size % 512 != 0 || g.page_size > 1 << 20 {
+        if g.page_size < 512 || !g.page_size.is_multiple_of(512) || g.page_size > 1 << 20 {
             return Err(Error::config(
                 "geometry.page_size",
-                format!("{} is not a multiple of 512 bytes between 512 B and 1 MiB", g.page_size),
+                format!(
+                    "{} is not a multiple of 512 bytes between 512 B and 1 MiB",
+                    g.page_size
+                ),
             ));
         }
         if g.oob_size < OOB_HEADER_BYTES || g.oob_size > g.page_size {
@@ -631,11 +642,17 @@ impl Config {
         }
         let n = &self.nand;
         if n.channel_bytes_per_s == 0 {
-            return Err(Error::config("nand.channel_bytes_per_s", "must be positive"));
+            return Err(Error::config(
+                "nand.channel_bytes_per_s",
+                "must be positive",
+            ));
         }
         let gc = &self.gc;
         if !(0.0..1.0).contains(&gc.threshold) {
-            return Err(Error::config("gc.threshold", format!("{} is not a fraction in [0, 1)", gc.threshold)));
+            return Err(Error::config(
+                "gc.threshold",
+                format!("{} is not a fraction in [0, 1)", gc.threshold),
+            ));
         }
         if !(0.0..1.0).contains(&gc.hard_threshold) || gc.hard_threshold > gc.threshold {
             return Err(Error::config(
@@ -655,20 +672,32 @@ impl Config {
             ));
         }
         if b.flush_bytes > b.size_bytes {
-            return Err(Error::config("buffer.flush_bytes", "must not exceed buffer.size_bytes"));
+            return Err(Error::config(
+                "buffer.flush_bytes",
+                "must not exceed buffer.size_bytes",
+            ));
         }
         if b.flush_bytes != 0 && b.flush_bytes < page_size {
-            return Err(Error::config("buffer.flush_bytes", "must be 0 or at least one page"));
+            return Err(Error::config(
+                "buffer.flush_bytes",
+                "must be 0 or at least one page",
+            ));
         }
         let r = &self.replay;
         if !(r.time_scale.is_finite() && r.time_scale > 0.0) {
-            return Err(Error::config("replay.time_scale", "must be a positive number"));
+            return Err(Error::config(
+                "replay.time_scale",
+                "must be a positive number",
+            ));
         }
         if r.queue_depth == 0 {
             return Err(Error::config("replay.queue_depth", "must be at least 1"));
         }
         if self.metrics.sample_every_requests == 0 {
-            return Err(Error::config("metrics.sample_every_requests", "must be at least 1"));
+            return Err(Error::config(
+                "metrics.sample_every_requests",
+                "must be at least 1",
+            ));
         }
         self.workload.validate()?;
         Ok(Layout {

@@ -144,7 +144,11 @@ impl Latency {
         cdf.push((1.0, self.max));
         LatencyStats {
             count,
-            mean_ns: if count == 0 { 0.0 } else { self.sum as f64 / count as f64 },
+            mean_ns: if count == 0 {
+                0.0
+            } else {
+                self.sum as f64 / count as f64
+            },
             p50_ns: q(0.5),
             p99_ns: q(0.99),
             p999_ns: q(0.999),
@@ -191,7 +195,14 @@ pub struct Sampler {
 }
 
 impl Sampler {
-    pub fn sample(&mut self, request: u64, time_ns: u64, host: &HostCounters, flash: &Flash, memory: impl FnOnce(&mut MemoryBreakdown)) {
+    pub fn sample(
+        &mut self,
+        request: u64,
+        time_ns: u64,
+        host: &HostCounters,
+        flash: &Flash,
+        memory: impl FnOnce(&mut MemoryBreakdown),
+    ) {
         self.scratch.clear();
         memory(&mut self.scratch);
         let total: u64 = self.scratch.iter().map(|(_, b)| b).sum();
@@ -309,7 +320,8 @@ pub struct Report {
 
 impl Report {
     pub fn to_json(&self) -> String {
-        let mut s = serde_json::to_string_pretty(self).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"));
+        let mut s = serde_json::to_string_pretty(self)
+            .unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"));
         s.push('\n');
         s
     }

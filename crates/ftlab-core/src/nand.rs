@@ -70,14 +70,34 @@ pub struct Oob {
 /// A NAND rule the FTL broke.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum NandError {
-    AddressOutOfRange { ppn: u64 },
-    BlockOutOfRange { block: u64 },
-    ProgramNotErased { ppn: Ppn },
-    ProgramOutOfOrder { ppn: Ppn, expected_page: u32 },
-    OobTooLarge { ppn: Ppn, bytes: usize, limit: usize },
-    ReadErased { ppn: Ppn },
-    InvalidateNotValid { ppn: Ppn },
-    EraseWithValidPages { block: u32, valid: u32 },
+    AddressOutOfRange {
+        ppn: u64,
+    },
+    BlockOutOfRange {
+        block: u64,
+    },
+    ProgramNotErased {
+        ppn: Ppn,
+    },
+    ProgramOutOfOrder {
+        ppn: Ppn,
+        expected_page: u32,
+    },
+    OobTooLarge {
+        ppn: Ppn,
+        bytes: usize,
+        limit: usize,
+    },
+    ReadErased {
+        ppn: Ppn,
+    },
+    InvalidateNotValid {
+        ppn: Ppn,
+    },
+    EraseWithValidPages {
+        block: u32,
+        valid: u32,
+    },
 }
 
 impl fmt::Display for NandError {
@@ -175,7 +195,12 @@ fn set_bit(bits: &mut [u64], i: u32, on: bool) {
 impl Flash {
     /// A fresh, fully erased device. `extra_oob_bytes` is the per-page OOB space a scheme
     /// stores beyond the 8-byte header; `timed` enables the timing model.
-    pub fn new(cfg: &Config, layout: &Layout, extra_oob_bytes: usize, timed: bool) -> Result<Flash> {
+    pub fn new(
+        cfg: &Config,
+        layout: &Layout,
+        extra_oob_bytes: usize,
+        timed: bool,
+    ) -> Result<Flash> {
         let limit = (layout.oob_size as u64 - OOB_HEADER_BYTES) as usize;
         if extra_oob_bytes > limit {
             return Err(Error::config(
@@ -260,7 +285,9 @@ impl Flash {
         if block < self.layout.total_blocks {
             Ok(())
         } else {
-            Err(NandError::BlockOutOfRange { block: block as u64 })
+            Err(NandError::BlockOutOfRange {
+                block: block as u64,
+            })
         }
     }
 
@@ -368,7 +395,10 @@ impl Flash {
     #[inline]
     fn location(&self, block: u32) -> (u32, u32) {
         let unit = self.layout.unit_of_block(block);
-        (self.layout.die_of_unit(unit), self.layout.channel_of_unit(unit))
+        (
+            self.layout.die_of_unit(unit),
+            self.layout.channel_of_unit(unit),
+        )
     }
 
     // ----- operations -----
@@ -380,7 +410,12 @@ impl Flash {
     }
 
     #[inline]
-    fn read_at(&mut self, ppn: Ppn, cause: Cause, ready: u64) -> std::result::Result<(Oob, u64), NandError> {
+    fn read_at(
+        &mut self,
+        ppn: Ppn,
+        cause: Cause,
+        ready: u64,
+    ) -> std::result::Result<(Oob, u64), NandError> {
         self.check_ppn(ppn)?;
         if !self.is_programmed(ppn) {
             return Err(NandError::ReadErased { ppn });
@@ -400,7 +435,13 @@ impl Flash {
     /// Programs an erased page with its OOB header and `extra` scheme bytes (zero-padded to
     /// the scheme's width). The page becomes valid.
     #[inline]
-    pub fn program(&mut self, ppn: Ppn, oob: Oob, extra: &[u8], cause: Cause) -> std::result::Result<(), NandError> {
+    pub fn program(
+        &mut self,
+        ppn: Ppn,
+        oob: Oob,
+        extra: &[u8],
+        cause: Cause,
+    ) -> std::result::Result<(), NandError> {
         let ready = self.cursor;
         self.program_at(ppn, oob, extra, cause, ready)
     }
@@ -473,7 +514,12 @@ impl Flash {
     /// Copies a valid page to an erased page (read, then program once the read is done),
     /// keeping its OOB header and extra bytes. The source stays valid: the caller
     /// invalidates it when the mapping moves.
-    pub fn copy(&mut self, src: Ppn, dst: Ppn, cause: Cause) -> std::result::Result<Oob, NandError> {
+    pub fn copy(
+        &mut self,
+        src: Ppn,
+        dst: Ppn,
+        cause: Cause,
+    ) -> std::result::Result<Oob, NandError> {
         let (oob, read_done) = self.read_at(src, cause, self.cursor)?;
         self.program_at(dst, oob, &[], cause, read_done)?;
         let w = self.extra_width;

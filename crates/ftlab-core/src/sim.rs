@@ -19,7 +19,8 @@ use crate::config::{Config, Layout, ReplayMode};
 use crate::error::{Error, Result};
 use crate::ftl::Ftl;
 use crate::metrics::{
-    DeviceInfo, GcReport, HostCounters, Latency, LatencyReport, Metrics, Report, Sampler, SourceInfo,
+    DeviceInfo, GcReport, HostCounters, Latency, LatencyReport, Metrics, Report, Sampler,
+    SourceInfo,
 };
 use crate::nand::{Flash, Oob};
 use crate::request::{Op, Request};
@@ -47,9 +48,15 @@ fn describe_served(served: Served) -> String {
         Served::Unmapped => "nothing (unmapped)".into(),
         Served::Buffer(seq) => format!("host write #{seq} from the write buffer"),
         Served::Flash(oob) if oob.lpa == crate::nand::NONE => {
-            format!("a flash page holding no logical page (sequence #{})", oob.seq)
+            format!(
+                "a flash page holding no logical page (sequence #{})",
+                oob.seq
+            )
         }
-        Served::Flash(oob) => format!("host write #{} of logical page {} from flash", oob.seq, oob.lpa),
+        Served::Flash(oob) => format!(
+            "host write #{} of logical page {} from flash",
+            oob.seq, oob.lpa
+        ),
     }
 }
 
@@ -168,7 +175,8 @@ impl<F: Ftl> Simulator<F> {
                 self.host.write_requests += 1;
                 self.host.bytes_written += req.len_bytes as u64;
                 for lpa in first..last {
-                    let partial = (lpa == first && start % page != 0) || (lpa == last - 1 && end % page != 0);
+                    let partial =
+                        (lpa == first && !start.is_multiple_of(page)) || (lpa == last - 1 && !end.is_multiple_of(page));
                     if partial {
                         self.host.partial_page_writes += 1;
                         self.read_page(index, lpa as u32)?;
@@ -207,9 +215,13 @@ impl<F: Ftl> Simulator<F> {
 
     fn sample(&mut self) {
         let ftl = &self.ftl;
-        self.sampler.sample(self.host.requests, self.last_time, &self.host, &self.flash, |out| {
-            ftl.memory(out)
-        });
+        self.sampler.sample(
+            self.host.requests,
+            self.last_time,
+            &self.host,
+            &self.flash,
+            |out| ftl.memory(out),
+        );
     }
 
     fn read_page(&mut self, index: u64, lpa: u32) -> Result<()> {
@@ -315,14 +327,19 @@ impl<F: Ftl> Simulator<F> {
         self.sample();
         let timed = self.flash.is_timed();
         let flash = &self.flash;
-        let span = self.first_arrival.map(|first| self.last_done.saturating_sub(first));
+        let span = self
+            .first_arrival
+            .map(|first| self.last_done.saturating_sub(first));
         let per_second = |count: u64| {
             span.filter(|&s| s > 0)
                 .map(|s| count as f64 / (s as f64 / 1e9))
         };
         let mut scheme = Vec::new();
         self.ftl.counters(&mut scheme);
-        let scheme: BTreeMap<String, f64> = scheme.into_iter().map(|(k, v)| (k.to_string(), v)).collect();
+        let scheme: BTreeMap<String, f64> = scheme
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect();
         let written = self.host.pages_written;
         let metrics = Metrics {
             flash: Metrics::flash_ops(flash),
@@ -338,7 +355,11 @@ impl<F: Ftl> Simulator<F> {
                 write: self.write_latency.stats(),
             }),
             simulated_time_ns: if timed { span } else { None },
-            iops: if timed { per_second(self.host.requests) } else { None },
+            iops: if timed {
+                per_second(self.host.requests)
+            } else {
+                None
+            },
             throughput_bytes_per_s: if timed {
                 per_second(self.host.bytes_read + self.host.bytes_written)
             } else {

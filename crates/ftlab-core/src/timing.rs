@@ -32,7 +32,8 @@ pub struct Span {
 impl Timeline {
     pub fn new(cfg: &Config, layout: &Layout) -> Self {
         let bytes = layout.page_size as u128 + layout.oob_size as u128;
-        let transfer_ns = (bytes * 1_000_000_000).div_ceil(cfg.nand.channel_bytes_per_s as u128) as u64;
+        let transfer_ns =
+            (bytes * 1_000_000_000).div_ceil(cfg.nand.channel_bytes_per_s as u128) as u64;
         Timeline {
             die_free: vec![0; layout.dies as usize],
             channel_free: vec![0; layout.channels as usize],

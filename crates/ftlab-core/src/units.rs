@@ -23,7 +23,14 @@ fn scaled(number: &str, scale: f64, what: &str, original: &str) -> Result<u64, S
         return Err(format!("`{original}` is out of range"));
     }
     if v.fract() != 0.0 {
-        return Err(format!("`{original}` is not a whole number of {}", if what == "size" { "bytes" } else { "nanoseconds" }));
+        return Err(format!(
+            "`{original}` is not a whole number of {}",
+            if what == "size" {
+                "bytes"
+            } else {
+                "nanoseconds"
+            }
+        ));
     }
     Ok(v as u64)
 }
@@ -41,7 +48,9 @@ pub fn parse_bytes(s: &str) -> Result<u64, String> {
         "mb" => 1e6,
         "gb" => 1e9,
         "tb" => 1e12,
-        _ => return Err(format!("`{s}` has an unknown size unit `{unit}` (use B, KiB, MiB, GiB, TiB, KB, MB, GB, TB)")),
+        _ => return Err(format!(
+            "`{s}` has an unknown size unit `{unit}` (use B, KiB, MiB, GiB, TiB, KB, MB, GB, TB)"
+        )),
     };
     scaled(number, scale, "size", s)
 }
@@ -54,7 +63,11 @@ pub fn parse_duration_ns(s: &str) -> Result<u64, String> {
         "us" | "µs" => 1e3,
         "ms" => 1e6,
         "s" => 1e9,
-        _ => return Err(format!("`{s}` has an unknown time unit `{unit}` (use ns, us, ms, s)")),
+        _ => {
+            return Err(format!(
+                "`{s}` has an unknown time unit `{unit}` (use ns, us, ms, s)"
+            ))
+        }
     };
     scaled(number, scale, "duration", s)
 }
@@ -100,8 +113,35 @@ macro_rules! unit_serde {
     };
 }
 
-unit_serde!(bytes, parse_bytes, "a size in bytes, as an integer or a string like \"64MiB\"");
-unit_serde!(nanos, parse_duration_ns, "a duration in nanoseconds, as an integer or a string like \"50us\"");
+unit_serde!(
+    bytes,
+    parse_bytes,
+    "a size in bytes, as an integer or a string like \"64MiB\""
+);
+unit_serde!(
+    nanos,
+    parse_duration_ns,
+    "a duration in nanoseconds, as an integer or a string like \"50us\""
+);
+
+/// Serde adapter for a list of sizes: each item an integer or a string with a unit.
+pub mod bytes_list {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    #[derive(Deserialize)]
+    struct Size(#[serde(with = "super::bytes")] u64);
+
+    pub fn serialize<S: Serializer>(v: &[u64], s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(v)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<u64>, D::Error> {
+        Ok(Vec::<Size>::deserialize(d)?
+            .into_iter()
+            .map(|s| s.0)
+            .collect())
+    }
+}
 
 #[cfg(test)]
 mod tests {
@@ -114,7 +154,9 @@ mod tests {
         assert_eq!(parse_bytes("64 MiB"), Ok(64 << 20));
         assert_eq!(parse_bytes("2GB"), Ok(2_000_000_000));
         assert_eq!(parse_bytes("1.5KiB"), Ok(1536));
-        assert!(parse_bytes("12 parsecs").unwrap_err().contains("unknown size unit"));
+        assert!(parse_bytes("12 parsecs")
+            .unwrap_err()
+            .contains("unknown size unit"));
         assert!(parse_bytes("0.3B").is_err());
         assert!(parse_bytes("KiB").is_err());
     }

@@ -36,7 +36,13 @@ fn program_out_of_order() {
     let mut f = flash(ProgramOrder::Sequential, 0);
     f.program(0, OOB, &[], Cause::Host).unwrap();
     let err = f.program(2, OOB, &[], Cause::Host).unwrap_err();
-    assert_eq!(err, NandError::ProgramOutOfOrder { ppn: 2, expected_page: 1 });
+    assert_eq!(
+        err,
+        NandError::ProgramOutOfOrder {
+            ppn: 2,
+            expected_page: 1
+        }
+    );
     assert!(err.to_string().contains("out of order"));
     // Any order: fixed offsets are fine.
     let mut f = flash(ProgramOrder::Any, 0);
@@ -56,7 +62,11 @@ fn oob_size_is_enforced() {
     let mut f = Flash::new(&cfg, &layout, 8, false).unwrap();
     assert_eq!(
         f.program(0, OOB, &[7; 9], Cause::Host),
-        Err(NandError::OobTooLarge { ppn: 0, bytes: 9, limit: 8 })
+        Err(NandError::OobTooLarge {
+            ppn: 0,
+            bytes: 9,
+            limit: 8
+        })
     );
     f.program(0, OOB, &[7; 5], Cause::Host).unwrap();
     assert_eq!(f.oob_extra(0), &[7, 7, 7, 7, 7, 0, 0, 0]);
@@ -69,12 +79,18 @@ fn oob_size_is_enforced() {
 #[test]
 fn read_of_erased_page_and_out_of_range() {
     let mut f = flash(ProgramOrder::Sequential, 0);
-    assert_eq!(f.read(0, Cause::Host), Err(NandError::ReadErased { ppn: 0 }));
+    assert_eq!(
+        f.read(0, Cause::Host),
+        Err(NandError::ReadErased { ppn: 0 })
+    );
     assert!(matches!(
         f.read(1_000_000, Cause::Host),
         Err(NandError::AddressOutOfRange { .. })
     ));
-    assert!(matches!(f.erase(999, Cause::Gc), Err(NandError::BlockOutOfRange { .. })));
+    assert!(matches!(
+        f.erase(999, Cause::Gc),
+        Err(NandError::BlockOutOfRange { .. })
+    ));
 }
 
 #[test]
@@ -87,7 +103,10 @@ fn erase_with_valid_pages_loses_data() {
         f.erase(0, Cause::Gc),
         Err(NandError::EraseWithValidPages { block: 0, valid: 1 })
     );
-    assert_eq!(f.invalidate(0), Err(NandError::InvalidateNotValid { ppn: 0 }));
+    assert_eq!(
+        f.invalidate(0),
+        Err(NandError::InvalidateNotValid { ppn: 0 })
+    );
     f.invalidate(1).unwrap();
     f.erase(0, Cause::Gc).unwrap();
     assert!(f.is_erased(0));

@@ -102,7 +102,10 @@ fn partial_page_writes_read_modify_write() {
 fn out_of_range_request_is_an_error_naming_it() {
     let cfg = small_config((1, 1, 1, 1), 16, 8, 0.3);
     let layout = cfg.validate().unwrap();
-    let reqs = vec![write(0, 1, layout.page_size), write(layout.logical_pages, 1, layout.page_size)];
+    let reqs = vec![
+        write(0, 1, layout.page_size),
+        write(layout.logical_pages, 1, layout.page_size),
+    ];
     let err = run("page", &cfg, &reqs, false).unwrap_err().to_string();
     assert!(err.contains("request #2"), "{err}");
     assert!(err.contains("beyond the device"), "{err}");
@@ -175,8 +178,14 @@ fn memory_breakdown_of_the_page_ftl() {
     // 1024 physical pages need 10-bit addresses: 2-byte entries.
     assert_eq!(layout.ppa_entry_bytes(), 2);
     assert_eq!(m.final_components["l2p"], layout.logical_pages * 2);
-    assert_eq!(m.final_components["valid_bitmap"], layout.physical_pages.div_ceil(8));
-    assert_eq!(m.final_components["block_counters"], layout.total_blocks as u64 * 8);
+    assert_eq!(
+        m.final_components["valid_bitmap"],
+        layout.physical_pages.div_ceil(8)
+    );
+    assert_eq!(
+        m.final_components["block_counters"],
+        layout.total_blocks as u64 * 8
+    );
     assert_eq!(m.peak_total, m.final_total);
 }
 

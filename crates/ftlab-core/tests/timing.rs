@@ -50,7 +50,12 @@ fn open_loop_queues_behind_a_busy_die_and_time_scale_spreads_arrivals() {
             ..*r
         })
         .collect();
-    let w = run("page", &cfg, &spaced, false).unwrap().metrics.latency.unwrap().write;
+    let w = run("page", &cfg, &spaced, false)
+        .unwrap()
+        .metrics
+        .latency
+        .unwrap()
+        .write;
     assert_eq!(w.max_ns, 501_000);
 }
 
@@ -64,7 +69,10 @@ fn reads_on_different_dies_overlap() {
     let reqs = vec![write(0, 2, 4096), read(0, 2, 4096)];
     let m = run("page", &cfg, &reqs, false).unwrap().metrics;
     let r = m.latency.unwrap().read;
-    assert_eq!(r.max_ns, 51_000, "both dies read in parallel: tR + transfer");
+    assert_eq!(
+        r.max_ns, 51_000,
+        "both dies read in parallel: tR + transfer"
+    );
 }
 
 #[test]
@@ -92,7 +100,12 @@ fn buffered_writes_are_acknowledged_when_their_eviction_crosses_the_channel() {
     cfg.replay.mode = ReplayMode::Closed;
     cfg.replay.queue_depth = 1;
     let reqs: Vec<Request> = (0..4).map(|p| write(p, 1, 4096)).collect();
-    let w = run("page", &cfg, &reqs, false).unwrap().metrics.latency.unwrap().write;
+    let w = run("page", &cfg, &reqs, false)
+        .unwrap()
+        .metrics
+        .latency
+        .unwrap()
+        .write;
     // Two writes fill the buffer for free; the third evicts page 0 (1 us transfer);
     // the fourth evicts page 1, whose transfer waits for page 0's program.
     assert_eq!(w.cdf.iter().map(|&(_, v)| v).max(), Some(500_000 + 1_000));

@@ -21,7 +21,7 @@ impl Ftl for LosesWrites {
     }
     fn write(&mut self, lpa: u32, seq: u32, flash: &mut Flash) -> Result<()> {
         self.writes += 1;
-        if self.writes % 10 == 0 {
+        if self.writes.is_multiple_of(10) {
             return Ok(());
         }
         self.inner.write(lpa, seq, flash)
@@ -58,7 +58,10 @@ fn simulate(verify: bool, buffer_pages: u64) -> Result<()> {
 fn a_lost_write_is_caught_and_named() {
     let err = simulate(true, 0).unwrap_err();
     let Error::Verify {
-        request, lpa, expected, served,
+        request,
+        lpa,
+        expected,
+        served,
     } = &err
     else {
         panic!("expected a verification error, got {err}");

@@ -7,7 +7,12 @@ use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
 use std::path::PathBuf;
 
-pyo3::create_exception!(_core, FtlabError, PyException, "An error reported by the ftlab core.");
+pyo3::create_exception!(
+    _core,
+    FtlabError,
+    PyException,
+    "An error reported by the ftlab core."
+);
 
 fn to_py(e: ftlab_core::Error) -> PyErr {
     FtlabError::new_err(e.to_string())
@@ -56,7 +61,9 @@ fn run(
     time_unit: String,
     progress: Option<PyObject>,
 ) -> PyResult<(String, f64)> {
-    let opts = options(ftl, trace, workload, preset, config, sets, verify, format, time_unit);
+    let opts = options(
+        ftl, trace, workload, preset, config, sets, verify, format, time_unit,
+    );
     let result = py.allow_threads(|| {
         let mut callback = |done: u64| -> bool {
             Python::with_gil(|py| {
@@ -78,8 +85,9 @@ fn run(
 /// Loads the requests into memory, then times the simulation alone; returns JSON.
 #[pyfunction]
 #[pyo3(signature = (ftl, trace=None, workload=None, preset=None, config=Vec::new(), sets=Vec::new(), verify=false, format="disksim".to_string(), time_unit="ns".to_string()))]
+#[pyo3(name = "bench")]
 #[allow(clippy::too_many_arguments)]
-fn bench(
+fn bench_scheme(
     py: Python<'_>,
     ftl: String,
     trace: Option<PathBuf>,
@@ -91,7 +99,9 @@ fn bench(
     format: String,
     time_unit: String,
 ) -> PyResult<String> {
-    let opts = options(ftl, trace, workload, preset, config, sets, verify, format, time_unit);
+    let opts = options(
+        ftl, trace, workload, preset, config, sets, verify, format, time_unit,
+    );
     let result = py.allow_threads(|| api::bench(&opts)).map_err(to_py)?;
     serde_json::to_string(&result).map_err(|e| FtlabError::new_err(e.to_string()))
 }
@@ -116,7 +126,10 @@ fn config_show(
 }
 
 fn pairs(items: &[(&str, &str)]) -> Vec<(String, String)> {
-    items.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect()
+    items
+        .iter()
+        .map(|(a, b)| (a.to_string(), b.to_string()))
+        .collect()
 }
 
 /// (name, description) of each preset.
@@ -145,10 +158,10 @@ fn peak_rss_bytes() -> u64 {
 
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add("FtlabError", m.py().get_type_bound::<FtlabError>())?;
+    m.add("FtlabError", m.py().get_type::<FtlabError>())?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_function(wrap_pyfunction!(run, m)?)?;
-    m.add_function(wrap_pyfunction!(bench, m)?)?;
+    m.add_function(wrap_pyfunction!(bench_scheme, m)?)?;
     m.add_function(wrap_pyfunction!(config_show, m)?)?;
     m.add_function(wrap_pyfunction!(presets, m)?)?;
     m.add_function(wrap_pyfunction!(schemes, m)?)?;

@@ -61,7 +61,12 @@ pub trait Visitor {
 }
 
 /// Builds scheme `name` over a fresh device and hands it to `visitor`.
-pub fn build<V: Visitor>(name: &str, cfg: &Config, layout: &Layout, visitor: V) -> Result<V::Output> {
+pub fn build<V: Visitor>(
+    name: &str,
+    cfg: &Config,
+    layout: &Layout,
+    visitor: V,
+) -> Result<V::Output> {
     let timed = cfg.replay.timing;
     match name {
         "page" => {

@@ -23,7 +23,10 @@ struct OpenBlock {
 }
 
 impl OpenBlock {
-    const CLOSED: OpenBlock = OpenBlock { block: NONE, next: 0 };
+    const CLOSED: OpenBlock = OpenBlock {
+        block: NONE,
+        next: 0,
+    };
 }
 
 pub struct PageFtl {
@@ -116,7 +119,9 @@ impl PageFtl {
         let open = &mut self.gc_open[unit as usize];
         if open.block == NONE || open.next == self.layout.pages_per_block {
             let block = self.free.pop(unit).ok_or_else(|| Error::DeviceFull {
-                message: format!("parallel unit {unit} has no free block left for garbage collection"),
+                message: format!(
+                    "parallel unit {unit} has no free block left for garbage collection"
+                ),
             })?;
             *open = OpenBlock { block, next: 0 };
         }
@@ -127,7 +132,10 @@ impl PageFtl {
 
     /// Reclaims one victim block of `unit`; false if no block has an invalid page.
     fn reclaim(&mut self, unit: u32, flash: &mut Flash) -> Result<bool> {
-        let exclude = [self.host_open[unit as usize].block, self.gc_open[unit as usize].block];
+        let exclude = [
+            self.host_open[unit as usize].block,
+            self.gc_open[unit as usize].block,
+        ];
         let Some(victim) = select_victim(flash, unit, self.policy, &exclude) else {
             return Ok(false);
         };
@@ -191,7 +199,11 @@ impl Ftl for PageFtl {
         out.push(("valid_bitmap", layout.physical_pages.div_ceil(8)));
         // Valid-page count and erase count per block, 4 bytes each (plus a 4-byte
         // last-modified stamp with cost-benefit).
-        let per_block = if self.policy == VictimPolicy::CostBenefit { 12 } else { 8 };
+        let per_block = if self.policy == VictimPolicy::CostBenefit {
+            12
+        } else {
+            8
+        };
         out.push(("block_counters", layout.total_blocks as u64 * per_block));
     }
 }

@@ -11,10 +11,20 @@ use ftlab_core::sim::Simulator;
 use ftlab_core::{Op, Request, Result};
 
 /// A small device with the given shape; everything else default.
-pub fn small_config(units: (u32, u32, u32, u32), blocks_per_plane: u32, pages_per_block: u32, op: f64) -> Config {
+pub fn small_config(
+    units: (u32, u32, u32, u32),
+    blocks_per_plane: u32,
+    pages_per_block: u32,
+    op: f64,
+) -> Config {
     let mut cfg = Config::default();
     let g = &mut cfg.geometry;
-    (g.channels, g.chips_per_channel, g.dies_per_chip, g.planes_per_die) = units;
+    (
+        g.channels,
+        g.chips_per_channel,
+        g.dies_per_chip,
+        g.planes_per_die,
+    ) = units;
     g.blocks_per_plane = blocks_per_plane;
     g.pages_per_block = pages_per_block;
     cfg.ftl.over_provisioning = op;

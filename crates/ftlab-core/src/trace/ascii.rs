@@ -1,0 +1,101 @@
+//! DiskSim / MQSim / SSDSim ASCII traces: `time dev lba sectors op` per line, separated by
+//! spaces or tabs. Addresses and sizes are in 512-byte sectors; bit 0 of `op` set means a
+//! read (DiskSim's convention, which MQSim's 1 = read / 0 = write agrees with). The time
+//! unit differs between tools (ns for MQSim and SSDSim, ms for DiskSim), so it is a
+//! parameter. Fields after the fifth are ignored; lines starting with `#` are comments.
+//! The device field is read but not used: all devices share one address space.
+
+use super::{fields, parse_time_ns, parse_u64, LineFormat};
+use crate::request::{Op, Request};
+
+const SECTOR: u64 = 512;
+
+pub struct DiskSimAscii {
+    ns_per_unit: f64,
+}
+
+impl DiskSimAscii {
+    pub fn new(ns_per_unit: f64) -> Self {
+        DiskSimAscii { ns_per_unit }
+    }
+}
+
+impl LineFormat for DiskSimAscii {
+    fn parse(&mut self, line: &[u8]) -> Result<Option<Request>, String> {
+        let mut f = fields(line);
+        let Some(time) = f.next() else {
+            return Ok(None);
+        };
+        if time[0] == b'#' {
+            return Ok(None);
+        }
+        let mut next = |name: &str| {
+            f.next().ok_or_else(|| {
+                format!("missing field `{name}` (expected `time dev lba sectors op`)")
+            })
+        };
+        let dev = next("dev")?;
+        let lba = next("lba")?;
+        let sectors = next("sectors")?;
+        let op = next("op")?;
+        let time_ns = parse_time_ns(time, self.ns_per_unit)?;
+        parse_u64(dev, "dev")?;
+        let lba = parse_u64(lba, "lba")?;
+        let sectors = parse_u64(sectors, "sectors")?;
+        let op = parse_u64(op, "op")?;
+        let offset_bytes = lba
+            .checked_mul(SECTOR)
+            .ok_or_else(|| format!("lba {lba} is beyond any device"))?;
+        let len_bytes = u32::try_from(sectors * SECTOR).map_err(|_| {
+            format!("{sectors} sectors is larger than the 4 GiB a request may have")
+        })?;
+        Ok(Some(Request {
+            time_ns,
+            offset_bytes,
+            len_bytes,
+            op: if op & 1 == 1 { Op::Read } else { Op::Write },
+        }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(line: &str) -> Result<Option<Request>, String> {
+        DiskSimAscii::new(1.0).parse(line.as_bytes())
+    }
+
+    #[test]
+    fn reads_writes_and_tabs() {
+        assert_eq!(
+            parse("26214000\t0\t303574\t7\t0").unwrap(),
+            Some(Request {
+                time_ns: 26_214_000,
+                offset_bytes: 303_574 * 512,
+                len_bytes: 3584,
+                op: Op::Write
+            })
+        );
+        assert_eq!(parse("1 3 8 8 1 extra").unwrap().unwrap().op, Op::Read);
+        // DiskSim flags: bit 0 is the read bit.
+        assert_eq!(parse("1 3 8 8 3").unwrap().unwrap().op, Op::Read);
+        assert_eq!(parse("1 3 8 8 2").unwrap().unwrap().op, Op::Write);
+    }
+
+    #[test]
+    fn bad_lines_say_why() {
+        assert!(parse("1 0 8")
+            .unwrap_err()
+            .contains("missing field `sectors`"));
+        assert!(parse("1 0 8 8 r").unwrap_err().contains("op `r`"));
+        assert!(parse("1 0 -8 8 0").unwrap_err().contains("lba `-8`"));
+        assert!(parse("1 0 99999999999999999999 8 0")
+            .unwrap_err()
+            .contains("too large"));
+        assert!(parse("1 0 8 99999999999 0").unwrap_err().contains("4 GiB"));
+        assert!(parse("1 0 36028797018963968 8 0")
+            .unwrap_err()
+            .contains("beyond any device"));
+    }
+}
