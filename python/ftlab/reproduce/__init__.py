@@ -1,0 +1,25 @@
+"""Paper reproductions: `ftlab reproduce NAME` regenerates a paper's figures as tables and plots.
+
+Each experiment is a module of this package with a function
+`run(out_dir: pathlib.Path, quick: bool) -> None` that writes its tables (CSV and Markdown)
+and plots (PNG and SVG) into `out_dir` and prints its tables. `quick` shrinks the workloads
+so that the experiment runs in seconds (used by the tests).
+"""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+
+# name -> (module, one-line description). Schemes register their experiments here.
+EXPERIMENTS: dict[str, tuple[str, str]] = {}
+
+
+def run(name: str, out_dir: Path, quick: bool = False) -> None:
+    """Runs experiment `name`, writing its outputs into `out_dir`."""
+    if name not in EXPERIMENTS:
+        known = ", ".join(sorted(EXPERIMENTS)) or "none yet"
+        raise KeyError(f"unknown experiment `{name}`; the experiments are: {known}")
+    module = importlib.import_module(EXPERIMENTS[name][0])
+    out_dir.mkdir(parents=True, exist_ok=True)
+    module.run(out_dir, quick)
