@@ -232,7 +232,6 @@ impl Default for BufferConfig {
     }
 }
 
-
 impl Default for ReplayConfig {
     fn default() -> Self {
         ReplayConfig {

@@ -22,8 +22,9 @@ pub struct HostCounters {
     pub pages_read: u64,
     pub pages_written: u64,
     pub pages_trimmed: u64,
-    /// Page reads of never-written or trimmed pages: served as zeros, with no flash
-    /// operation beyond what the scheme spends to learn the page is unmapped.
+    /// Host page reads of never-written or trimmed pages: served as zeros, with no flash
+    /// operation beyond what the scheme spends to learn the page is unmapped. (The reads of
+    /// read-modify-write are not host reads and are not counted here.)
     pub unmapped_reads: u64,
     /// Page reads served by the write buffer.
     pub buffer_read_hits: u64,

@@ -168,18 +168,18 @@ impl<F: Ftl> Simulator<F> {
                 self.host.bytes_read += req.len_bytes as u64;
                 for lpa in first..last {
                     self.host.pages_read += 1;
-                    self.read_page(index, lpa as u32)?;
+                    self.read_page(index, lpa as u32, true)?;
                 }
             }
             Op::Write => {
                 self.host.write_requests += 1;
                 self.host.bytes_written += req.len_bytes as u64;
                 for lpa in first..last {
-                    let partial =
-                        (lpa == first && !start.is_multiple_of(page)) || (lpa == last - 1 && !end.is_multiple_of(page));
+                    let partial = (lpa == first && !start.is_multiple_of(page))
+                        || (lpa == last - 1 && !end.is_multiple_of(page));
                     if partial {
                         self.host.partial_page_writes += 1;
-                        self.read_page(index, lpa as u32)?;
+                        self.read_page(index, lpa as u32, false)?;
                     }
                     self.write_page(lpa as u32)?;
                 }
@@ -224,7 +224,11 @@ impl<F: Ftl> Simulator<F> {
         );
     }
 
-    fn read_page(&mut self, index: u64, lpa: u32) -> Result<()> {
+    /// Reads one page for the host (`host_read`) or for the read-modify-write of a partial
+    /// page write. A page never written (or trimmed) costs no data read, only what the
+    /// scheme spends to learn that it is unmapped, as a real controller answers it with zeros
+    /// from the map; host reads of such pages are counted in `unmapped_reads`.
+    fn read_page(&mut self, index: u64, lpa: u32, host_read: bool) -> Result<()> {
         let served = match self.buffer.as_ref().and_then(|b| b.get(lpa)) {
             Some(seq) => {
                 self.host.buffer_read_hits += 1;
@@ -233,7 +237,7 @@ impl<F: Ftl> Simulator<F> {
             None => match self.ftl.read(lpa, &mut self.flash)? {
                 Some(oob) => Served::Flash(oob),
                 None => {
-                    self.host.unmapped_reads += 1;
+                    self.host.unmapped_reads += host_read as u64;
                     Served::Unmapped
                 }
             },
@@ -315,7 +319,7 @@ impl<F: Ftl> Simulator<F> {
         let (stats, host) = (self.flash.stats.clone(), self.host.clone());
         let index = self.host.requests;
         for lpa in 0..shadow.len() as u32 {
-            self.read_page(index, lpa)?;
+            self.read_page(index, lpa, false)?;
         }
         (self.flash.stats, self.host) = (stats, host);
         Ok(())

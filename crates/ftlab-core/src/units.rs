@@ -48,9 +48,11 @@ pub fn parse_bytes(s: &str) -> Result<u64, String> {
         "mb" => 1e6,
         "gb" => 1e9,
         "tb" => 1e12,
-        _ => return Err(format!(
+        _ => {
+            return Err(format!(
             "`{s}` has an unknown size unit `{unit}` (use B, KiB, MiB, GiB, TiB, KB, MB, GB, TB)"
-        )),
+        ))
+        }
     };
     scaled(number, scale, "size", s)
 }

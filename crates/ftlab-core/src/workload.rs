@@ -193,7 +193,8 @@ pub struct Workload {
 pub fn generate(cfg: &WorkloadConfig, logical_bytes: u64, page_size: u32) -> Result<Workload> {
     cfg.validate()?;
     let page_size = page_size as u64;
-    if !cfg.start_offset_bytes.is_multiple_of(page_size) || cfg.start_offset_bytes >= logical_bytes {
+    if !cfg.start_offset_bytes.is_multiple_of(page_size) || cfg.start_offset_bytes >= logical_bytes
+    {
         return Err(Error::config(
             "workload.start_offset_bytes",
             format!(
