@@ -1,0 +1,3 @@
+from ftlab.cli import main
+
+main()

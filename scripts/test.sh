@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# The whole test suite, as CI runs it: installs what the tests need, then checks format and
+# lints, runs the Rust tests and the Python tests.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+bash scripts/install-deps.sh
+python3 -m pip install --quiet --upgrade pip
+python3 -m pip install --quiet ".[test]"
+
+cargo fmt --all -- --check
+cargo clippy --workspace --all-targets --quiet -- -D warnings
+cargo test --workspace --quiet
+python3 -m ruff check python tests
+python3 -m ruff format --check python tests
+python3 -m pytest -q

@@ -1,0 +1,145 @@
+"""The command line, end to end, through a subprocess as a user runs it."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+
+def ftlab(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "ftlab", *args], capture_output=True, text=True, timeout=600
+    )
+
+
+SMALL = ["--set", "workload.requests=3000"]
+
+
+def test_run_prints_a_summary() -> None:
+    out = ftlab("run", "--ftl", "page", "--workload", "default", *SMALL)
+    assert out.returncode == 0, out.stderr
+    assert "WAF" in out.stdout
+    assert "requests" in out.stdout and "3,000" in out.stdout
+
+
+def test_json_is_byte_identical_across_runs(tmp_path: Path) -> None:
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    for path in (a, b):
+        out = ftlab("run", "--workload", "zipf", *SMALL, "--json", str(path), "--quiet")
+        assert out.returncode == 0, out.stderr
+    assert a.read_bytes() == b.read_bytes()
+    report = json.loads(a.read_text())
+    assert report["config"]["workload"]["requests"] == 3000
+    assert report["metrics"]["host"]["requests"] == 3000
+
+
+def test_mapping_only_has_same_counters_and_no_latency(tmp_path: Path) -> None:
+    reports = []
+    for flags in ([], ["--mapping-only"]):
+        path = tmp_path / f"r{len(reports)}.json"
+        out = ftlab("run", "--workload", "rand-rw", *SMALL, *flags, "--json", str(path), "-q")
+        assert out.returncode == 0, out.stderr
+        reports.append(json.loads(path.read_text()))
+    timed, mapping = reports
+    assert mapping["mode"] == "mapping-only"
+    assert mapping["metrics"]["latency"] is None
+    assert timed["metrics"]["latency"]["read"]["count"] > 0
+    assert timed["metrics"]["host"] == mapping["metrics"]["host"]
+    assert timed["metrics"]["flash"] == mapping["metrics"]["flash"]
+
+
+def test_unknown_key_names_it() -> None:
+    out = ftlab("run", "--set", "gc.polcy=greedy")
+    assert out.returncode == 2
+    assert "gc.polcy" in out.stderr and "gc.policy" in out.stderr
+    assert "Traceback" not in out.stderr
+
+
+def test_impossible_geometry_names_the_key() -> None:
+    out = ftlab("run", "--set", "geometry.page_size=1000")
+    assert out.returncode == 2
+    assert "geometry.page_size" in out.stderr
+
+
+def test_unknown_preset_and_scheme() -> None:
+    out = ftlab("run", "--preset", "huge")
+    assert out.returncode == 2 and "huge" in out.stderr
+    out = ftlab("run", "--ftl", "nope")
+    assert out.returncode == 2 and "nope" in out.stderr and "page" in out.stderr
+
+
+def test_missing_trace_names_the_file(tmp_path: Path) -> None:
+    missing = tmp_path / "absent.trace"
+    out = ftlab("run", "--trace", str(missing))
+    assert out.returncode == 2
+    assert str(missing) in out.stderr
+
+
+def test_bad_trace_line_names_file_and_line(tmp_path: Path) -> None:
+    trace = tmp_path / "bad.trace"
+    trace.write_text("0 0 8 8 0\n100 0 16 8 1\n200 0 sixteen 8 1\n")
+    out = ftlab("run", "--trace", str(trace))
+    assert out.returncode == 2
+    assert f"{trace}:3:" in out.stderr and "sixteen" in out.stderr
+
+
+def test_verification_on_a_real_trace(traces: Path, tmp_path: Path) -> None:
+    trace = traces / "ssdsim_hust_financial1" / "example.ascii"
+    path = tmp_path / "r.json"
+    # A small write buffer, so that pages reach flash and are read back from it.
+    out = ftlab(
+        "run",
+        "--trace",
+        str(trace),
+        "--preset",
+        "small",
+        "--verify",
+        "--set",
+        "buffer.size_bytes=1MiB",
+        "--json",
+        str(path),
+        "-q",
+    )
+    assert out.returncode == 0, out.stderr
+    report = json.loads(path.read_text())
+    assert report["verify"] is True
+    assert report["metrics"]["host"]["requests"] == 10_000
+    assert report["metrics"]["flash"]["reads"]["host"] > 0
+
+
+def test_config_show_and_lists() -> None:
+    out = ftlab("config", "show", "small")
+    assert out.returncode == 0
+    assert "blocks_per_plane = 128" in out.stdout
+    for command in (["config", "presets"], ["schemes"], ["workloads"]):
+        out = ftlab(*command)
+        assert out.returncode == 0 and len(out.stdout.splitlines()) > 2
+
+
+def test_bench_smoke(tmp_path: Path) -> None:
+    trace = tmp_path / "t.trace"
+    trace.write_text(
+        "".join(f"{i * 1000} 0 {(i * 7919 % 4096) * 8} 8 {i % 3 == 0:d}\n" for i in range(2000))
+    )
+    path = tmp_path / "bench.json"
+    out = ftlab(
+        "bench",
+        "--trace",
+        str(trace),
+        "--requests",
+        "2000",
+        "--repeat",
+        "1",
+        "--schemes",
+        "page",
+        "--json",
+        str(path),
+    )
+    assert out.returncode == 0, out.stderr
+    results = json.loads(path.read_text())
+    cases = {(r["workload"], r["mode"]) for r in results["results"]}
+    assert ("trace:t.trace", "timed") in cases and ("default", "mapping-only") in cases
+    assert all(r["requests_per_second"] > 0 and r["peak_rss_bytes"] > 0 for r in results["results"])
+    assert results["end_to_end_run_seconds"] > 0
