@@ -7,6 +7,7 @@
 //! other. The simulation loop is generic over the scheme ([`Visitor`]), so each scheme
 //! gets its own monomorphised fast path.
 
+pub mod leaftl;
 pub mod page;
 
 use crate::config::{Config, Layout};
@@ -41,17 +42,35 @@ pub trait Ftl {
 
     /// Scheme-specific counters (appended to `out`).
     fn counters(&self, _out: &mut Vec<(&'static str, f64)>) {}
+
+    /// End of the run, after the write buffer is drained and before the final metrics
+    /// (for example a scheme's final background compaction).
+    fn finish(&mut self, _flash: &mut Flash) -> Result<()> {
+        Ok(())
+    }
 }
 
 /// Scheme names and one-line descriptions.
-pub const SCHEMES: &[(&str, &str)] = &[(
-    "page",
-    "page-level FTL (PFTL): the whole L2P table in DRAM, greedy or cost-benefit GC",
-)];
+pub const SCHEMES: &[(&str, &str)] = &[
+    (
+        "page",
+        "page-level FTL (PFTL): the whole L2P table in DRAM, greedy or cost-benefit GC",
+    ),
+    (
+        "leaftl",
+        "LeaFTL (ASPLOS'23): learned linear segments per 256-page group, OOB-verified predictions",
+    ),
+];
 
 /// Default configuration sections of the schemes that have one.
 pub fn scheme_defaults() -> BTreeMap<String, toml::Table> {
-    BTreeMap::new()
+    let mut defaults = BTreeMap::new();
+    defaults.insert(
+        "leaftl".to_string(),
+        toml::Table::try_from(leaftl::LeaftlConfig::default())
+            .expect("the leaftl defaults serialise"),
+    );
+    defaults
 }
 
 /// Receives the constructed scheme and its flash, whatever the scheme's type.
@@ -72,6 +91,11 @@ pub fn build<V: Visitor>(
         "page" => {
             let flash = Flash::new(cfg, layout, 0, timed)?;
             Ok(visitor.visit(page::PageFtl::new(cfg, layout), flash))
+        }
+        "leaftl" => {
+            let ftl = leaftl::LeaFtl::new(cfg, layout)?;
+            let flash = Flash::new(cfg, layout, 0, timed)?;
+            Ok(visitor.visit(ftl, flash))
         }
         _ => {
             let names: Vec<&str> = SCHEMES.iter().map(|(n, _)| *n).collect();
