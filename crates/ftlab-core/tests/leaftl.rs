@@ -59,7 +59,11 @@ fn counter(report: &ftlab_core::metrics::Report, name: &str) -> f64 {
 fn verifies_with_gc_for_every_gamma() -> Result<()> {
     for gamma in [0, 1, 4, 16] {
         for buffer in [0, 64, 256] {
-            let cfg = leaftl_config(gamma, buffer);
+            let mut cfg = leaftl_config(gamma, buffer);
+            if buffer == 256 {
+                cfg.buffer.flush_bytes = 128 * 4096;
+                cfg.buffer.flush_group_pages = 256;
+            }
             let reqs = mixed(&cfg, 20_000, 7 + gamma as u64, true);
             let report = run("leaftl", &cfg, &reqs, true)?;
             assert!(

@@ -203,7 +203,8 @@ impl Group {
             x2: hi,
             ..*s
         };
-        if lo >= s.x1 && (lo - s.x1).is_multiple_of(s.stride) && trimmed.progression() == *remaining {
+        if lo >= s.x1 && (lo - s.x1).is_multiple_of(s.stride) && trimmed.progression() == *remaining
+        {
             *s = trimmed;
             Shrunk::Changed
         } else {
