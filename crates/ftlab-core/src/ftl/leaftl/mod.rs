@@ -214,6 +214,8 @@ pub struct LeaFtl {
     pending: Vec<Written>,
     gc_moved: Vec<Written>,
     points: Vec<Point>,
+    /// The run (first and last page) of each page being learned.
+    runs: Vec<(Ppn, Ppn)>,
     learned: Vec<Learned>,
     bytes_since_compaction: u64,
     counters: Counters,
@@ -294,6 +296,7 @@ impl LeaFtl {
             pending: Vec::new(),
             gc_moved: Vec::new(),
             points: Vec::new(),
+            runs: Vec::new(),
             learned: Vec::new(),
             bytes_since_compaction: 0,
             counters: Counters {
@@ -614,10 +617,26 @@ impl LeaFtl {
         self.pending.clear();
     }
 
-    /// Learns pages just programmed (sorted by logical address; consecutive pages of one
-    /// block form a run) and inserts the segments on top of their groups.
+    /// Learns pages just programmed (sorted by logical address, and so programmed: pages
+    /// consecutive in one block form a run) and inserts the segments on top of their groups.
     fn learn(&mut self, written: &[Written], flash: &Flash) {
         let started = self.cfg.cpu_timing.then(Instant::now);
+        // Runs: pages consecutive in one block (what each page's OOB window can see).
+        self.runs.clear();
+        let mut a = 0;
+        while a < written.len() {
+            let block = flash.block_of(written[a].ppn);
+            let mut b = a + 1;
+            while b < written.len()
+                && written[b].ppn == written[b - 1].ppn + 1
+                && flash.block_of(written[b].ppn) == block
+            {
+                b += 1;
+            }
+            let run = (written[a].ppn, written[b - 1].ppn);
+            self.runs.extend(std::iter::repeat_n(run, b - a));
+            a = b;
+        }
         let mut i = 0;
         while i < written.len() {
             let group = written[i].lpa / GROUP_PAGES;
@@ -634,24 +653,8 @@ impl LeaFtl {
                     run_hi: 0,
                 });
             }
-            // Runs: pages consecutive in one block. A run of the batch may extend beyond
-            // this group's points; its bounds are those of the whole batch in the block.
-            let mut k = i;
-            while k < j {
-                let block = flash.block_of(written[k].ppn);
-                let mut e = k + 1;
-                while e < j
-                    && written[e].ppn == written[e - 1].ppn + 1
-                    && flash.block_of(written[e].ppn) == block
-                {
-                    e += 1;
-                }
-                let (lo, hi) = Self::batch_run(written, k, e - 1, flash);
-                for p in &mut self.points[k - i..e - i] {
-                    p.run_lo = lo;
-                    p.run_hi = hi;
-                }
-                k = e;
+            for (p, &run) in self.points.iter_mut().zip(&self.runs[i..j]) {
+                (p.run_lo, p.run_hi) = run;
             }
             self.learned.clear();
             self.learner.learn(&self.points, &mut self.learned);
@@ -659,13 +662,13 @@ impl LeaFtl {
             self.counters.learned_points += (j - i) as u64;
             let learned = std::mem::take(&mut self.learned);
             let max_levels = self.cfg.max_levels as usize;
+            let charge_runs = self.cfg.crb_accounting == CrbAccounting::Runs;
             let mut stats = std::mem::take(&mut self.stats);
             let table = self.group_mut(group);
             table.insert(&learned, &mut stats);
-            let crowded = table.level_count() > max_levels;
+            let crowded = table.crowded(max_levels);
             if crowded {
-                table.compact(&mut stats);
-                table.promote();
+                table.reorganise(charge_runs, &mut stats);
             }
             self.counters.promotions += crowded as u64;
             self.stats = stats;
@@ -677,35 +680,14 @@ impl LeaFtl {
         }
     }
 
-    /// The pages of the batch around `written[a..=b]` (a run) that lie consecutively in
-    /// the same block: the run as the OOB windows see it.
-    fn batch_run(written: &[Written], a: usize, b: usize, flash: &Flash) -> (Ppn, Ppn) {
-        let block = flash.block_of(written[a].ppn);
-        let mut lo = a;
-        while lo > 0
-            && written[lo - 1].ppn + 1 == written[lo].ppn
-            && flash.block_of(written[lo - 1].ppn) == block
-        {
-            lo -= 1;
-        }
-        let mut hi = b;
-        while hi + 1 < written.len()
-            && written[hi + 1].ppn == written[hi].ppn + 1
-            && flash.block_of(written[hi + 1].ppn) == block
-        {
-            hi += 1;
-        }
-        (written[lo].ppn, written[hi].ppn)
-    }
-
     /// Compacts and promotes every group.
     fn compact_all(&mut self) {
         let mut stats = std::mem::take(&mut self.stats);
+        let charge_runs = self.cfg.crb_accounting == CrbAccounting::Runs;
         for slot in 0..self.groups.len() {
             let g = &mut self.groups[slot];
             if !g.is_empty() {
-                g.compact(&mut stats);
-                g.promote();
+                g.reorganise(charge_runs, &mut stats);
             }
         }
         self.stats = stats;

@@ -48,6 +48,21 @@ pub fn is_empty(m: &Members) -> bool {
     m.iter().all(|&w| w == 0)
 }
 
+/// The offsets `lo..=hi`.
+pub fn range(lo: u8, hi: u8) -> Members {
+    let mut m = [0; 4];
+    let (lo, end) = (lo as u32, hi as u32 + 1);
+    for (w, word) in m.iter_mut().enumerate() {
+        let base = w as u32 * 64;
+        let from = lo.clamp(base, base + 64) - base;
+        let to = end.clamp(base, base + 64) - base;
+        if to > from {
+            *word = (u64::MAX >> (64 - (to - from))) << from;
+        }
+    }
+    m
+}
+
 /// Lowest and highest member.
 pub fn bounds(m: &Members) -> Option<(u8, u8)> {
     let lo = m.iter().enumerate().find(|(_, w)| **w != 0)?;
@@ -62,12 +77,10 @@ pub fn bounds(m: &Members) -> Option<(u8, u8)> {
 /// in the group) between `x1` and `x2`.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Seg {
-    /// Decoded slope and intercept (exact values of the encoded ones).
-    pub k: f64,
+    /// The intercept at offset 0 and the slope, as encoded (a fixed-point number, see
+    /// [`Codec`], and a float16, both exact in these types).
     pub b: f64,
-    /// The encoded slope (IEEE float16) and intercept (fixed point, see [`Codec`]).
-    pub k_bits: u16,
-    pub intercept: i32,
+    pub k: f32,
     pub x1: u8,
     pub x2: u8,
     /// Constant stride of the members (consecutive segment); 0 for an irregular segment,
@@ -82,7 +95,7 @@ pub struct Seg {
 impl Seg {
     #[inline]
     pub fn predict(&self, x: u8) -> u32 {
-        (self.k * x as f64 + self.b + 0.5).floor() as u32
+        (self.k as f64 * x as f64 + self.b + 0.5).floor() as u32
     }
 
     #[inline]
@@ -102,6 +115,9 @@ impl Seg {
 
     /// Members of a consecutive segment.
     pub fn progression(&self) -> Members {
+        if self.stride == 1 {
+            return range(self.x1, self.x2);
+        }
         let mut m = [0; 4];
         let mut x = self.x1 as u32;
         while x <= self.x2 as u32 {
@@ -189,8 +205,9 @@ impl Codec {
     }
 
     pub fn encode(&self, s: &Seg) -> [u8; 8] {
-        let k = s.k_bits | if s.accurate { 0 } else { 0x8000 };
-        let i = (s.intercept as u32 & 0x7fff_ffff) | if s.is_consecutive() { 0 } else { 1 << 31 };
+        let k = f16_from_f64(s.k as f64) | if s.accurate { 0 } else { 0x8000 };
+        let intercept = self.quantise_intercept(s.b);
+        let i = (intercept as u32 & 0x7fff_ffff) | if s.is_consecutive() { 0 } else { 1 << 31 };
         let mut out = [0; 8];
         out[0] = s.x1;
         out[1] = s.x2 - s.x1;
@@ -218,10 +235,8 @@ impl Codec {
             (1.0 / k).round() as u8
         };
         Seg {
-            k,
+            k: k as f32,
             b: self.intercept_value(intercept),
-            k_bits,
-            intercept,
             x1,
             x2,
             stride,
@@ -353,10 +368,8 @@ impl Learner {
             && (1.0 / kq).round() == stride as f64;
         out.push(Learned {
             seg: Seg {
-                k: kq,
+                k: kq as f32,
                 b: self.codec.intercept_value(intercept),
-                k_bits,
-                intercept,
                 x1: p[0].x,
                 x2: p[taken - 1].x,
                 stride: if regular { stride } else { 0 },
@@ -376,8 +389,6 @@ impl Learner {
             seg: Seg {
                 k: 0.0,
                 b: self.codec.intercept_value(intercept),
-                k_bits: 0,
-                intercept,
                 x1: q.x,
                 x2: q.x,
                 stride: 1,

@@ -22,7 +22,7 @@
 //! left empty); promotion moves each segment to the highest level where nothing in between
 //! overlaps it, and drops empty levels.
 
-use super::plr::{bounds, count, has, is_empty, Learned, Members, Seg};
+use super::plr::{bounds, count, has, Learned, Members, Seg};
 
 /// Segment and CRB counts over all resident groups, kept up to date incrementally.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -93,18 +93,88 @@ impl Stats {
     }
 }
 
-/// What removing members did to a segment.
-enum Shrunk {
-    Gone,
-    Changed,
-    Kept,
+/// The levels of a group, stored contiguously (level 0 first): `starts[d]..starts[d + 1]`
+/// are the segments of level `d`. One allocation per group keeps lookups, which walk the
+/// levels top-down, in cache.
+#[derive(Clone, Debug, Default)]
+pub struct Levels {
+    segs: Vec<Seg>,
+    starts: Vec<u16>,
+}
+
+impl Levels {
+    #[inline]
+    pub fn count(&self) -> usize {
+        self.starts.len().saturating_sub(1)
+    }
+
+    #[inline]
+    pub fn level(&self, d: usize) -> &[Seg] {
+        &self.segs[self.starts[d] as usize..self.starts[d + 1] as usize]
+    }
+
+    #[inline]
+    fn get(&self, d: usize, i: usize) -> Seg {
+        self.segs[self.starts[d] as usize + i]
+    }
+
+    #[inline]
+    fn set(&mut self, d: usize, i: usize, s: Seg) {
+        self.segs[self.starts[d] as usize + i] = s;
+    }
+
+    fn insert(&mut self, d: usize, i: usize, s: Seg) {
+        self.segs.insert(self.starts[d] as usize + i, s);
+        for e in &mut self.starts[d + 1..] {
+            *e += 1;
+        }
+    }
+
+    fn remove(&mut self, d: usize, i: usize) -> Seg {
+        for e in &mut self.starts[d + 1..] {
+            *e -= 1;
+        }
+        self.segs.remove(self.starts[d] as usize + i)
+    }
+
+    /// Replaces segment `i` of level `d` by `pieces`.
+    fn splice(&mut self, d: usize, i: usize, pieces: impl ExactSizeIterator<Item = Seg>) {
+        let at = self.starts[d] as usize + i;
+        let n = pieces.len();
+        self.segs.splice(at..=at, pieces);
+        for e in &mut self.starts[d + 1..] {
+            *e = *e + n as u16 - 1;
+        }
+    }
+
+    /// Inserts an empty level at index `d`.
+    fn new_level(&mut self, d: usize) {
+        if self.starts.is_empty() {
+            self.starts.push(0);
+        }
+        let at = self.starts[d];
+        self.starts.insert(d, at);
+    }
+
+    fn drop_empty(&mut self) {
+        self.starts.dedup();
+        if self.starts.len() == 1 {
+            self.starts.clear();
+        }
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = (usize, &Seg)> {
+        (0..self.count()).flat_map(move |d| self.level(d).iter().map(move |s| (d, s)))
+    }
 }
 
 #[derive(Clone, Debug, Default)]
 pub struct Group {
-    pub levels: Vec<Vec<Seg>>,
+    pub levels: Levels,
     crb: Vec<Members>,
     crb_free: Vec<u16>,
+    /// Levels left by the last compaction (see `crowded`).
+    compacted_levels: usize,
 }
 
 /// Index of the first segment of a (sorted, disjoint) level that ends at or after `x`.
@@ -120,11 +190,18 @@ fn level_overlaps(level: &[Seg], x1: u8, x2: u8) -> bool {
 
 impl Group {
     pub fn is_empty(&self) -> bool {
-        self.levels.is_empty()
+        self.levels.count() == 0
     }
 
     pub fn level_count(&self) -> usize {
-        self.levels.len()
+        self.levels.count()
+    }
+
+    /// More than `max_levels` levels, and at least `max_levels / 2` more than the last
+    /// compaction left: compaction is due (a group whose live segments overlap too much to
+    /// go below the limit is not compacted again after every insertion).
+    pub fn crowded(&self, max_levels: usize) -> bool {
+        self.levels.count() > max_levels.max(self.compacted_levels + max_levels / 2)
     }
 
     #[inline]
@@ -132,22 +209,26 @@ impl Group {
         if x < s.x1 || x > s.x2 {
             return false;
         }
-        if s.stride != 0 {
-            (x - s.x1).is_multiple_of(s.stride)
-        } else {
-            has(&self.crb[s.crb as usize], x)
+        match s.stride {
+            1 => true,
+            0 => has(&self.crb[s.crb as usize], x),
+            stride => (x - s.x1).is_multiple_of(stride),
         }
     }
 
     /// The segment owning offset `x` and its level (0-based), top-down, first match.
     #[inline]
     pub fn lookup(&self, x: u8) -> Option<(Seg, usize)> {
-        for (d, level) in self.levels.iter().enumerate() {
-            let i = level.partition_point(|s| s.x1 <= x);
-            if i == 0 {
+        let segs = &self.levels.segs;
+        let starts = &self.levels.starts;
+        for d in 0..self.levels.count() {
+            let (lo, hi) = (starts[d] as usize, starts[d + 1] as usize);
+            // Most levels are short: skip those whose span misses x without searching.
+            if x < segs[lo].x1 || x > segs[hi - 1].x2 {
                 continue;
             }
-            let s = &level[i - 1];
+            let i = lo + segs[lo..hi].partition_point(|s| s.x1 <= x);
+            let s = &segs[i - 1];
             if self.owns(s, x) {
                 return Some((*s, d));
             }
@@ -165,10 +246,7 @@ impl Group {
 
     /// Every segment, top level first (for tests and serialisation).
     pub fn segments(&self) -> impl Iterator<Item = (usize, &Seg)> {
-        self.levels
-            .iter()
-            .enumerate()
-            .flat_map(|(d, l)| l.iter().map(move |s| (d, s)))
+        self.levels.iter()
     }
 
     fn crb_alloc(&mut self, m: Members) -> u16 {
@@ -184,72 +262,94 @@ impl Group {
         }
     }
 
-    /// Restricts segment `s` to `remaining` (a subset of its members). Accounting is the
-    /// caller's: it has removed `s` before and adds it back unless it is gone.
-    fn shrink(&mut self, s: &mut Seg, remaining: &Members) -> Shrunk {
-        let Some((lo, hi)) = bounds(remaining) else {
-            if s.stride == 0 {
-                self.crb_free.push(s.crb);
-            }
-            return Shrunk::Gone;
-        };
-        if s.stride == 0 {
-            self.crb[s.crb as usize] = *remaining;
-            (s.x1, s.x2) = (lo, hi);
-            return Shrunk::Changed;
-        }
-        let trimmed = Seg {
-            x1: lo,
-            x2: hi,
-            ..*s
-        };
-        if lo >= s.x1 && (lo - s.x1).is_multiple_of(s.stride) && trimmed.progression() == *remaining
-        {
-            *s = trimmed;
-            Shrunk::Changed
-        } else {
-            Shrunk::Kept
-        }
-    }
-
-    /// Takes the offsets in `taken` away from the segment at `levels[d][i]`; returns
-    /// whether it still exists.
-    fn take_from(&mut self, d: usize, i: usize, taken: &Members, stats: &mut Stats) -> bool {
-        let mut s = self.levels[d][i];
+    /// Restricts the segment at `levels[d][i]` to the members not in `taken`; returns how
+    /// many segments now stand in its place (at `i..`, disjoint, within its old range).
+    ///
+    /// An irregular segment keeps its remaining members in its CRB list. A consecutive one
+    /// is trimmed when what remains is still a progression; otherwise, with `restructure`,
+    /// it becomes whichever is cheaper in memory (`charge_runs` selects the CRB formula):
+    /// its maximal consecutive pieces, or one irregular segment listing its members in the
+    /// CRB (the caller then owes the CRB's uniqueness below it). Without `restructure` it is
+    /// kept whole: the offsets it loses are shadowed anyway.
+    fn take_from(
+        &mut self,
+        d: usize,
+        i: usize,
+        taken: &Members,
+        restructure: Option<bool>,
+        stats: &mut Stats,
+    ) -> usize {
+        let mut s = self.levels.get(d, i);
         let m = self.members(&s);
-        let overlap = [
-            m[0] & taken[0],
-            m[1] & taken[1],
-            m[2] & taken[2],
-            m[3] & taken[3],
-        ];
-        if is_empty(&overlap) {
-            return true;
-        }
         let remaining = [
             m[0] & !taken[0],
             m[1] & !taken[1],
             m[2] & !taken[2],
             m[3] & !taken[3],
         ];
+        if remaining == m {
+            return 1;
+        }
         stats.account(&s, &self.crb, false);
-        match self.shrink(&mut s, &remaining) {
-            Shrunk::Gone => {
-                self.levels[d].remove(i);
-                false
+        let Some((lo, hi)) = bounds(&remaining) else {
+            if s.stride == 0 {
+                self.crb_free.push(s.crb);
             }
-            Shrunk::Changed | Shrunk::Kept => {
-                self.levels[d][i] = s;
-                stats.account(&s, &self.crb, true);
-                true
+            self.levels.remove(d, i);
+            return 0;
+        };
+        if s.stride == 0 {
+            self.crb[s.crb as usize] = remaining;
+            (s.x1, s.x2) = (lo, hi);
+            self.levels.set(d, i, s);
+            stats.account(&s, &self.crb, true);
+            return 1;
+        }
+        // Maximal runs of the progression among the remaining members.
+        let mut pieces: Vec<(u8, u8)> = Vec::new();
+        let mut x = s.x1 as u32;
+        while x <= s.x2 as u32 {
+            if has(&remaining, x as u8) {
+                match pieces.last_mut() {
+                    Some(p) if p.1 as u32 + s.stride as u32 == x => p.1 = x as u8,
+                    _ => pieces.push((x as u8, x as u8)),
+                }
             }
+            x += s.stride as u32;
+        }
+        let one = |(a, b): (u8, u8)| Seg { x1: a, x2: b, ..s };
+        if pieces.len() == 1 || restructure.is_none() {
+            let kept = if pieces.len() == 1 { one(pieces[0]) } else { s };
+            self.levels.set(d, i, kept);
+            stats.account(&kept, &self.crb, true);
+            return 1;
+        }
+        let split_cost: u64 = pieces.iter().map(|p| if p.0 == p.1 { 5 } else { 8 }).sum();
+        let crb_cost = if restructure == Some(true) {
+            run_boundaries(&remaining, lo, hi)
+        } else {
+            count(&remaining) as u64
+        };
+        if split_cost <= 8 + crb_cost {
+            self.levels.splice(d, i, pieces.iter().map(|&p| one(p)));
+            for p in &pieces {
+                stats.account(&one(*p), &self.crb, true);
+            }
+            pieces.len()
+        } else {
+            s.stride = 0;
+            (s.x1, s.x2) = (lo, hi);
+            s.crb = self.crb_alloc(remaining);
+            self.levels.set(d, i, s);
+            stats.account(&s, &self.crb, true);
+            1
         }
     }
 
     /// Inserts freshly learned segments (disjoint, sorted by offset) on top.
     pub fn insert(&mut self, learned: &[Learned], stats: &mut Stats) {
-        if self.levels.is_empty() {
-            self.levels.push(Vec::new());
+        if self.levels.count() == 0 {
+            self.levels.new_level(0);
         }
         let mut pushed_down = false;
         for l in learned {
@@ -257,55 +357,57 @@ impl Group {
             let taken = l.members;
             if seg.stride == 0 {
                 // The CRB never lists an offset twice: older lists give these up.
-                for d in 0..self.levels.len() {
-                    let mut i = 0;
-                    while i < self.levels[d].len() {
-                        let s = self.levels[d][i];
-                        if s.stride == 0
-                            && s.overlaps(seg.x1, seg.x2)
-                            && !self.take_from(d, i, &taken, stats)
+                for d in 0..self.levels.count() {
+                    let mut i = first_ending_from(self.levels.level(d), seg.x1);
+                    while i < self.levels.level(d).len() && self.levels.get(d, i).x1 <= seg.x2 {
+                        if self.levels.get(d, i).stride != 0
+                            || self.take_from(d, i, &taken, None, stats) == 1
                         {
-                            continue;
+                            i += 1;
                         }
-                        i += 1;
                     }
                 }
             }
-            let level = &self.levels[0];
+            let level = self.levels.level(0);
             let start = first_ending_from(level, seg.x1);
             let end = level.partition_point(|s| s.x1 <= seg.x2);
             for i in (start..end).rev() {
-                if self.take_from(0, i, &taken, stats) && self.levels[0][i].overlaps(seg.x1, seg.x2)
+                if self.take_from(0, i, &taken, None, stats) == 1
+                    && self.levels.get(0, i).overlaps(seg.x1, seg.x2)
                 {
-                    // Down to a new level right below level 0, created by the first conflict
-                    // of this insertion (conflicts come from level 0, so they are disjoint).
-                    let old = self.levels[0].remove(i);
-                    if !pushed_down {
-                        self.levels.insert(1, Vec::new());
+                    // Down to level 1 if nothing there overlaps it (it stays above every
+                    // older segment it overlaps), else to a new level right below level 0,
+                    // created by the first such conflict of this insertion (conflicts come
+                    // from level 0, so they are disjoint).
+                    let old = self.levels.remove(0, i);
+                    let fits = self.levels.count() > 1
+                        && !level_overlaps(self.levels.level(1), old.x1, old.x2);
+                    if !pushed_down && !fits {
+                        self.levels.new_level(1);
                         pushed_down = true;
                     }
-                    let at = self.levels[1].partition_point(|s| s.x1 < old.x1);
-                    self.levels[1].insert(at, old);
+                    let at = self.levels.level(1).partition_point(|s| s.x1 < old.x1);
+                    self.levels.insert(1, at, old);
                 }
             }
             if seg.stride == 0 {
                 seg.crb = self.crb_alloc(taken);
             }
-            let at = self.levels[0].partition_point(|s| s.x1 < seg.x1);
-            self.levels[0].insert(at, seg);
+            let at = self.levels.level(0).partition_point(|s| s.x1 < seg.x1);
+            self.levels.insert(0, at, seg);
             stats.account(&seg, &self.crb, true);
         }
-        self.levels.retain(|l| !l.is_empty());
+        self.levels.drop_empty();
     }
 
     /// Forgets offset `x` (TRIM): every segment owning it, at any level, gives it up.
     pub fn remove_offset(&mut self, x: u8, stats: &mut Stats) {
-        for d in 0..self.levels.len() {
-            let i = self.levels[d].partition_point(|s| s.x1 <= x);
+        for d in 0..self.levels.count() {
+            let i = self.levels.level(d).partition_point(|s| s.x1 <= x);
             if i == 0 {
                 continue;
             }
-            let s = self.levels[d][i - 1];
+            let s = self.levels.get(d, i - 1);
             if !self.owns(&s, x) {
                 continue;
             }
@@ -320,61 +422,68 @@ impl Group {
                     x1: x + s.stride,
                     ..s
                 };
-                self.levels[d][i - 1] = left;
-                self.levels[d].insert(i, right);
+                self.levels.set(d, i - 1, left);
+                self.levels.insert(d, i, right);
                 stats.account(&left, &self.crb, true);
                 stats.account(&right, &self.crb, true);
                 continue;
             }
             let mut taken = [0; 4];
             super::plr::set(&mut taken, x);
-            self.take_from(d, i - 1, &taken, stats);
+            self.take_from(d, i - 1, &taken, None, stats);
         }
-        self.levels.retain(|l| !l.is_empty());
+        self.levels.drop_empty();
     }
 
-    /// Removes from every segment the offsets owned by segments above it.
-    pub fn compact(&mut self, stats: &mut Stats) {
+    /// Removes from every segment the offsets owned by segments above it, restructuring
+    /// partly shadowed consecutive segments (see `take_from`; `charge_runs` selects the
+    /// CRB formula that decides between pieces and a CRB list).
+    pub fn compact(&mut self, charge_runs: bool, stats: &mut Stats) {
         let mut covered: Members = [0; 4];
-        for d in 0..self.levels.len() {
+        for d in 0..self.levels.count() {
             if d > 0 {
                 let mut i = 0;
-                while i < self.levels[d].len() {
-                    if self.take_from(d, i, &covered, stats) {
-                        i += 1;
-                    }
+                while i < self.levels.level(d).len() {
+                    i += self.take_from(d, i, &covered, Some(charge_runs), stats);
                 }
             }
-            for s in &self.levels[d] {
+            for s in self.levels.level(d) {
                 let m = self.members(s);
                 for (c, w) in covered.iter_mut().zip(m) {
                     *c |= w;
                 }
             }
         }
-        self.levels.retain(|l| !l.is_empty());
+        self.levels.drop_empty();
+    }
+
+    /// Compaction then promotion.
+    pub fn reorganise(&mut self, charge_runs: bool, stats: &mut Stats) {
+        self.compact(charge_runs, stats);
+        self.promote();
+        self.compacted_levels = self.levels.count();
     }
 
     /// Moves every segment to the highest level where nothing in between overlaps it.
     pub fn promote(&mut self) {
-        for d in 1..self.levels.len() {
+        for d in 1..self.levels.count() {
             let mut i = 0;
-            while i < self.levels[d].len() {
-                let s = self.levels[d][i];
+            while i < self.levels.level(d).len() {
+                let s = self.levels.get(d, i);
                 let mut t = d;
-                while t > 0 && !level_overlaps(&self.levels[t - 1], s.x1, s.x2) {
+                while t > 0 && !level_overlaps(self.levels.level(t - 1), s.x1, s.x2) {
                     t -= 1;
                 }
                 if t < d {
-                    self.levels[d].remove(i);
-                    let at = self.levels[t].partition_point(|o| o.x1 < s.x1);
-                    self.levels[t].insert(at, s);
+                    self.levels.remove(d, i);
+                    let at = self.levels.level(t).partition_point(|o| o.x1 < s.x1);
+                    self.levels.insert(t, at, s);
                 } else {
                     i += 1;
                 }
             }
         }
-        self.levels.retain(|l| !l.is_empty());
+        self.levels.drop_empty();
     }
 
     /// Removes every segment from the statistics (the group leaves DRAM or is dropped).
@@ -407,7 +516,8 @@ impl Group {
     /// Checks the structural invariants (tests and debug builds).
     pub fn check(&self) -> Result<(), String> {
         let mut crb_seen: Members = [0; 4];
-        for (d, level) in self.levels.iter().enumerate() {
+        for d in 0..self.levels.count() {
+            let level = self.levels.level(d);
             if level.is_empty() {
                 return Err(format!("level {d} is empty"));
             }
@@ -527,7 +637,7 @@ mod tests {
         let head: Vec<(u8, u32)> = (0..10).map(|x| (x as u8, 9000 + x as u32)).collect();
         apply(&mut g, &mut stats, &mut model, 0, &head);
         verify(&g, &model, 0);
-        g.compact(&mut stats);
+        g.compact(false, &mut stats);
         g.promote();
         verify(&g, &model, 0);
         assert_eq!(stats, recount(&g));
@@ -596,7 +706,7 @@ mod tests {
                         model[x as usize] = None;
                     }
                     1 => {
-                        g.compact(&mut stats);
+                        g.compact(round % 3 == 0, &mut stats);
                         g.promote();
                     }
                     _ => {
