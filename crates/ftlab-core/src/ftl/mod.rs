@@ -7,7 +7,9 @@
 //! other. The simulation loop is generic over the scheme ([`Visitor`]), so each scheme
 //! gets its own monomorphised fast path.
 
+pub mod alloc;
 pub mod page;
+pub mod translation;
 
 use crate::config::{Config, Layout};
 use crate::error::{Error, Result};
