@@ -1,0 +1,208 @@
+//! The demand-cached schemes (DFTL, S-FTL, TPFTL, selective mapping-table loading) against
+//! the shadow copy, the NAND rules and their own accounting, with GC active and DRAM
+//! budgets from a few entries to the whole table.
+
+mod common;
+
+use common::*;
+use ftlab_core::config::Config;
+use ftlab_core::metrics::Report;
+use ftlab_core::rng::Rng;
+use ftlab_core::Request;
+use proptest::prelude::*;
+
+const SCHEMES: &[&str] = &["dftl"];
+
+fn counter(report: &Report, name: &str) -> f64 {
+    *report
+        .metrics
+        .scheme
+        .get(name)
+        .unwrap_or_else(|| panic!("{}: no counter {name}", report.ftl))
+}
+
+/// A nearly full device with a hot region rewritten many times, reads and trims mixed in.
+fn churn(cfg: &Config, requests: usize, seed: u64) -> Vec<Request> {
+    let layout = cfg.validate().unwrap();
+    let page = layout.page_size;
+    let lp = layout.logical_pages;
+    let mut rng = Rng::new(seed);
+    let mut reqs: Vec<Request> = (0..lp)
+        .step_by(4)
+        .map(|p| write(p, 4.min((lp - p) as u32), page))
+        .collect();
+    for _ in 0..requests {
+        let hot = rng.below(10) < 7;
+        let span = if hot { lp / 5 } else { lp };
+        let len = 1 + rng.below(4) as u32;
+        let start = rng.below(span - len as u64);
+        reqs.push(match rng.below(10) {
+            0..=5 => write(start, len, page),
+            6..=8 => read(start, len, page),
+            _ => trim(start, len, page),
+        });
+    }
+    reqs
+}
+
+fn device() -> Config {
+    let mut cfg = small_config((2, 1, 2, 1), 24, 16, 0.25);
+    cfg.geometry.page_size = 512;
+    cfg
+}
+
+#[test]
+fn every_budget_serves_every_read_right_with_gc() {
+    for scheme in SCHEMES {
+        for budget in [64, 256, 1024, 4096, 0] {
+            let mut cfg = device();
+            cfg.dram.budget_bytes = budget;
+            let reqs = churn(&cfg, 6000, 1);
+            let report = run(scheme, &cfg, &reqs, true)
+                .unwrap_or_else(|e| panic!("{scheme} at {budget} B: {e}"));
+            let m = &report.metrics;
+            assert!(m.gc.invocations > 0, "{scheme} at {budget} B: GC never ran");
+            assert!(counter(&report, "cache_lookups") > 0.0);
+            if budget != 0 && budget <= 1024 {
+                assert!(
+                    m.flash.programs.translation > 0,
+                    "{scheme} at {budget} B wrote no translation page"
+                );
+                assert!(counter(&report, "dirty_evictions") > 0.0);
+            }
+        }
+    }
+}
+
+#[test]
+fn the_whole_table_in_dram_never_writes_translation_pages() {
+    for scheme in SCHEMES {
+        let cfg = device();
+        let reqs = churn(&cfg, 3000, 2);
+        let report = run(scheme, &cfg, &reqs, true).unwrap();
+        let m = &report.metrics;
+        assert!(m.gc.invocations > 0);
+        assert_eq!(m.flash.programs.translation, 0, "{scheme}");
+        assert_eq!(
+            m.flash.reads.translation, 0,
+            "{scheme}: nothing was ever on flash"
+        );
+        assert_eq!(counter(&report, "dirty_evictions"), 0.0);
+    }
+}
+
+#[test]
+fn translation_blocks_are_garbage_collected() {
+    for scheme in SCHEMES {
+        let mut cfg = device();
+        cfg.dram.budget_bytes = 128;
+        let reqs = churn(&cfg, 20_000, 3);
+        // No read-back at the end: its reads would count in the scheme's counters only.
+        let report = run(scheme, &cfg, &reqs, false).unwrap();
+        assert!(
+            counter(&report, "translation_pages_moved_by_gc") > 0.0,
+            "{scheme}: no translation page was relocated"
+        );
+        let m = &report.metrics;
+        let translation_reads = counter(&report, "translation_reads_miss")
+            + counter(&report, "translation_reads_writeback")
+            + counter(&report, "translation_reads_gc_update");
+        assert_eq!(translation_reads, m.flash.reads.translation as f64);
+        let translation_writes = counter(&report, "translation_writes_writeback")
+            + counter(&report, "translation_writes_gc_update");
+        assert_eq!(translation_writes, m.flash.programs.translation as f64);
+        assert_eq!(m.flash.programs.host, m.host.pages_written);
+    }
+}
+
+#[test]
+fn a_bigger_cache_hits_more() {
+    for scheme in SCHEMES {
+        let mut ratios = Vec::new();
+        for budget in [128, 1024, 0] {
+            let mut cfg = device();
+            cfg.dram.budget_bytes = budget;
+            let reqs = churn(&cfg, 4000, 4);
+            let report = run(scheme, &cfg, &reqs, true).unwrap();
+            ratios.push(counter(&report, "cache_hit_ratio"));
+        }
+        assert!(
+            ratios[0] < ratios[1] && ratios[1] < ratios[2],
+            "{scheme}: {ratios:?}"
+        );
+    }
+}
+
+#[test]
+fn dftl_batch_write_back_saves_translation_writes() {
+    let mut writes = Vec::new();
+    for batch in [false, true] {
+        let mut cfg = device();
+        cfg.dram.budget_bytes = 512;
+        cfg.schemes
+            .get_mut("dftl")
+            .unwrap()
+            .insert("batch_writeback".into(), toml::Value::Boolean(batch));
+        let reqs = churn(&cfg, 6000, 5);
+        let report = run("dftl", &cfg, &reqs, true).unwrap();
+        writes.push(counter(&report, "translation_writes_writeback"));
+    }
+    assert!(writes[1] < writes[0], "{writes:?}");
+}
+
+#[test]
+fn a_budget_below_one_entry_names_the_key() {
+    for scheme in SCHEMES {
+        let mut cfg = device();
+        cfg.dram.budget_bytes = 3;
+        let err = run(scheme, &cfg, &[], false).unwrap_err().to_string();
+        assert!(err.contains("dram.budget_bytes"), "{scheme}: {err}");
+    }
+}
+
+#[test]
+fn results_are_deterministic() {
+    for scheme in SCHEMES {
+        let mut cfg = device();
+        cfg.dram.budget_bytes = 300;
+        let reqs = churn(&cfg, 2000, 6);
+        let a = run(scheme, &cfg, &reqs, true).unwrap().to_json();
+        let b = run(scheme, &cfg, &reqs, true).unwrap().to_json();
+        assert_eq!(a, b);
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(24))]
+
+    /// Random writes, reads and trims over small random geometries and budgets, GC active,
+    /// every read verified and every page read back at the end.
+    #[test]
+    fn random_operations_verify(
+        scheme in prop::sample::select(SCHEMES),
+        units in (1u32..=2, 1u32..=2),
+        blocks in 16u32..28,
+        ppb in prop::sample::select(&[8u32, 16]),
+        budget in prop::sample::select(&[24u64, 100, 700, 0]),
+        buffer_pages in prop::sample::select(&[0u64, 3]),
+        ops in prop::collection::vec((0u8..10, any::<u32>(), 1u32..4), 200..1200),
+    ) {
+        let mut cfg = small_config((units.0, 1, units.1, 1), blocks, ppb, 0.35);
+        cfg.geometry.page_size = 512;
+        cfg.dram.budget_bytes = budget;
+        cfg.buffer.size_bytes = buffer_pages * 512;
+        let layout = cfg.validate().unwrap();
+        let lp = layout.logical_pages;
+        let mut reqs: Vec<Request> = (0..lp).map(|p| write(p, 1, 512)).collect();
+        for (op, at, len) in ops {
+            let start = at as u64 % (lp - len as u64);
+            reqs.push(match op {
+                0..=5 => write(start, len, 512),
+                6..=8 => read(start, len, 512),
+                _ => trim(start, len, 512),
+            });
+        }
+        let result = run(scheme, &cfg, &reqs, true);
+        prop_assert!(result.is_ok(), "{}: {}", scheme, result.err().unwrap());
+    }
+}
