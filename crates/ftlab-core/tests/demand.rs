@@ -11,7 +11,7 @@ use ftlab_core::rng::Rng;
 use ftlab_core::Request;
 use proptest::prelude::*;
 
-const SCHEMES: &[&str] = &["dftl"];
+const SCHEMES: &[&str] = &["dftl", "tpftl"];
 
 fn counter(report: &Report, name: &str) -> f64 {
     *report
@@ -205,4 +205,64 @@ proptest! {
         let result = run(scheme, &cfg, &reqs, true);
         prop_assert!(result.is_ok(), "{}: {}", scheme, result.err().unwrap());
     }
+}
+
+fn with_key(cfg: &mut Config, section: &str, key: &str, value: toml::Value) {
+    cfg.schemes
+        .get_mut(section)
+        .unwrap()
+        .insert(key.into(), value);
+}
+
+#[test]
+fn tpftl_request_level_prefetch_loads_a_request_with_one_read() {
+    let mut reports = Vec::new();
+    for prefetch in [false, true] {
+        let mut cfg = device();
+        cfg.dram.budget_bytes = 2048;
+        with_key(
+            &mut cfg,
+            "tpftl",
+            "request_prefetch",
+            toml::Value::Boolean(prefetch),
+        );
+        with_key(
+            &mut cfg,
+            "tpftl",
+            "selective_prefetch",
+            toml::Value::Boolean(false),
+        );
+        let layout = cfg.validate().unwrap();
+        let lp = layout.logical_pages;
+        let mut reqs: Vec<Request> = (0..lp / 8).map(|i| write(i * 8, 8, 512)).collect();
+        reqs.extend((0..lp / 8).map(|i| read(((i * 37) % (lp / 8)) * 8, 8, 512)));
+        reports.push(run("tpftl", &cfg, &reqs, false).unwrap());
+    }
+    let (off, on) = (&reports[0], &reports[1]);
+    assert_eq!(counter(off, "prefetched_entries"), 0.0);
+    assert!(counter(on, "prefetched_entries") > 0.0);
+    assert!(
+        counter(on, "translation_reads_miss") * 3.0 < counter(off, "translation_reads_miss"),
+        "{} vs {}",
+        counter(on, "translation_reads_miss"),
+        counter(off, "translation_reads_miss")
+    );
+}
+
+#[test]
+fn tpftl_writes_fewer_translation_pages_than_dftl_at_equal_budget() {
+    let mut writes = Vec::new();
+    for scheme in ["dftl", "tpftl"] {
+        let mut cfg = device();
+        cfg.dram.budget_bytes = 600;
+        let reqs = churn(&cfg, 8000, 8);
+        let report = run(scheme, &cfg, &reqs, false).unwrap();
+        writes.push(report.metrics.flash.programs.translation);
+    }
+    assert!(
+        writes[1] < writes[0],
+        "dftl {} tpftl {}",
+        writes[0],
+        writes[1]
+    );
 }

@@ -271,6 +271,20 @@ impl IndexedHeap {
         self.heap.first().copied()
     }
 
+    /// The item of least key other than `item`.
+    #[inline]
+    pub fn min_except(&self, item: u32) -> Option<u32> {
+        match self.heap.first() {
+            None => None,
+            Some(&m) if m != item => Some(m),
+            Some(_) => match (self.heap.get(1), self.heap.get(2)) {
+                (Some(&a), Some(&b)) => Some(if self.less(a, b) { a } else { b }),
+                (Some(&a), None) => Some(a),
+                _ => None,
+            },
+        }
+    }
+
     /// The items in heap order (for scans that do not care about order).
     pub fn items(&self) -> &[u32] {
         &self.heap

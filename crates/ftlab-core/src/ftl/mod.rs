@@ -12,6 +12,7 @@ pub mod demand;
 pub mod dftl;
 pub mod mapcache;
 pub mod page;
+pub mod tpftl;
 pub mod translation;
 
 use crate::config::{Config, Layout};
@@ -64,12 +65,17 @@ pub const SCHEMES: &[(&str, &str)] = &[
         "dftl",
         "DFTL (ASPLOS'09): page table on flash, cached entries (segmented LRU), batch write-back",
     ),
+    (
+        "tpftl",
+        "TPFTL (EuroSys'15): entries cached in translation-page nodes, two-level LRU, prefetching, clean-first",
+    ),
 ];
 
 /// Default configuration sections of the schemes that have one.
 pub fn scheme_defaults() -> BTreeMap<String, toml::Table> {
     let mut sections = BTreeMap::new();
     sections.insert("dftl".to_string(), dftl::defaults());
+    sections.insert("tpftl".to_string(), tpftl::defaults());
     sections
 }
 
@@ -95,6 +101,10 @@ pub fn build<V: Visitor>(
         "dftl" => {
             let flash = Flash::new(cfg, layout, 0, timed)?;
             Ok(visitor.visit(dftl::Dftl::new(cfg, layout)?, flash))
+        }
+        "tpftl" => {
+            let flash = Flash::new(cfg, layout, 0, timed)?;
+            Ok(visitor.visit(tpftl::Tpftl::new(cfg, layout)?, flash))
         }
         _ => {
             let names: Vec<&str> = SCHEMES.iter().map(|(n, _)| *n).collect();
