@@ -11,7 +11,7 @@ use ftlab_core::rng::Rng;
 use ftlab_core::Request;
 use proptest::prelude::*;
 
-const SCHEMES: &[&str] = &["dftl", "tpftl"];
+const SCHEMES: &[&str] = &["dftl", "sftl", "tpftl"];
 
 fn counter(report: &Report, name: &str) -> f64 {
     *report
@@ -45,6 +45,16 @@ fn churn(cfg: &Config, requests: usize, seed: u64) -> Vec<Request> {
     reqs
 }
 
+/// A DRAM budget of roughly `bytes` that `scheme` can run with: S-FTL caches whole
+/// translation pages and needs room for one uncompressed page (548 bytes on [`device`]).
+fn budget(scheme: &str, bytes: u64) -> u64 {
+    match (scheme, bytes) {
+        (_, 0) => 0,
+        ("sftl", b) => 600 + b,
+        (_, b) => b,
+    }
+}
+
 fn device() -> Config {
     let mut cfg = small_config((2, 1, 2, 1), 24, 16, 0.25);
     cfg.geometry.page_size = 512;
@@ -54,19 +64,19 @@ fn device() -> Config {
 #[test]
 fn every_budget_serves_every_read_right_with_gc() {
     for scheme in SCHEMES {
-        for budget in [64, 256, 1024, 4096, 0] {
+        for bytes in [64, 256, 1024, 4096, 0] {
             let mut cfg = device();
-            cfg.dram.budget_bytes = budget;
+            cfg.dram.budget_bytes = budget(scheme, bytes);
             let reqs = churn(&cfg, 6000, 1);
             let report = run(scheme, &cfg, &reqs, true)
-                .unwrap_or_else(|e| panic!("{scheme} at {budget} B: {e}"));
+                .unwrap_or_else(|e| panic!("{scheme} at {bytes} B: {e}"));
             let m = &report.metrics;
-            assert!(m.gc.invocations > 0, "{scheme} at {budget} B: GC never ran");
+            assert!(m.gc.invocations > 0, "{scheme} at {bytes} B: GC never ran");
             assert!(counter(&report, "cache_lookups") > 0.0);
-            if budget != 0 && budget <= 1024 {
+            if bytes != 0 && bytes <= 256 {
                 assert!(
                     m.flash.programs.translation > 0,
-                    "{scheme} at {budget} B wrote no translation page"
+                    "{scheme} at {bytes} B wrote no translation page"
                 );
                 assert!(counter(&report, "dirty_evictions") > 0.0);
             }
@@ -95,7 +105,7 @@ fn the_whole_table_in_dram_never_writes_translation_pages() {
 fn translation_blocks_are_garbage_collected() {
     for scheme in SCHEMES {
         let mut cfg = device();
-        cfg.dram.budget_bytes = 128;
+        cfg.dram.budget_bytes = budget(scheme, 128);
         let reqs = churn(&cfg, 20_000, 3);
         // No read-back at the end: its reads would count in the scheme's counters only.
         let report = run(scheme, &cfg, &reqs, false).unwrap();
@@ -119,9 +129,9 @@ fn translation_blocks_are_garbage_collected() {
 fn a_bigger_cache_hits_more() {
     for scheme in SCHEMES {
         let mut ratios = Vec::new();
-        for budget in [128, 1024, 0] {
+        for bytes in [128, 512, 0] {
             let mut cfg = device();
-            cfg.dram.budget_bytes = budget;
+            cfg.dram.budget_bytes = budget(scheme, bytes);
             let reqs = churn(&cfg, 4000, 4);
             let report = run(scheme, &cfg, &reqs, true).unwrap();
             ratios.push(counter(&report, "cache_hit_ratio"));
@@ -164,7 +174,7 @@ fn a_budget_below_one_entry_names_the_key() {
 fn results_are_deterministic() {
     for scheme in SCHEMES {
         let mut cfg = device();
-        cfg.dram.budget_bytes = 300;
+        cfg.dram.budget_bytes = budget(scheme, 300);
         let reqs = churn(&cfg, 2000, 6);
         let a = run(scheme, &cfg, &reqs, true).unwrap().to_json();
         let b = run(scheme, &cfg, &reqs, true).unwrap().to_json();
@@ -183,13 +193,13 @@ proptest! {
         units in (1u32..=2, 1u32..=2),
         blocks in 16u32..28,
         ppb in prop::sample::select(&[8u32, 16]),
-        budget in prop::sample::select(&[24u64, 100, 700, 0]),
+        bytes in prop::sample::select(&[24u64, 100, 700, 0]),
         buffer_pages in prop::sample::select(&[0u64, 3]),
         ops in prop::collection::vec((0u8..10, any::<u32>(), 1u32..4), 200..1200),
     ) {
         let mut cfg = small_config((units.0, 1, units.1, 1), blocks, ppb, 0.35);
         cfg.geometry.page_size = 512;
-        cfg.dram.budget_bytes = budget;
+        cfg.dram.budget_bytes = budget(scheme, bytes);
         cfg.buffer.size_bytes = buffer_pages * 512;
         let layout = cfg.validate().unwrap();
         let lp = layout.logical_pages;
@@ -265,4 +275,33 @@ fn tpftl_writes_fewer_translation_pages_than_dftl_at_equal_budget() {
         writes[0],
         writes[1]
     );
+}
+
+#[test]
+fn sftl_compresses_sequential_pages_and_buffers_sparse_updates() {
+    let mut cfg = device();
+    let layout = cfg.validate().unwrap();
+    let lp = layout.logical_pages;
+    // A sequential fill: each translation page is a handful of runs.
+    let fill: Vec<Request> = (0..lp).step_by(8).map(|p| write(p, 8, 512)).collect();
+    let full = run("sftl", &cfg, &fill, true).unwrap();
+    let cached = full.metrics.memory_bytes.final_components["cached_pages"];
+    let entry_bytes = layout.ppa_entry_bytes();
+    assert!(
+        cached * 4 < lp * entry_bytes,
+        "{cached} bytes for a table of {} bytes",
+        lp * entry_bytes
+    );
+    // Sparse random updates under a small budget go through the dirty buffer.
+    cfg.dram.budget_bytes = budget("sftl", 400);
+    let mut reqs = fill.clone();
+    let mut rng = Rng::new(9);
+    for _ in 0..4000 {
+        reqs.push(write(rng.below(lp), 1, 512));
+        reqs.push(read(rng.below(lp), 1, 512));
+    }
+    let report = run("sftl", &cfg, &reqs, true).unwrap();
+    assert!(counter(&report, "buffered_evictions") > 0.0);
+    assert!(counter(&report, "dirty_buffer_flushes") > 0.0);
+    assert!(report.metrics.gc.invocations > 0);
 }

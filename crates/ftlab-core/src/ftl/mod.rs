@@ -12,6 +12,7 @@ pub mod demand;
 pub mod dftl;
 pub mod mapcache;
 pub mod page;
+pub mod sftl;
 pub mod tpftl;
 pub mod translation;
 
@@ -66,6 +67,10 @@ pub const SCHEMES: &[(&str, &str)] = &[
         "DFTL (ASPLOS'09): page table on flash, cached entries (segmented LRU), batch write-back",
     ),
     (
+        "sftl",
+        "S-FTL (MSST'11): whole translation pages cached compressed (runs of sequential PPNs), dirty buffer",
+    ),
+    (
         "tpftl",
         "TPFTL (EuroSys'15): entries cached in translation-page nodes, two-level LRU, prefetching, clean-first",
     ),
@@ -75,6 +80,7 @@ pub const SCHEMES: &[(&str, &str)] = &[
 pub fn scheme_defaults() -> BTreeMap<String, toml::Table> {
     let mut sections = BTreeMap::new();
     sections.insert("dftl".to_string(), dftl::defaults());
+    sections.insert("sftl".to_string(), sftl::defaults());
     sections.insert("tpftl".to_string(), tpftl::defaults());
     sections
 }
@@ -101,6 +107,10 @@ pub fn build<V: Visitor>(
         "dftl" => {
             let flash = Flash::new(cfg, layout, 0, timed)?;
             Ok(visitor.visit(dftl::Dftl::new(cfg, layout)?, flash))
+        }
+        "sftl" => {
+            let flash = Flash::new(cfg, layout, 0, timed)?;
+            Ok(visitor.visit(sftl::Sftl::new(cfg, layout)?, flash))
         }
         "tpftl" => {
             let flash = Flash::new(cfg, layout, 0, timed)?;
