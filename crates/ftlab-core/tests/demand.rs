@@ -11,7 +11,7 @@ use ftlab_core::rng::Rng;
 use ftlab_core::Request;
 use proptest::prelude::*;
 
-const SCHEMES: &[&str] = &["dftl", "sftl", "tpftl"];
+const SCHEMES: &[&str] = &["dftl", "sftl", "tpftl", "selective"];
 
 fn counter(report: &Report, name: &str) -> f64 {
     *report
@@ -50,7 +50,9 @@ fn churn(cfg: &Config, requests: usize, seed: u64) -> Vec<Request> {
 fn budget(scheme: &str, bytes: u64) -> u64 {
     match (scheme, bytes) {
         (_, 0) => 0,
-        ("sftl", b) => 600 + b,
+        ("sftl", b) => 700 + b,
+        // The budget counts whole mapping blocks (one 512-byte page on [`device`]).
+        ("selective", b) => 512 + b,
         (_, b) => b,
     }
 }
@@ -58,6 +60,12 @@ fn budget(scheme: &str, bytes: u64) -> u64 {
 fn device() -> Config {
     let mut cfg = small_config((2, 1, 2, 1), 24, 16, 0.25);
     cfg.geometry.page_size = 512;
+    with_key(
+        &mut cfg,
+        "selective",
+        "mapping_block_bytes",
+        toml::Value::Integer(512),
+    );
     cfg
 }
 
@@ -199,7 +207,12 @@ proptest! {
     ) {
         let mut cfg = small_config((units.0, 1, units.1, 1), blocks, ppb, 0.35);
         cfg.geometry.page_size = 512;
-        cfg.dram.budget_bytes = budget(scheme, bytes);
+        // Mapping blocks of two pages, striped over two parallel units when there are two.
+        with_key(&mut cfg, "selective", "mapping_block_bytes", toml::Value::Integer(1024));
+        cfg.dram.budget_bytes = match (scheme, bytes) {
+            ("selective", b) if b > 0 => 1024 + 2 * b,
+            _ => budget(scheme, bytes),
+        };
         cfg.buffer.size_bytes = buffer_pages * 512;
         let layout = cfg.validate().unwrap();
         let lp = layout.logical_pages;
@@ -304,4 +317,106 @@ fn sftl_compresses_sequential_pages_and_buffers_sparse_updates() {
     assert!(counter(&report, "buffered_evictions") > 0.0);
     assert!(counter(&report, "dirty_buffer_flushes") > 0.0);
     assert!(report.metrics.gc.invocations > 0);
+}
+
+fn journal_run(hints: bool) -> Report {
+    let mut cfg = small_config((2, 1, 2, 1), 64, 32, 0.2);
+    cfg.geometry.page_size = 512;
+    cfg.dram.budget_bytes = 8 * 512;
+    with_key(
+        &mut cfg,
+        "selective",
+        "mapping_block_bytes",
+        toml::Value::Integer(512),
+    );
+    with_key(&mut cfg, "selective", "hints", toml::Value::Boolean(hints));
+    let journal = toml::Value::Array(vec![
+        toml::Value::Integer(0),
+        toml::Value::Integer(512 << 10),
+    ]);
+    with_key(
+        &mut cfg,
+        "selective",
+        "hot_ranges",
+        toml::Value::Array(vec![journal]),
+    );
+    cfg.workload.kind = ftlab_core::workload::Kind::Pareto;
+    cfg.workload.requests = 20_000;
+    cfg.workload.request_sizes_bytes = vec![512];
+    cfg.workload.journal_bytes = 512 << 10;
+    cfg.workload.journal_metadata_bytes = 1024;
+    cfg.workload.start_offset_bytes = 512 << 10;
+    let layout = cfg.validate().unwrap();
+    let reqs: Vec<Request> =
+        ftlab_core::workload::generate(&cfg.workload, layout.logical_bytes(), layout.page_size)
+            .unwrap()
+            .map(|r| r.unwrap())
+            .collect();
+    run("selective", &cfg, &reqs, true).unwrap()
+}
+
+#[test]
+fn selective_hints_keep_the_journal_resident() {
+    let (without, with) = (journal_run(false), journal_run(true));
+    // A 512 KiB journal is four mapping blocks of 256 entries; eight blocks are cached.
+    for report in [&with, &without] {
+        assert_eq!(counter(report, "hot_range_mapping_blocks"), 4.0);
+        assert!(counter(report, "hotness_decays") > 0.0);
+    }
+    let (a, b) = (
+        counter(&without, "hot_range_misses"),
+        counter(&with, "hot_range_misses"),
+    );
+    assert!(b < a, "journal misses: {a} without hints, {b} with");
+    assert!(with.metrics.gc.invocations > 0);
+}
+
+#[test]
+fn selective_mapping_blocks_span_pages_read_in_parallel() {
+    // Mapping blocks of four 512-byte pages on a device of four parallel units (four
+    // dies), one block cached.
+    let mut cfg = device();
+    cfg.dram.budget_bytes = 2048;
+    with_key(
+        &mut cfg,
+        "selective",
+        "mapping_block_bytes",
+        toml::Value::Integer(2048),
+    );
+    let layout = cfg.validate().unwrap();
+    let lp = layout.logical_pages;
+    let mut reqs: Vec<Request> = (0..lp).map(|p| write(p, 1, 512)).collect();
+    // Reads alternating between the two mapping blocks, each on an idle device: every one
+    // misses, and all but the first evict a clean block.
+    for i in 1..=20u64 {
+        let mut r = read(if i % 2 == 1 { 0 } else { lp - 1 }, 1, 512);
+        r.time_ns = i * 1_000_000_000;
+        reqs.push(r);
+    }
+    let report = run("selective", &cfg, &reqs, false).unwrap();
+    let reads = counter(&report, "translation_reads_miss");
+    assert_eq!(reads % 4.0, 0.0, "whole blocks are read");
+    assert_eq!(counter(&report, "translation_writes_writeback") % 4.0, 0.0);
+    // A clean miss costs the four translation reads side by side, then the data read:
+    // about two page reads, where reading the pages one after another would take five.
+    let tr = cfg.nand.read_latency_ns;
+    let fastest = report.metrics.latency.as_ref().unwrap().read.cdf[0].1;
+    assert!(
+        fastest > 2 * tr && fastest < 2 * tr + tr / 2,
+        "{fastest} ns"
+    );
+}
+
+#[test]
+fn selective_hot_range_beyond_the_device_names_the_key() {
+    let mut cfg = device();
+    let range = toml::Value::Array(vec![toml::Value::Integer(0), toml::Value::Integer(1 << 40)]);
+    with_key(
+        &mut cfg,
+        "selective",
+        "hot_ranges",
+        toml::Value::Array(vec![range]),
+    );
+    let err = run("selective", &cfg, &[], false).unwrap_err().to_string();
+    assert!(err.contains("selective.hot_ranges"), "{err}");
 }

@@ -12,6 +12,7 @@ pub mod demand;
 pub mod dftl;
 pub mod mapcache;
 pub mod page;
+pub mod selective;
 pub mod sftl;
 pub mod tpftl;
 pub mod translation;
@@ -67,6 +68,10 @@ pub const SCHEMES: &[(&str, &str)] = &[
         "DFTL (ASPLOS'09): page table on flash, cached entries (segmented LRU), batch write-back",
     ),
     (
+        "selective",
+        "selective mapping-table loading (IJASC'21, pblk): 64 KiB mapping blocks cached by hotness, host hints",
+    ),
+    (
         "sftl",
         "S-FTL (MSST'11): whole translation pages cached compressed (runs of sequential PPNs), dirty buffer",
     ),
@@ -80,6 +85,7 @@ pub const SCHEMES: &[(&str, &str)] = &[
 pub fn scheme_defaults() -> BTreeMap<String, toml::Table> {
     let mut sections = BTreeMap::new();
     sections.insert("dftl".to_string(), dftl::defaults());
+    sections.insert("selective".to_string(), selective::defaults());
     sections.insert("sftl".to_string(), sftl::defaults());
     sections.insert("tpftl".to_string(), tpftl::defaults());
     sections
@@ -107,6 +113,10 @@ pub fn build<V: Visitor>(
         "dftl" => {
             let flash = Flash::new(cfg, layout, 0, timed)?;
             Ok(visitor.visit(dftl::Dftl::new(cfg, layout)?, flash))
+        }
+        "selective" => {
+            let flash = Flash::new(cfg, layout, 0, timed)?;
+            Ok(visitor.visit(selective::Selective::new(cfg, layout)?, flash))
         }
         "sftl" => {
             let flash = Flash::new(cfg, layout, 0, timed)?;
