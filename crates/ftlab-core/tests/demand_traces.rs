@@ -7,7 +7,7 @@ mod common;
 use common::*;
 use ftlab_core::config::Config;
 use ftlab_core::{trace, Request};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 fn traces_dir() -> Option<PathBuf> {
     let dir = match std::env::var_os("FTLAB_SHARED") {
@@ -17,7 +17,7 @@ fn traces_dir() -> Option<PathBuf> {
     dir.is_dir().then_some(dir)
 }
 
-fn load(path: &PathBuf, time_unit: &str) -> Vec<Request> {
+fn load(path: &Path, time_unit: &str) -> Vec<Request> {
     trace::open(path, "disksim", time_unit)
         .unwrap()
         .map(|r| r.unwrap())
