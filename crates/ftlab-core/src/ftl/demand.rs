@@ -57,8 +57,10 @@ pub struct OnFlashTable {
     flash_table: Vec<Ppn>,
     /// Translation pages per unit.
     unit_pages: u32,
-    /// Entries per unit.
+    /// Entries per unit, and its reciprocal for division by multiplication (Lemire, Kaser
+    /// and Kurz 2019: exact for every 32-bit dividend and a divisor of at least 2).
     unit_entries: u32,
+    unit_reciprocal: u64,
     /// Bytes of a logical and of a physical page address.
     pub lpa_bytes: u64,
     pub ppa_bytes: u64,
@@ -87,6 +89,7 @@ impl OnFlashTable {
             flash_table: vec![NONE; layout.logical_pages as usize],
             unit_pages,
             unit_entries,
+            unit_reciprocal: u64::MAX / unit_entries as u64 + 1,
             lpa_bytes: address_bytes(layout.logical_pages),
             ppa_bytes,
             timed: cfg.replay.timing,
@@ -110,7 +113,7 @@ impl OnFlashTable {
 
     #[inline]
     pub fn unit_of(&self, lpa: u32) -> u32 {
-        lpa / self.unit_entries
+        ((self.unit_reciprocal as u128 * lpa as u128) >> 64) as u32
     }
 
     /// The logical pages unit `u` maps.
@@ -298,6 +301,31 @@ impl OnFlashTable {
                     s.miss_delay_ns as f64 / misses as f64
                 },
             ));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rng::Rng;
+
+    #[test]
+    fn unit_of_divides_exactly() {
+        let mut rng = Rng::new(1);
+        for d in [2u32, 3, 7, 341, 1024, 1365, 21840, 65535, 1 << 20] {
+            let reciprocal = u64::MAX / d as u64 + 1;
+            for _ in 0..10_000 {
+                let n = rng.below(1 << 32) as u32;
+                assert_eq!(((reciprocal as u128 * n as u128) >> 64) as u32, n / d);
+            }
+            for n in [0, d - 1, d, u32::MAX - 1, u32::MAX] {
+                assert_eq!(
+                    ((reciprocal as u128 * n as u128) >> 64) as u32,
+                    n / d,
+                    "{n} / {d}"
+                );
+            }
         }
     }
 }

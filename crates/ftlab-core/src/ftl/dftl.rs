@@ -51,13 +51,19 @@ pub fn defaults() -> toml::Table {
     default_section::<DftlConfig>()
 }
 
+/// A cached mapping entry.
+#[derive(Clone, Copy, Debug)]
+struct Entry {
+    lpa: u32,
+    ppn: Ppn,
+    dirty: bool,
+}
+
 pub struct Dftl {
     table: OnFlashTable,
     /// Cache slot of each logical page ([`NIL`]: not cached).
     slot_of: Vec<u32>,
-    slot_lpa: Vec<u32>,
-    slot_ppn: Vec<Ppn>,
-    slot_dirty: Vec<bool>,
+    slots: Vec<Entry>,
     free_slots: Vec<u32>,
     replacement: Replacement,
     /// Dirty slots of each translation page, for batch write-back.
@@ -87,9 +93,14 @@ impl Dftl {
         let n = capacity as usize;
         Ok(Dftl {
             slot_of: vec![NIL; layout.logical_pages as usize],
-            slot_lpa: vec![NONE; n],
-            slot_ppn: vec![NONE; n],
-            slot_dirty: vec![false; n],
+            slots: vec![
+                Entry {
+                    lpa: NONE,
+                    ppn: NONE,
+                    dirty: false
+                };
+                n
+            ],
             free_slots: (0..capacity).rev().collect(),
             replacement: Replacement::new(c.replacement, n, c.protected_fraction),
             dirty_links: Links::new(n),
@@ -121,9 +132,11 @@ impl Dftl {
         self.table.fetch(self.table.unit_of(lpa), flash)?;
         let slot = self.free_slots.pop().expect("eviction freed a slot");
         self.slot_of[lpa as usize] = slot;
-        self.slot_lpa[slot as usize] = lpa;
-        self.slot_ppn[slot as usize] = self.table.stored(lpa);
-        self.slot_dirty[slot as usize] = false;
+        self.slots[slot as usize] = Entry {
+            lpa,
+            ppn: self.table.stored(lpa),
+            dirty: false,
+        };
         self.replacement.insert(slot);
         self.table.miss_ended(flash, t0);
         Ok(slot)
@@ -131,9 +144,10 @@ impl Dftl {
 
     #[inline]
     fn mark_dirty(&mut self, slot: u32) {
-        if !self.slot_dirty[slot as usize] {
-            self.slot_dirty[slot as usize] = true;
-            let page = self.table.unit_of(self.slot_lpa[slot as usize]);
+        let entry = &mut self.slots[slot as usize];
+        if !entry.dirty {
+            entry.dirty = true;
+            let page = self.table.unit_of(entry.lpa);
             self.dirty_links
                 .push_front(&mut self.dirty_of_page[page as usize], slot);
         }
@@ -145,15 +159,13 @@ impl Dftl {
             .replacement
             .victim()
             .expect("a full cache has a victim");
-        let lpa = self.slot_lpa[victim as usize];
+        let lpa = self.slots[victim as usize].lpa;
         let page = self.table.unit_of(lpa);
-        if self.slot_dirty[victim as usize] {
+        if self.slots[victim as usize].dirty {
             self.table.stats.dirty_evictions += 1;
             let Dftl {
                 table,
-                slot_lpa,
-                slot_ppn,
-                slot_dirty,
+                slots,
                 dirty_links,
                 dirty_of_page,
                 batch_writeback,
@@ -164,14 +176,16 @@ impl Dftl {
                 if *batch_writeback {
                     let mut s = list.head;
                     while s != NIL {
-                        entries[(slot_lpa[s as usize] - base) as usize] = slot_ppn[s as usize];
-                        slot_dirty[s as usize] = false;
+                        let e = &mut slots[s as usize];
+                        entries[(e.lpa - base) as usize] = e.ppn;
+                        e.dirty = false;
                         s = dirty_links.next(s);
                     }
                     *list = List::EMPTY;
                 } else {
-                    entries[(lpa - base) as usize] = slot_ppn[victim as usize];
-                    slot_dirty[victim as usize] = false;
+                    let e = &mut slots[victim as usize];
+                    entries[(lpa - base) as usize] = e.ppn;
+                    e.dirty = false;
                     dirty_links.remove(list, victim);
                 }
             })?;
@@ -194,8 +208,8 @@ impl Dftl {
             for m in &moves {
                 let slot = self.slot_of[m.key as usize];
                 if slot != NIL {
-                    debug_assert_eq!(self.slot_ppn[slot as usize], m.from);
-                    self.slot_ppn[slot as usize] = m.to;
+                    debug_assert_eq!(self.slots[slot as usize].ppn, m.from);
+                    self.slots[slot as usize].ppn = m.to;
                     self.mark_dirty(slot);
                 } else {
                     debug_assert_eq!(self.table.stored(m.key), m.from);
@@ -213,7 +227,7 @@ impl Ftl for Dftl {
     #[inline]
     fn read(&mut self, lpa: u32, flash: &mut Flash) -> Result<Option<Oob>> {
         let slot = self.translate(lpa, flash)?;
-        let ppn = self.slot_ppn[slot as usize];
+        let ppn = self.slots[slot as usize].ppn;
         if ppn == NONE {
             return Ok(None);
         }
@@ -223,24 +237,24 @@ impl Ftl for Dftl {
     #[inline]
     fn write(&mut self, lpa: u32, seq: u32, flash: &mut Flash) -> Result<()> {
         let slot = self.translate(lpa, flash)?;
-        let old = self.slot_ppn[slot as usize];
+        let old = self.slots[slot as usize].ppn;
         if old != NONE {
             // Invalidate first so that GC triggered by this write sees the stale copy.
             flash.invalidate(old)?;
         }
         let ppn = self.table.data_page(flash)?;
         flash.program(ppn, Oob { lpa, seq }, &[], Cause::Host)?;
-        self.slot_ppn[slot as usize] = ppn;
+        self.slots[slot as usize].ppn = ppn;
         self.mark_dirty(slot);
         self.settle(flash)
     }
 
     fn trim(&mut self, lpa: u32, flash: &mut Flash) -> Result<()> {
         let slot = self.translate(lpa, flash)?;
-        let old = self.slot_ppn[slot as usize];
+        let old = self.slots[slot as usize].ppn;
         if old != NONE {
             flash.invalidate(old)?;
-            self.slot_ppn[slot as usize] = NONE;
+            self.slots[slot as usize].ppn = NONE;
             self.mark_dirty(slot);
         }
         Ok(())
@@ -253,6 +267,6 @@ impl Ftl for Dftl {
 
     fn counters(&self, out: &mut Vec<(&'static str, f64)>) {
         self.table.counters(out);
-        out.push(("cmt_capacity_entries", self.slot_lpa.len() as f64));
+        out.push(("cmt_capacity_entries", self.slots.len() as f64));
     }
 }

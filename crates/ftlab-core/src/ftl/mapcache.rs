@@ -15,8 +15,8 @@ pub const NIL: u32 = u32::MAX;
 /// can share one arena (a node is in at most one list at a time).
 #[derive(Clone, Debug)]
 pub struct Links {
-    prev: Vec<u32>,
-    next: Vec<u32>,
+    /// (previous, next) of each node, side by side: one cache line per node.
+    link: Vec<[u32; 2]>,
 }
 
 /// One list in a [`Links`] arena: head is the most recently used end.
@@ -49,17 +49,15 @@ impl List {
 impl Links {
     pub fn new(capacity: usize) -> Self {
         Links {
-            prev: vec![NIL; capacity],
-            next: vec![NIL; capacity],
+            link: vec![[NIL; 2]; capacity],
         }
     }
 
     #[inline]
     pub fn push_front(&mut self, list: &mut List, i: u32) {
-        self.prev[i as usize] = NIL;
-        self.next[i as usize] = list.head;
+        self.link[i as usize] = [NIL, list.head];
         if list.head != NIL {
-            self.prev[list.head as usize] = i;
+            self.link[list.head as usize][0] = i;
         } else {
             list.tail = i;
         }
@@ -69,14 +67,14 @@ impl Links {
 
     #[inline]
     pub fn remove(&mut self, list: &mut List, i: u32) {
-        let (p, n) = (self.prev[i as usize], self.next[i as usize]);
+        let [p, n] = self.link[i as usize];
         if p != NIL {
-            self.next[p as usize] = n;
+            self.link[p as usize][1] = n;
         } else {
             list.head = n;
         }
         if n != NIL {
-            self.prev[n as usize] = p;
+            self.link[n as usize][0] = p;
         } else {
             list.tail = p;
         }
@@ -94,13 +92,13 @@ impl Links {
     /// The node after `i` (towards the tail).
     #[inline]
     pub fn next(&self, i: u32) -> u32 {
-        self.next[i as usize]
+        self.link[i as usize][1]
     }
 
     /// The node before `i` (towards the head).
     #[inline]
     pub fn prev(&self, i: u32) -> u32 {
-        self.prev[i as usize]
+        self.link[i as usize][0]
     }
 }
 
@@ -230,12 +228,12 @@ impl Replacement {
 
 /// A binary min-heap of items `0..capacity` with keys, where any item's key can change:
 /// the item of least key is the victim. Ties go to the lower item number (keys are
-/// compared as `(key, item)`), so the order is deterministic.
+/// compared as `(key, item)`), so the order is deterministic. Keys live in the heap array
+/// itself, so sifting touches no other memory than the positions.
 #[derive(Clone, Debug)]
 pub struct IndexedHeap {
-    heap: Vec<u32>,
+    heap: Vec<(u64, u32)>,
     pos: Vec<u32>,
-    key: Vec<u64>,
 }
 
 impl IndexedHeap {
@@ -243,7 +241,6 @@ impl IndexedHeap {
         IndexedHeap {
             heap: Vec::with_capacity(capacity),
             pos: vec![NIL; capacity],
-            key: vec![0; capacity],
         }
     }
 
@@ -260,15 +257,16 @@ impl IndexedHeap {
         self.pos[item as usize] != NIL
     }
 
+    /// The key of an item in the heap.
     #[inline]
     pub fn key(&self, item: u32) -> u64 {
-        self.key[item as usize]
+        self.heap[self.pos[item as usize] as usize].0
     }
 
     /// The item of least key.
     #[inline]
     pub fn min(&self) -> Option<u32> {
-        self.heap.first().copied()
+        self.heap.first().map(|&(_, item)| item)
     }
 
     /// The item of least key other than `item`.
@@ -276,39 +274,28 @@ impl IndexedHeap {
     pub fn min_except(&self, item: u32) -> Option<u32> {
         match self.heap.first() {
             None => None,
-            Some(&m) if m != item => Some(m),
+            Some(&(_, m)) if m != item => Some(m),
             Some(_) => match (self.heap.get(1), self.heap.get(2)) {
-                (Some(&a), Some(&b)) => Some(if self.less(a, b) { a } else { b }),
-                (Some(&a), None) => Some(a),
+                (Some(&a), Some(&b)) => Some(a.min(b).1),
+                (Some(&a), None) => Some(a.1),
                 _ => None,
             },
         }
     }
 
-    /// The items in heap order (for scans that do not care about order).
-    pub fn items(&self) -> &[u32] {
-        &self.heap
-    }
-
-    #[inline]
-    fn less(&self, a: u32, b: u32) -> bool {
-        (self.key[a as usize], a) < (self.key[b as usize], b)
-    }
-
     pub fn push(&mut self, item: u32, key: u64) {
         debug_assert!(!self.contains(item));
-        self.key[item as usize] = key;
         self.pos[item as usize] = self.heap.len() as u32;
-        self.heap.push(item);
+        self.heap.push((key, item));
         self.up(self.heap.len() - 1);
     }
 
     /// Changes the key of an item in the heap.
     #[inline]
     pub fn set(&mut self, item: u32, key: u64) {
-        let old = self.key[item as usize];
-        self.key[item as usize] = key;
         let i = self.pos[item as usize] as usize;
+        let old = self.heap[i].0;
+        self.heap[i].0 = key;
         if key < old {
             self.up(i);
         } else if key > old {
@@ -330,8 +317,8 @@ impl IndexedHeap {
 
     /// Applies `f` to every key, then restores the heap order (O(n)).
     pub fn update_all(&mut self, mut f: impl FnMut(u32, u64) -> u64) {
-        for &item in &self.heap {
-            self.key[item as usize] = f(item, self.key[item as usize]);
+        for entry in &mut self.heap {
+            entry.0 = f(entry.1, entry.0);
         }
         for i in (0..self.heap.len() / 2).rev() {
             self.down(i);
@@ -341,14 +328,14 @@ impl IndexedHeap {
     #[inline]
     fn swap(&mut self, i: usize, j: usize) {
         self.heap.swap(i, j);
-        self.pos[self.heap[i] as usize] = i as u32;
-        self.pos[self.heap[j] as usize] = j as u32;
+        self.pos[self.heap[i].1 as usize] = i as u32;
+        self.pos[self.heap[j].1 as usize] = j as u32;
     }
 
     fn up(&mut self, mut i: usize) {
         while i > 0 {
             let parent = (i - 1) / 2;
-            if !self.less(self.heap[i], self.heap[parent]) {
+            if self.heap[i] >= self.heap[parent] {
                 break;
             }
             self.swap(i, parent);
@@ -361,10 +348,10 @@ impl IndexedHeap {
         loop {
             let (l, r) = (2 * i + 1, 2 * i + 2);
             let mut best = i;
-            if l < n && self.less(self.heap[l], self.heap[best]) {
+            if l < n && self.heap[l] < self.heap[best] {
                 best = l;
             }
-            if r < n && self.less(self.heap[r], self.heap[best]) {
+            if r < n && self.heap[r] < self.heap[best] {
                 best = r;
             }
             if best == i {

@@ -64,14 +64,20 @@ pub fn defaults() -> toml::Table {
     default_section::<TpftlConfig>()
 }
 
+/// A cached mapping entry.
+#[derive(Clone, Copy, Debug)]
+struct Entry {
+    /// Last access time.
+    time: u64,
+    lpa: u32,
+    ppn: Ppn,
+    dirty: bool,
+}
+
 pub struct Tpftl {
     table: OnFlashTable,
     slot_of: Vec<u32>,
-    slot_lpa: Vec<u32>,
-    slot_ppn: Vec<Ppn>,
-    slot_dirty: Vec<bool>,
-    /// Last access time of the entry.
-    slot_time: Vec<u64>,
+    slots: Vec<Entry>,
     free_slots: Vec<u32>,
     /// Entry lists of the nodes (clean and dirty entries apart, each in LRU order: the
     /// least recently used clean entry is the clean list's tail).
@@ -124,10 +130,15 @@ impl Tpftl {
         let units = table.units() as usize;
         Ok(Tpftl {
             slot_of: vec![NIL; layout.logical_pages as usize],
-            slot_lpa: vec![NONE; n],
-            slot_ppn: vec![NONE; n],
-            slot_dirty: vec![false; n],
-            slot_time: vec![0; n],
+            slots: vec![
+                Entry {
+                    time: 0,
+                    lpa: NONE,
+                    ppn: NONE,
+                    dirty: false
+                };
+                n
+            ],
             free_slots: (0..capacity).rev().collect(),
             links: Links::new(n),
             clean: vec![List::EMPTY; units],
@@ -167,11 +178,11 @@ impl Tpftl {
     #[inline]
     fn touch(&mut self, slot: u32) {
         self.clock += 1;
-        let node = self.table.unit_of(self.slot_lpa[slot as usize]);
-        let s = slot as usize;
-        self.time_sum[node as usize] += self.clock - self.slot_time[s];
-        self.slot_time[s] = self.clock;
-        let list = if self.slot_dirty[s] {
+        let entry = &mut self.slots[slot as usize];
+        let node = self.table.unit_of(entry.lpa);
+        self.time_sum[node as usize] += self.clock - entry.time;
+        entry.time = self.clock;
+        let list = if entry.dirty {
             &mut self.dirty[node as usize]
         } else {
             &mut self.clean[node as usize]
@@ -299,10 +310,12 @@ impl Tpftl {
         self.used_bytes += self.entry_bytes;
         self.clock += 1;
         self.slot_of[lpa as usize] = slot;
-        self.slot_lpa[s] = lpa;
-        self.slot_ppn[s] = self.table.stored(lpa);
-        self.slot_dirty[s] = false;
-        self.slot_time[s] = self.clock;
+        self.slots[s] = Entry {
+            time: self.clock,
+            lpa,
+            ppn: self.table.stored(lpa),
+            dirty: false,
+        };
         self.time_sum[node as usize] += self.clock;
         self.links.push_front(&mut self.clean[node as usize], slot);
         let key = self.node_key(node);
@@ -316,12 +329,12 @@ impl Tpftl {
 
     #[inline]
     fn mark_dirty(&mut self, slot: u32) {
-        let s = slot as usize;
-        if !self.slot_dirty[s] {
-            let node = self.table.unit_of(self.slot_lpa[s]) as usize;
+        let entry = &mut self.slots[slot as usize];
+        if !entry.dirty {
+            entry.dirty = true;
+            let node = self.table.unit_of(entry.lpa) as usize;
             self.links.remove(&mut self.clean[node], slot);
             self.links.push_front(&mut self.dirty[node], slot);
-            self.slot_dirty[s] = true;
         }
     }
 
@@ -336,17 +349,16 @@ impl Tpftl {
                 links,
                 clean,
                 dirty,
-                slot_lpa,
-                slot_ppn,
-                slot_dirty,
+                slots,
                 ..
             } = self;
             let list = dirty[n];
             table.write_back(node, true, flash, |entries, base| {
                 let mut s = list.head;
                 while s != NIL {
-                    entries[(slot_lpa[s as usize] - base) as usize] = slot_ppn[s as usize];
-                    slot_dirty[s as usize] = false;
+                    let e = &mut slots[s as usize];
+                    entries[(e.lpa - base) as usize] = e.ppn;
+                    e.dirty = false;
                     s = links.next(s);
                 }
             })?;
@@ -358,9 +370,9 @@ impl Tpftl {
         }
         let slot = self.clean[n].tail;
         self.links.remove(&mut self.clean[n], slot);
-        let s = slot as usize;
-        self.slot_of[self.slot_lpa[s] as usize] = NIL;
-        self.time_sum[n] -= self.slot_time[s];
+        let e = self.slots[slot as usize];
+        self.slot_of[e.lpa as usize] = NIL;
+        self.time_sum[n] -= e.time;
         self.free_slots.push(slot);
         self.used_bytes -= self.entry_bytes;
         if self.entries(node) == 0 {
@@ -382,8 +394,8 @@ impl Tpftl {
             for m in &moves {
                 let slot = self.slot_of[m.key as usize];
                 if slot != NIL {
-                    debug_assert_eq!(self.slot_ppn[slot as usize], m.from);
-                    self.slot_ppn[slot as usize] = m.to;
+                    debug_assert_eq!(self.slots[slot as usize].ppn, m.from);
+                    self.slots[slot as usize].ppn = m.to;
                     self.mark_dirty(slot);
                 } else {
                     debug_assert_eq!(self.table.stored(m.key), m.from);
@@ -406,7 +418,7 @@ impl Ftl for Tpftl {
     #[inline]
     fn read(&mut self, lpa: u32, flash: &mut Flash) -> Result<Option<Oob>> {
         let slot = self.translate(lpa, flash)?;
-        let ppn = self.slot_ppn[slot as usize];
+        let ppn = self.slots[slot as usize].ppn;
         if ppn == NONE {
             return Ok(None);
         }
@@ -416,13 +428,13 @@ impl Ftl for Tpftl {
     #[inline]
     fn write(&mut self, lpa: u32, seq: u32, flash: &mut Flash) -> Result<()> {
         let slot = self.translate(lpa, flash)?;
-        let old = self.slot_ppn[slot as usize];
+        let old = self.slots[slot as usize].ppn;
         if old != NONE {
             flash.invalidate(old)?;
         }
         let ppn = self.table.data_page(flash)?;
         flash.program(ppn, Oob { lpa, seq }, &[], Cause::Host)?;
-        self.slot_ppn[slot as usize] = ppn;
+        self.slots[slot as usize].ppn = ppn;
         self.mark_dirty(slot);
         self.settle(flash)
     }
@@ -449,10 +461,10 @@ impl Ftl for Tpftl {
 
     fn trim(&mut self, lpa: u32, flash: &mut Flash) -> Result<()> {
         let slot = self.translate(lpa, flash)?;
-        let old = self.slot_ppn[slot as usize];
+        let old = self.slots[slot as usize].ppn;
         if old != NONE {
             flash.invalidate(old)?;
-            self.slot_ppn[slot as usize] = NONE;
+            self.slots[slot as usize].ppn = NONE;
             self.mark_dirty(slot);
         }
         Ok(())
@@ -460,7 +472,7 @@ impl Ftl for Tpftl {
 
     fn memory(&self, out: &mut MemoryBreakdown) {
         self.table.memory(out);
-        let entries = self.slot_lpa.len() as u64 - self.free_slots.len() as u64;
+        let entries = self.slots.len() as u64 - self.free_slots.len() as u64;
         out.push(("tp_nodes", self.nodes.len() as u64 * self.node_bytes));
         out.push(("cmt_entries", entries * self.entry_bytes));
     }
