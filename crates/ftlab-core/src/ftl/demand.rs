@@ -305,31 +305,6 @@ impl OnFlashTable {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::rng::Rng;
-
-    #[test]
-    fn unit_of_divides_exactly() {
-        let mut rng = Rng::new(1);
-        for d in [2u32, 3, 7, 341, 1024, 1365, 21840, 65535, 1 << 20] {
-            let reciprocal = u64::MAX / d as u64 + 1;
-            for _ in 0..10_000 {
-                let n = rng.below(1 << 32) as u32;
-                assert_eq!(((reciprocal as u128 * n as u128) >> 64) as u32, n / d);
-            }
-            for n in [0, d - 1, d, u32::MAX - 1, u32::MAX] {
-                assert_eq!(
-                    ((reciprocal as u128 * n as u128) >> 64) as u32,
-                    n / d,
-                    "{n} / {d}"
-                );
-            }
-        }
-    }
-}
-
 /// Reads scheme section `name` (defaults already merged in) into its typed form; a value of
 /// the wrong type is an error naming the section.
 pub fn scheme_config<T: serde::de::DeserializeOwned>(cfg: &Config, name: &str) -> Result<T> {
@@ -357,4 +332,28 @@ pub fn entries_in_budget(budget_bytes: u64, entry_bytes: u64, all: u64, what: &s
         ));
     }
     Ok(n as u32)
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::rng::Rng;
+
+    #[test]
+    fn unit_of_divides_exactly() {
+        let mut rng = Rng::new(1);
+        for d in [2u32, 3, 7, 341, 1024, 1365, 21840, 65535, 1 << 20] {
+            let reciprocal = u64::MAX / d as u64 + 1;
+            for _ in 0..10_000 {
+                let n = rng.below(1 << 32) as u32;
+                assert_eq!(((reciprocal as u128 * n as u128) >> 64) as u32, n / d);
+            }
+            for n in [0, d - 1, d, u32::MAX - 1, u32::MAX] {
+                assert_eq!(
+                    ((reciprocal as u128 * n as u128) >> 64) as u32,
+                    n / d,
+                    "{n} / {d}"
+                );
+            }
+        }
+    }
 }
