@@ -53,6 +53,10 @@ pub struct WorkloadConfig {
     pub hot_access_fraction: f64,
     /// `pareto`: fio's `h` (share of the pages that gets a share `1 - h` of the requests).
     pub pareto_h: f64,
+    /// `zipf` and `pareto`: scatter the popular ranks over the working set (true, as YCSB's
+    /// scrambled Zipf and fio's hashed distributions) or keep rank order, the most popular
+    /// pages first (false).
+    pub scatter_ranks: bool,
     /// Journaling (ext4 `data=journal`): each write is preceded by a write of the same data
     /// plus `journal_metadata_bytes` (descriptor and commit blocks) at the head of a
     /// circular journal of `journal_bytes` starting at `journal_offset_bytes`; 0 disables.
@@ -89,6 +93,7 @@ impl Default for WorkloadConfig {
             hot_space_fraction: 0.2,
             hot_access_fraction: 0.8,
             pareto_h: 0.2,
+            scatter_ranks: true,
             journal_bytes: 0,
             journal_offset_bytes: 0,
             journal_metadata_bytes: 8192,
@@ -397,6 +402,16 @@ impl Workload {
         page
     }
 
+    /// The page of popularity rank `rank`.
+    #[inline]
+    fn place(&self, rank: u64) -> u64 {
+        if self.cfg.scatter_ranks {
+            ((rank as u128 * self.scatter as u128) % self.pages as u128) as u64
+        } else {
+            rank
+        }
+    }
+
     fn random_page(&mut self) -> u64 {
         match self.cfg.kind {
             Kind::Sequential | Kind::Uniform => self.rng.below(self.pages),
@@ -406,12 +421,12 @@ impl Workload {
                     .as_ref()
                     .expect("built for zipf")
                     .sample(&mut self.rng);
-                ((rank as u128 * self.scatter as u128) % self.pages as u128) as u64
+                self.place(rank)
             }
             Kind::Pareto => {
                 let u = self.rng.unit_f64();
                 let rank = ((self.pages - 1) as f64 * u.powf(self.pareto_exponent)) as u64;
-                ((rank as u128 * self.scatter as u128) % self.pages as u128) as u64
+                self.place(rank)
             }
             Kind::Hotcold => {
                 let hot = ((self.pages as f64 * self.cfg.hot_space_fraction) as u64)
