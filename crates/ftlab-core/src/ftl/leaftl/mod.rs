@@ -2,8 +2,8 @@
 //! learned linear segments.
 //!
 //! Writes arrive in sorted flushes from the write buffer and are programmed in logical page
-//! order, a block at a time (a block per parallel unit in round-robin order), so that runs
-//! of logical pages land on runs of physical pages. Each group of 256 logical pages keeps a
+//! order, a block at a time (the shared allocator's host stripe), so that runs of logical
+//! pages land on runs of physical pages. Each group of 256 logical pages keeps a
 //! log-structured table of learned segments (`table.rs`): the points each flush programs in
 //! a group are learned with greedy piecewise linear regression under error bound γ
 //! (`plr.rs`) and the segments go on top; a lookup walks the levels top-down.
@@ -19,22 +19,32 @@
 //! headers of the neighbouring pages and one bit per physical page marking where each batch
 //! starts in its block, which is exactly what the OOB would hold.
 //!
-//! Garbage collection is coordinated with the table: a victim's valid pages are relocated
-//! in logical order, relearned and inserted on top, and the victim is erased. Compaction
-//! (periodic, per group when it has too many levels, and at the end of a run) drops what
-//! newer segments shadow; promotion lifts segments to the highest level they fit.
+//! Garbage collection is coordinated with the table: the shared allocator relocates a
+//! victim's valid pages in logical order, and LeaFTL relearns them and inserts the segments
+//! on top before the next lookup. Compaction (periodic, per group when it has too many
+//! levels, and at the end of a run) drops what newer segments shadow; promotion lifts
+//! segments to the highest level they fit.
+//!
+//! Under a DRAM budget (`dram.budget_bytes`), groups are cached: the least recently used
+//! group is compacted and written to its translation page (the shared translation-page
+//! store, cause `translation`) when the resident table exceeds the budget, and read back on
+//! a lookup that needs it. A write or GC relearning into a group that is on flash does not
+//! read it: it starts a fresh group in DRAM whose segments shadow the flash copy, merged
+//! lazily, when a lookup misses in DRAM or when the group is evicted (the reference's lazy
+//! merge).
 //!
 //! Memory is charged as the reference does (leaftl.md section 3.8): 8 bytes per segment
-//! (5 for a single point), 1 byte per CRB entry, 4 bytes per group in DRAM; the valid
-//! bitmap, block counters and OOB cache are reported beside.
+//! (5 for a single point), 1 byte per CRB entry, 4 bytes per group in DRAM; the directory
+//! of translation pages, the valid bitmap, block counters and OOB cache are reported beside.
 
 pub mod plr;
 pub mod table;
 
-use crate::blocks::{select_victim, FreeBlocks};
-use crate::config::{Config, Layout, VictimPolicy, OOB_HEADER_BYTES};
+use crate::config::{Config, Layout, OOB_HEADER_BYTES};
 use crate::error::{Error, Result};
-use crate::ftl::page::gc_thresholds;
+use crate::ftl::alloc::{Move, PageAllocator};
+use crate::ftl::mapcache::{Links, List, NIL};
+use crate::ftl::translation::TranslationStore;
 use crate::ftl::{Ftl, MemoryBreakdown};
 use crate::nand::{Cause, Flash, Oob, Ppn, NONE};
 use plr::{Codec, Learned, Learner, Point};
@@ -44,6 +54,9 @@ use table::{Group, Stats};
 
 /// Logical pages per group (the offsets of a segment are one byte).
 pub const GROUP_PAGES: u32 = 256;
+
+/// The largest compacted group in the 8-byte encoding: 256 segments and 256 CRB entries.
+pub const MAX_GROUP_BYTES: u64 = 256 * 8 + 256;
 
 /// How the CRB is charged in memory.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -93,26 +106,53 @@ impl Default for LeaftlConfig {
 
 impl LeaftlConfig {
     pub fn from_config(cfg: &Config) -> Result<LeaftlConfig> {
-        let section = cfg.scheme_section("leaftl");
-        toml::Value::Table(section)
-            .try_into()
-            .map_err(|e: toml::de::Error| Error::config("leaftl", e.message().to_string()))
+        crate::ftl::demand::scheme_config(cfg, "leaftl")
     }
 }
 
-/// An open block and the next page to program in it.
-#[derive(Clone, Copy, Debug)]
-struct OpenBlock {
-    block: u32,
-    next: u32,
+/// Where pages come from: the shared allocator alone (the whole table in DRAM) or the
+/// translation-page store over it (groups cached under a DRAM budget).
+enum Backing {
+    Dram(PageAllocator),
+    Flash(TranslationStore),
 }
 
-impl OpenBlock {
-    const CLOSED: OpenBlock = OpenBlock {
-        block: NONE,
-        next: 0,
-    };
+impl Backing {
+    fn alloc(&mut self) -> &mut PageAllocator {
+        match self {
+            Backing::Dram(a) => a,
+            Backing::Flash(s) => &mut s.alloc,
+        }
+    }
+
+    #[inline]
+    fn host_page(&mut self, flash: &mut Flash) -> Result<Ppn> {
+        match self {
+            Backing::Dram(a) => a.host_page(flash),
+            Backing::Flash(s) => s.data_page(flash),
+        }
+    }
+
+    #[inline]
+    fn has_moves(&self) -> bool {
+        match self {
+            Backing::Dram(a) => a.has_moves(),
+            Backing::Flash(s) => s.has_moves(),
+        }
+    }
+
+    fn memory(&self, out: &mut MemoryBreakdown) {
+        match self {
+            Backing::Dram(a) => a.memory(out),
+            Backing::Flash(s) => s.memory(out),
+        }
+    }
 }
+
+/// Per group: a DRAM copy that does not include its flash copy yet, and a DRAM copy that
+/// differs from the flash copy.
+const PARTIAL: u8 = 1;
+const DIRTY: u8 = 2;
 
 /// Levels probed by lookups: 1..=LEVEL_BUCKETS, then "more".
 const LEVEL_BUCKETS: usize = 32;
@@ -172,12 +212,19 @@ struct Counters {
     learned_points: u64,
     gc_learned_segments: u64,
     compactions: u64,
-    promotions: u64,
+    crowded_compactions: u64,
+    /// Mapping cache: groups read from flash on a miss, partial groups merged with their
+    /// flash copy, dirty and clean evictions, and partial groups started by a write.
+    group_loads: u64,
+    group_merges: u64,
+    dirty_evictions: u64,
+    clean_evictions: u64,
+    partial_groups: u64,
     learn_ns: u64,
     lookup_ns: u64,
 }
 
-/// Where a chunk of a batch went: its pages are consecutive in one block.
+/// A page just programmed: its logical address and where it went.
 #[derive(Clone, Copy, Debug)]
 struct Written {
     lpa: u32,
@@ -190,25 +237,27 @@ pub struct LeaFtl {
     learner: Learner,
     /// OOB neighbours stored on each side of a page.
     window: u32,
-    /// Group number -> slot in `groups` (NONE: nothing mapped).
+    /// Group number -> slot in `groups` (NONE: not in DRAM).
     index: Vec<u32>,
     groups: Vec<Group>,
     free_slots: Vec<u32>,
     stats: Stats,
-    // Allocation and garbage collection.
-    free: FreeBlocks,
-    host_open: Vec<OpenBlock>,
-    gc_open: Vec<OpenBlock>,
-    unit: u32,
-    stripe: u32,
-    stripe_left: u32,
-    policy: VictimPolicy,
-    soft_free_blocks: usize,
-    hard_free_blocks: usize,
+    // The mapping cache.
+    budget: u64,
+    lru_links: Links,
+    lru: List,
+    flags: Vec<u8>,
+    /// Group number -> slot in `flash_groups`: what its translation page holds (simulation
+    /// state, not DRAM).
+    flash_index: Vec<u32>,
+    flash_groups: Vec<Group>,
+    flash_free: Vec<u32>,
+    pages_per_group: u32,
+    backing: Backing,
     /// One bit per physical page: the first page a batch programmed in its block.
     batch_start: Vec<u64>,
-    /// Recently read OOB areas (page addresses), oldest first.
-    oob_cache: Vec<Ppn>,
+    /// Recently read OOB areas (page, erase count of its block then), oldest first.
+    oob_cache: Vec<(Ppn, u32)>,
     // Scratch, reused.
     batch: Vec<(u32, u32)>,
     pending: Vec<Written>,
@@ -218,6 +267,8 @@ pub struct LeaFtl {
     runs: Vec<(Ppn, Ppn)>,
     learned: Vec<Learned>,
     bytes_since_compaction: u64,
+    /// Batches of GC moves applied so far (a lookup made before a move is stale).
+    moves_applied: u64,
     counters: Counters,
 }
 
@@ -227,14 +278,8 @@ fn bit(bits: &[u64], i: u32) -> bool {
 }
 
 #[inline]
-fn set_bit(bits: &mut [u64], i: u32, on: bool) {
-    let w = &mut bits[(i >> 6) as usize];
-    let m = 1u64 << (i & 63);
-    if on {
-        *w |= m
-    } else {
-        *w &= !m
-    }
+fn set_bit(bits: &mut [u64], i: u32) {
+    bits[(i >> 6) as usize] |= 1u64 << (i & 63);
 }
 
 fn internal(message: String) -> Error {
@@ -265,14 +310,35 @@ impl LeaFtl {
         if lcfg.max_levels == 0 {
             return Err(Error::config("leaftl.max_levels", "must be at least 1"));
         }
-        let (soft_free_blocks, hard_free_blocks) = gc_thresholds(cfg, layout);
+        let budget = cfg.dram.budget_bytes;
+        if budget != 0 && budget < MAX_GROUP_BYTES + 4 {
+            return Err(Error::config(
+                "dram.budget_bytes",
+                format!(
+                    "{budget} bytes cannot hold one group of LeaFTL's table ({} bytes at most once compacted)",
+                    MAX_GROUP_BYTES + 4
+                ),
+            ));
+        }
         let groups = layout.logical_pages.div_ceil(GROUP_PAGES as u64) as usize;
-        let extra = layout.oob_size as u64 - OOB_HEADER_BYTES;
+        let pages_per_group = MAX_GROUP_BYTES.div_ceil(layout.page_size as u64) as u32;
+        let mut backing = if budget == 0 {
+            Backing::Dram(PageAllocator::new(cfg, layout, false))
+        } else {
+            Backing::Flash(TranslationStore::new(
+                cfg,
+                layout,
+                groups as u32 * pages_per_group,
+            )?)
+        };
         let stripe = if lcfg.stripe_pages == 0 {
             layout.pages_per_block
         } else {
             lcfg.stripe_pages
         };
+        backing.alloc().set_host_stripe(stripe);
+        backing.alloc().set_sorted_relocation(true);
+        let extra = layout.oob_size as u64 - OOB_HEADER_BYTES;
         Ok(LeaFtl {
             layout: *layout,
             learner: Learner::new(lcfg.gamma, codec),
@@ -281,15 +347,15 @@ impl LeaFtl {
             groups: Vec::new(),
             free_slots: Vec::new(),
             stats: Stats::default(),
-            free: FreeBlocks::all(layout),
-            host_open: vec![OpenBlock::CLOSED; layout.units as usize],
-            gc_open: vec![OpenBlock::CLOSED; layout.units as usize],
-            unit: 0,
-            stripe,
-            stripe_left: stripe,
-            policy: cfg.gc.policy,
-            soft_free_blocks,
-            hard_free_blocks,
+            budget: if budget == 0 { u64::MAX } else { budget },
+            lru_links: Links::new(if budget == 0 { 0 } else { groups }),
+            lru: List::EMPTY,
+            flags: vec![0; groups],
+            flash_index: vec![NONE; if budget == 0 { 0 } else { groups }],
+            flash_groups: Vec::new(),
+            flash_free: Vec::new(),
+            pages_per_group,
+            backing,
             batch_start: vec![0; (layout.physical_pages as usize).div_ceil(64)],
             oob_cache: Vec::with_capacity(lcfg.oob_cache_pages as usize),
             batch: Vec::new(),
@@ -299,6 +365,7 @@ impl LeaFtl {
             runs: Vec::new(),
             learned: Vec::new(),
             bytes_since_compaction: 0,
+            moves_applied: 0,
             counters: Counters {
                 levels: vec![0; LEVEL_BUCKETS + 1],
                 ..Counters::default()
@@ -312,51 +379,18 @@ impl LeaFtl {
         &self.cfg
     }
 
-    /// The group of `lpa` if it has a table.
-    #[inline]
-    fn group(&self, lpa: u32) -> Option<&Group> {
-        let slot = self.index[(lpa / GROUP_PAGES) as usize];
-        (slot != NONE).then(|| &self.groups[slot as usize])
-    }
-
-    /// The group's table, created if needed.
-    fn group_mut(&mut self, group: u32) -> &mut Group {
-        let slot = self.index[group as usize];
-        if slot != NONE {
-            return &mut self.groups[slot as usize];
-        }
-        let slot = match self.free_slots.pop() {
-            Some(s) => s,
-            None => {
-                self.groups.push(Group::default());
-                (self.groups.len() - 1) as u32
-            }
-        };
-        self.index[group as usize] = slot;
-        &mut self.groups[slot as usize]
-    }
-
-    /// Drops the table of a group left without segments.
-    fn release_if_empty(&mut self, group: u32) {
-        let slot = self.index[group as usize];
-        if slot != NONE && self.groups[slot as usize].is_empty() {
-            self.groups[slot as usize] = Group::default();
-            self.index[group as usize] = NONE;
-            self.free_slots.push(slot);
-        }
-    }
-
-    /// Segments and groups resident in DRAM (for tests and reports).
+    /// Segments and CRB entries of the groups in DRAM.
     pub fn table_stats(&self) -> &Stats {
         &self.stats
     }
 
-    /// The table of the group holding `lpa` (for tests).
+    /// The DRAM table of the group holding `lpa`, if it is in DRAM (for tests).
     pub fn group_of(&self, lpa: u32) -> Option<&Group> {
-        self.group(lpa)
+        let slot = self.index[(lpa / GROUP_PAGES) as usize];
+        (slot != NONE).then(|| &self.groups[slot as usize])
     }
 
-    /// Every group satisfies the table's invariants (for tests).
+    /// Every group in DRAM and on flash satisfies the table's invariants (for tests).
     pub fn check_tables(&self) -> std::result::Result<(), String> {
         for (g, &slot) in self.index.iter().enumerate() {
             if slot != NONE {
@@ -365,11 +399,233 @@ impl LeaFtl {
                     .map_err(|e| format!("group {g}: {e}"))?;
             }
         }
+        for (g, &slot) in self.flash_index.iter().enumerate() {
+            if slot != NONE {
+                self.flash_groups[slot as usize]
+                    .check()
+                    .map_err(|e| format!("group {g} on flash: {e}"))?;
+            }
+        }
         Ok(())
     }
 
     fn resident_groups(&self) -> u64 {
         (self.groups.len() - self.free_slots.len()) as u64
+    }
+
+    fn crb_bytes(&self) -> u64 {
+        match self.cfg.crb_accounting {
+            CrbAccounting::Entries => self.stats.crb_entries,
+            CrbAccounting::Runs => self.stats.crb_runs,
+        }
+    }
+
+    /// The mapping table in DRAM, by the reference's formula.
+    pub fn mapping_table_bytes(&self) -> u64 {
+        self.stats.single * 5 + self.stats.multi * 8 + self.crb_bytes() + self.resident_groups() * 4
+    }
+
+    fn charge_runs(&self) -> bool {
+        self.cfg.crb_accounting == CrbAccounting::Runs
+    }
+
+    // ----- groups in DRAM and on flash -----
+
+    #[inline]
+    fn on_flash(&self, group: u32) -> bool {
+        self.flash_index
+            .get(group as usize)
+            .is_some_and(|&s| s != NONE)
+    }
+
+    fn cached(&self) -> bool {
+        self.budget != u64::MAX
+    }
+
+    #[inline]
+    fn touch(&mut self, group: u32) {
+        if self.cached() {
+            self.lru_links.move_to_front(&mut self.lru, group);
+        }
+    }
+
+    /// A new, empty DRAM table for `group`.
+    fn make_resident(&mut self, group: u32) -> u32 {
+        let slot = match self.free_slots.pop() {
+            Some(s) => s,
+            None => {
+                self.groups.push(Group::default());
+                (self.groups.len() - 1) as u32
+            }
+        };
+        self.index[group as usize] = slot;
+        if self.cached() {
+            self.lru_links.push_front(&mut self.lru, group);
+        }
+        slot
+    }
+
+    /// Takes `group`'s table out of DRAM (its statistics already removed).
+    fn drop_resident(&mut self, group: u32) -> Group {
+        let slot = self.index[group as usize];
+        self.index[group as usize] = NONE;
+        self.free_slots.push(slot);
+        if self.cached() {
+            self.lru_links.remove(&mut self.lru, group);
+        }
+        self.flags[group as usize] = 0;
+        std::mem::take(&mut self.groups[slot as usize])
+    }
+
+    /// Reads the translation pages of `group`.
+    fn read_group(&mut self, group: u32, flash: &mut Flash) -> Result<()> {
+        if let Backing::Flash(store) = &mut self.backing {
+            for j in 0..self.pages_per_group {
+                store.read(group * self.pages_per_group + j, flash)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Brings the flash copy of `group` into DRAM (one translation read per page): a new
+    /// DRAM table, or the lazy merge below a partial one.
+    fn load(&mut self, group: u32, flash: &mut Flash) -> Result<()> {
+        self.read_group(group, flash)?;
+        flash.chain();
+        let copy = self.flash_groups[self.flash_index[group as usize] as usize].clone();
+        let slot = self.index[group as usize];
+        if slot == NONE {
+            let slot = self.make_resident(group);
+            copy.account(&mut self.stats);
+            self.groups[slot as usize] = copy;
+            self.counters.group_loads += 1;
+        } else {
+            let charge_runs = self.charge_runs();
+            let g = &mut self.groups[slot as usize];
+            g.unaccount(&mut self.stats);
+            g.append_below(&copy);
+            g.account(&mut self.stats);
+            g.reorganise(charge_runs, &mut self.stats);
+            self.flags[group as usize] &= !PARTIAL;
+            self.counters.group_merges += 1;
+        }
+        Ok(())
+    }
+
+    /// The DRAM table of `group` for new segments: a partial one is started (without
+    /// reading the flash copy) if the group is not in DRAM.
+    fn table_for_update(&mut self, group: u32) -> u32 {
+        let mut slot = self.index[group as usize];
+        if slot == NONE {
+            slot = self.make_resident(group);
+            if self.on_flash(group) {
+                self.flags[group as usize] |= PARTIAL;
+                self.counters.partial_groups += 1;
+            }
+        } else {
+            self.touch(group);
+        }
+        self.flags[group as usize] |= DIRTY;
+        slot
+    }
+
+    /// The segment owning `lpa` and its level: from DRAM, else from the flash copy (read
+    /// and merged or loaded).
+    fn find(&mut self, lpa: u32, flash: &mut Flash) -> Result<Option<(plr::Seg, usize)>> {
+        let group = lpa / GROUP_PAGES;
+        let x = (lpa % GROUP_PAGES) as u8;
+        let slot = self.index[group as usize];
+        if slot != NONE {
+            self.touch(group);
+            let found = self.groups[slot as usize].lookup(x);
+            if found.is_some() || self.flags[group as usize] & PARTIAL == 0 {
+                return Ok(found);
+            }
+        } else if !self.on_flash(group) {
+            return Ok(None);
+        }
+        self.load(group, flash)?;
+        let slot = self.index[group as usize];
+        Ok(self.groups[slot as usize].lookup(x))
+    }
+
+    /// `find`, then the evictions the budget calls for; again if they moved pages (their
+    /// translation writes may trigger GC), so that the answer is current.
+    fn find_within_budget(
+        &mut self,
+        lpa: u32,
+        flash: &mut Flash,
+    ) -> Result<Option<(plr::Seg, usize)>> {
+        loop {
+            let generation = self.moves_applied;
+            let found = self.find(lpa, flash)?;
+            self.fit_budget(flash)?;
+            if self.moves_applied == generation {
+                return Ok(found);
+            }
+        }
+    }
+
+    /// Evicts least recently used groups until the DRAM table fits the budget.
+    fn fit_budget(&mut self, flash: &mut Flash) -> Result<()> {
+        while self.mapping_table_bytes() > self.budget && self.lru.tail != NIL {
+            let victim = self.lru.tail;
+            self.evict(victim, flash)?;
+            self.apply_moves(flash);
+        }
+        Ok(())
+    }
+
+    /// Writes `group` to its translation pages if it changed (compacted first, and merged
+    /// with its flash copy if partial) and drops it from DRAM.
+    fn evict(&mut self, group: u32, flash: &mut Flash) -> Result<()> {
+        if self.flags[group as usize] & PARTIAL != 0 {
+            self.load(group, flash)?;
+        }
+        let dirty = self.flags[group as usize] & DIRTY != 0;
+        let slot = self.index[group as usize];
+        let charge_runs = self.charge_runs();
+        let g = &mut self.groups[slot as usize];
+        if dirty {
+            g.reorganise(charge_runs, &mut self.stats);
+        }
+        g.unaccount(&mut self.stats);
+        let table = self.drop_resident(group);
+        if !dirty {
+            self.counters.clean_evictions += 1;
+            return Ok(());
+        }
+        self.counters.dirty_evictions += 1;
+        debug_assert!(table.encoded_bytes() <= MAX_GROUP_BYTES);
+        let fslot = match self.flash_index[group as usize] {
+            NONE => match self.flash_free.pop() {
+                Some(s) => s,
+                None => {
+                    self.flash_groups.push(Group::default());
+                    (self.flash_groups.len() - 1) as u32
+                }
+            },
+            s => s,
+        };
+        self.flash_groups[fslot as usize] = table;
+        self.flash_index[group as usize] = fslot;
+        if let Backing::Flash(store) = &mut self.backing {
+            for j in 0..self.pages_per_group {
+                store.write(group * self.pages_per_group + j, flash)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Forgets the flash copy of a group that maps nothing any more.
+    fn forget_flash_copy(&mut self, group: u32) {
+        if let Some(slot) = self.flash_index.get_mut(group as usize) {
+            if *slot != NONE {
+                self.flash_groups[*slot as usize] = Group::default();
+                self.flash_free.push(*slot);
+                *slot = NONE;
+            }
+        }
     }
 
     // ----- OOB windows -----
@@ -396,24 +652,29 @@ impl LeaFtl {
         (lo..=hi).find(|&q| flash.oob(q).lpa == lpa)
     }
 
-    fn remember(&mut self, p: Ppn) {
+    fn remember(&mut self, flash: &Flash, p: Ppn) {
         let cap = self.cfg.oob_cache_pages as usize;
         if cap == 0 {
             return;
         }
-        if let Some(i) = self.oob_cache.iter().position(|&q| q == p) {
+        if let Some(i) = self.oob_cache.iter().position(|&(q, _)| q == p) {
             self.oob_cache.remove(i);
         } else if self.oob_cache.len() == cap {
             self.oob_cache.remove(0);
         }
-        self.oob_cache.push(p);
+        self.oob_cache
+            .push((p, flash.erase_count(flash.block_of(p))));
     }
 
-    /// Where `lpa` is, if a cached OOB area of the run of `p` lists it.
+    /// Where `lpa` is, if a cached OOB area of the run of `p` lists it. An area cached
+    /// before its block was erased is stale and ignored.
     fn cached_location(&self, flash: &Flash, lpa: u32, p: Ppn) -> Option<Ppn> {
         let block = flash.block_of(p);
-        for &q in self.oob_cache.iter().rev() {
-            if flash.block_of(q) != block || q.abs_diff(p) > self.window {
+        for &(q, erases) in self.oob_cache.iter().rev() {
+            if flash.block_of(q) != block
+                || q.abs_diff(p) > self.window
+                || flash.erase_count(block) != erases
+            {
                 continue;
             }
             let (lo, hi) = self.window_of(flash, q);
@@ -434,7 +695,7 @@ impl LeaFtl {
         let steps = self.cfg.gamma / (self.window + 1) + 1;
         for _ in 0..=steps {
             flash.read(q, Cause::Misprediction)?;
-            self.remember(q);
+            self.remember(flash, q);
             let (lo, hi) = self.window_of(flash, q);
             if let Some(x) = Self::find_in(flash, lpa, lo, hi) {
                 return Ok(x);
@@ -456,10 +717,7 @@ impl LeaFtl {
 
     /// The exact page holding `lpa` now, for invalidation (no data read), or None.
     fn locate_for_update(&mut self, flash: &mut Flash, lpa: u32) -> Result<Option<Ppn>> {
-        let Some((seg, _)) = self
-            .group(lpa)
-            .and_then(|g| g.lookup((lpa % GROUP_PAGES) as u8))
-        else {
+        let Some((seg, _)) = self.find_within_budget(lpa, flash)? else {
             return Ok(None);
         };
         let p = seg.predict((lpa % GROUP_PAGES) as u8);
@@ -476,133 +734,6 @@ impl LeaFtl {
         self.counters.invalidation_reads +=
             flash.stats.reads[Cause::Misprediction as usize] - before;
         Ok(Some(x))
-    }
-
-    // ----- allocation -----
-
-    /// The next page for a host write: the open block of the current unit, moving to the
-    /// next unit when the block is full or the stripe is done. Learns what was written
-    /// before opening a new block (garbage collection may run then and relocate it).
-    fn next_host_page(&mut self, flash: &mut Flash) -> Result<Ppn> {
-        let ppb = self.layout.pages_per_block;
-        let u = self.unit as usize;
-        let open = self.host_open[u];
-        if self.stripe_left > 0 && open.block != NONE && open.next < ppb {
-            self.host_open[u].next += 1;
-            self.stripe_left -= 1;
-            return Ok(flash.first_page(open.block) + open.next);
-        }
-        self.learn_pending(flash);
-        for _ in 0..=self.layout.units {
-            let u = self.unit as usize;
-            let open = self.host_open[u];
-            if self.stripe_left > 0 {
-                if open.block != NONE && open.next < ppb {
-                    self.host_open[u].next += 1;
-                    self.stripe_left -= 1;
-                    return Ok(flash.first_page(open.block) + open.next);
-                }
-                if let Some(block) = self.open_host_block(self.unit, flash)? {
-                    self.host_open[u] = OpenBlock { block, next: 1 };
-                    self.stripe_left -= 1;
-                    return Ok(flash.first_page(block));
-                }
-            }
-            self.unit = (self.unit + 1) % self.layout.units;
-            self.stripe_left = self.stripe;
-        }
-        Err(Error::DeviceFull {
-            message: "every parallel unit is out of free blocks and holds no block with an invalid page; \
-                      the logical data fills the device (raise ftl.over_provisioning)"
-                .into(),
-        })
-    }
-
-    /// Opens a fresh host block in `unit` after the garbage collection its free-block count
-    /// calls for; None if the unit has no block to give.
-    fn open_host_block(&mut self, unit: u32, flash: &mut Flash) -> Result<Option<u32>> {
-        self.host_open[unit as usize] = OpenBlock::CLOSED;
-        if self.free.count(unit) < self.soft_free_blocks {
-            self.reclaim(unit, flash)?;
-        }
-        while self.free.count(unit) <= self.hard_free_blocks {
-            if !self.reclaim(unit, flash)? {
-                break;
-            }
-        }
-        flash.chain();
-        if self.free.count(unit) <= 1 {
-            return Ok(None);
-        }
-        Ok(self.free.pop(unit))
-    }
-
-    fn gc_page(&mut self, unit: u32, flash: &Flash) -> Result<Ppn> {
-        let open = &mut self.gc_open[unit as usize];
-        if open.block == NONE || open.next == self.layout.pages_per_block {
-            let block = self.free.pop(unit).ok_or_else(|| Error::DeviceFull {
-                message: format!(
-                    "parallel unit {unit} has no free block left for garbage collection"
-                ),
-            })?;
-            *open = OpenBlock { block, next: 0 };
-        }
-        let ppn = flash.first_page(open.block) + open.next;
-        open.next += 1;
-        Ok(ppn)
-    }
-
-    /// Coordinated GC: relocates a victim's valid pages in logical order, relearns their
-    /// segments on top of their groups, and erases the victim. False if no victim.
-    fn reclaim(&mut self, unit: u32, flash: &mut Flash) -> Result<bool> {
-        let exclude = [
-            self.host_open[unit as usize].block,
-            self.gc_open[unit as usize].block,
-        ];
-        let Some(victim) = select_victim(flash, unit, self.policy, &exclude) else {
-            return Ok(false);
-        };
-        let mut moved = std::mem::take(&mut self.gc_moved);
-        moved.clear();
-        moved.extend(flash.valid_pages(victim).map(|ppn| Written {
-            lpa: flash.oob(ppn).lpa,
-            ppn,
-        }));
-        moved.sort_unstable_by_key(|w| w.lpa);
-        let mut chunk_start = 0;
-        for i in 0..moved.len() {
-            let src = moved[i].ppn;
-            let dst = self.gc_page(unit, flash)?;
-            if i > chunk_start && flash.block_of(dst) != flash.block_of(moved[i - 1].ppn) {
-                chunk_start = i;
-            }
-            if i == chunk_start {
-                set_bit(&mut self.batch_start, dst, true);
-            }
-            flash.copy(src, dst, Cause::Gc)?;
-            flash.invalidate(src)?;
-            moved[i].ppn = dst;
-        }
-        let before = self.counters.learned_segments;
-        self.learn(&moved, flash);
-        self.counters.gc_learned_segments += self.counters.learned_segments - before;
-        flash.stats.gc_pages_moved += moved.len() as u64;
-        self.gc_moved = moved;
-        flash.chain();
-        self.erase(victim, flash)?;
-        self.free.push(&self.layout, victim);
-        flash.stats.gc_invocations += 1;
-        Ok(true)
-    }
-
-    fn erase(&mut self, block: u32, flash: &mut Flash) -> Result<()> {
-        flash.erase(block, Cause::Gc)?;
-        let first = flash.first_page(block);
-        for p in first..first + self.layout.pages_per_block {
-            set_bit(&mut self.batch_start, p, false);
-        }
-        self.oob_cache.retain(|&q| flash.block_of(q) != block);
-        Ok(())
     }
 
     // ----- learning -----
@@ -637,6 +768,8 @@ impl LeaFtl {
             self.runs.extend(std::iter::repeat_n(run, b - a));
             a = b;
         }
+        let max_levels = self.cfg.max_levels as usize;
+        let charge_runs = self.charge_runs();
         let mut i = 0;
         while i < written.len() {
             let group = written[i].lpa / GROUP_PAGES;
@@ -645,34 +778,25 @@ impl LeaFtl {
                 j += 1;
             }
             self.points.clear();
-            for w in &written[i..j] {
+            for (w, &(run_lo, run_hi)) in written[i..j].iter().zip(&self.runs[i..j]) {
                 self.points.push(Point {
                     x: (w.lpa % GROUP_PAGES) as u8,
                     y: w.ppn,
-                    run_lo: 0,
-                    run_hi: 0,
+                    run_lo,
+                    run_hi,
                 });
-            }
-            for (p, &run) in self.points.iter_mut().zip(&self.runs[i..j]) {
-                (p.run_lo, p.run_hi) = run;
             }
             self.learned.clear();
             self.learner.learn(&self.points, &mut self.learned);
             self.counters.learned_segments += self.learned.len() as u64;
             self.counters.learned_points += (j - i) as u64;
-            let learned = std::mem::take(&mut self.learned);
-            let max_levels = self.cfg.max_levels as usize;
-            let charge_runs = self.cfg.crb_accounting == CrbAccounting::Runs;
-            let mut stats = std::mem::take(&mut self.stats);
-            let table = self.group_mut(group);
-            table.insert(&learned, &mut stats);
-            let crowded = table.crowded(max_levels);
-            if crowded {
-                table.reorganise(charge_runs, &mut stats);
+            let slot = self.table_for_update(group);
+            let table = &mut self.groups[slot as usize];
+            table.insert(&self.learned, &mut self.stats);
+            if table.crowded(max_levels) {
+                table.reorganise(charge_runs, &mut self.stats);
+                self.counters.crowded_compactions += 1;
             }
-            self.counters.promotions += crowded as u64;
-            self.stats = stats;
-            self.learned = learned;
             i = j;
         }
         if let Some(t) = started {
@@ -680,33 +804,85 @@ impl LeaFtl {
         }
     }
 
-    /// Compacts and promotes every group.
-    fn compact_all(&mut self) {
-        let mut stats = std::mem::take(&mut self.stats);
-        let charge_runs = self.cfg.crb_accounting == CrbAccounting::Runs;
-        for slot in 0..self.groups.len() {
-            let g = &mut self.groups[slot];
-            if !g.is_empty() {
-                g.reorganise(charge_runs, &mut stats);
+    /// Coordinated GC: GC relocated valid pages (each victim's in logical order, as a batch
+    /// of the GC block); relearn them on top of their groups before any lookup. A page of
+    /// the batch being written that GC moved before it was learned is learned with it.
+    fn apply_moves(&mut self, flash: &Flash) {
+        while self.backing.has_moves() {
+            self.moves_applied += 1;
+            let moves = self.backing.alloc().take_moves();
+            let mut relearn = std::mem::take(&mut self.gc_moved);
+            let mut start = 0;
+            for (i, m) in moves.iter().enumerate() {
+                let batch_begins = i == 0
+                    || flash.block_of(m.from) != flash.block_of(moves[i - 1].from)
+                    || m.to != moves[i - 1].to + 1
+                    || flash.block_of(m.to) != flash.block_of(moves[i - 1].to);
+                if batch_begins && i > start {
+                    self.relearn(&moves[start..i], &mut relearn, flash);
+                    start = i;
+                }
+                self.mark_programmed(flash, m.to, batch_begins);
+            }
+            self.relearn(&moves[start..], &mut relearn, flash);
+            self.gc_moved = relearn;
+            self.backing.alloc().recycle_moves(moves);
+        }
+    }
+
+    /// Relearns one batch of relocated pages (sorted by logical address).
+    fn relearn(&mut self, moves: &[Move], scratch: &mut Vec<Written>, flash: &Flash) {
+        scratch.clear();
+        for m in moves {
+            match self.pending.binary_search_by_key(&m.key, |w| w.lpa) {
+                Ok(i) if self.pending[i].ppn == m.from => self.pending[i].ppn = m.to,
+                _ => scratch.push(Written {
+                    lpa: m.key,
+                    ppn: m.to,
+                }),
             }
         }
-        self.stats = stats;
+        let before = self.counters.learned_segments;
+        self.learn(scratch, flash);
+        self.counters.gc_learned_segments += self.counters.learned_segments - before;
+    }
+
+    /// Records the program of `ppn`: a fresh block forgets its previous batch marks, and
+    /// the first page of a batch in a block is marked.
+    fn mark_programmed(&mut self, flash: &Flash, ppn: Ppn, batch_begins: bool) {
+        if flash.page_offset(ppn) == 0 {
+            let first = ppn as usize;
+            let ppb = self.layout.pages_per_block as usize;
+            if first.is_multiple_of(64) && ppb.is_multiple_of(64) {
+                self.batch_start[first / 64..(first + ppb) / 64].fill(0);
+            } else {
+                for p in first..first + ppb {
+                    self.batch_start[p / 64] &= !(1u64 << (p % 64));
+                }
+            }
+        }
+        if batch_begins {
+            set_bit(&mut self.batch_start, ppn);
+        }
+    }
+
+    /// Compacts and promotes every group in DRAM.
+    fn compact_all(&mut self) {
+        let charge_runs = self.charge_runs();
+        for g in &mut self.groups {
+            if !g.is_empty() {
+                g.reorganise(charge_runs, &mut self.stats);
+            }
+        }
         self.counters.compactions += 1;
     }
 
     /// Programs a batch sorted by logical address.
     fn program_batch(&mut self, flash: &mut Flash) -> Result<()> {
         let batch = std::mem::take(&mut self.batch);
-        // Invalidate the old copies first, so that GC triggered by this batch sees them.
-        for &(lpa, _) in &batch {
-            if let Some(old) = self.locate_for_update(flash, lpa)? {
-                flash.invalidate(old)?;
-            }
-        }
         let result = self.program_sorted(&batch, flash);
         self.batch = batch;
         result?;
-        self.learn_pending(flash);
         let written = self.batch.len() as u64 * self.layout.page_size as u64;
         self.bytes_since_compaction += written;
         let interval = self.cfg.compaction_interval_bytes;
@@ -718,34 +894,49 @@ impl LeaFtl {
     }
 
     fn program_sorted(&mut self, batch: &[(u32, u32)], flash: &mut Flash) -> Result<()> {
+        // Invalidate the old copies first, so that GC triggered by this batch sees them.
+        for &(lpa, _) in batch {
+            if let Some(old) = self.locate_for_update(flash, lpa)? {
+                flash.invalidate(old)?;
+            }
+        }
         for &(lpa, seq) in batch {
-            let ppn = self.next_host_page(flash)?;
+            let ppn = self.backing.host_page(flash)?;
+            self.apply_moves(flash);
             let new_run = match self.pending.last() {
                 None => true,
                 Some(w) => w.ppn + 1 != ppn || flash.block_of(w.ppn) != flash.block_of(ppn),
             };
             if new_run {
                 self.learn_pending(flash);
-                set_bit(&mut self.batch_start, ppn, true);
             }
+            self.mark_programmed(flash, ppn, new_run);
             flash.program(ppn, Oob { lpa, seq }, &[], Cause::Host)?;
             self.pending.push(Written { lpa, ppn });
         }
-        Ok(())
+        self.learn_pending(flash);
+        self.fit_budget(flash)
     }
 }
 
 impl Ftl for LeaFtl {
     fn read(&mut self, lpa: u32, flash: &mut Flash) -> Result<Option<Oob>> {
         let started = self.cfg.cpu_timing.then(Instant::now);
-        let x = (lpa % GROUP_PAGES) as u8;
-        let found = self.group(lpa).and_then(|g| g.lookup(x));
+        let found = if self.cached() {
+            let found = self.find_within_budget(lpa, flash)?;
+            // A miss waits for the write-back of the groups it pushes out.
+            flash.chain();
+            found
+        } else {
+            self.find(lpa, flash)?
+        };
         if let Some(t) = started {
             self.counters.lookup_ns += t.elapsed().as_nanos() as u64;
         }
         let Some((seg, level)) = found else {
             return Ok(None);
         };
+        let x = (lpa % GROUP_PAGES) as u8;
         let c = &mut self.counters;
         c.lookups += 1;
         c.levels[level.min(LEVEL_BUCKETS)] += 1;
@@ -760,9 +951,9 @@ impl Ftl for LeaFtl {
             return Ok(Some(flash.read(at, Cause::Host)?));
         }
         // The predicted page is read; whether it was the right one shows in its OOB.
-        if flash.is_programmed(p) && flash.oob(p).lpa == lpa {
+        if flash.oob(p).lpa == lpa {
             let oob = flash.read(p, Cause::Host)?;
-            self.remember(p);
+            self.remember(flash, p);
             return Ok(Some(oob));
         }
         self.counters.wrong_predictions += 1;
@@ -795,16 +986,24 @@ impl Ftl for LeaFtl {
     }
 
     fn trim(&mut self, lpa: u32, flash: &mut Flash) -> Result<()> {
-        if let Some(old) = self.locate_for_update(flash, lpa)? {
-            flash.invalidate(old)?;
-            let group = lpa / GROUP_PAGES;
-            let mut stats = std::mem::take(&mut self.stats);
-            self.group_mut(group)
-                .remove_offset((lpa % GROUP_PAGES) as u8, &mut stats);
-            self.stats = stats;
-            self.release_if_empty(group);
+        let Some(old) = self.locate_for_update(flash, lpa)? else {
+            return Ok(());
+        };
+        flash.invalidate(old)?;
+        let group = lpa / GROUP_PAGES;
+        // Every segment owning the page gives it up, the flash copy's included.
+        let resident = self.index[group as usize] != NONE;
+        if (!resident || self.flags[group as usize] & PARTIAL != 0) && self.on_flash(group) {
+            self.load(group, flash)?;
         }
-        Ok(())
+        let slot = self.table_for_update(group);
+        let table = &mut self.groups[slot as usize];
+        table.remove_offset((lpa % GROUP_PAGES) as u8, &mut self.stats);
+        if table.is_empty() {
+            self.drop_resident(group);
+            self.forget_flash_copy(group);
+        }
+        self.fit_budget(flash)
     }
 
     fn finish(&mut self, _flash: &mut Flash) -> Result<()> {
@@ -816,24 +1015,11 @@ impl Ftl for LeaFtl {
     fn memory(&self, out: &mut MemoryBreakdown) {
         let s = &self.stats;
         out.push(("segments", s.single * 5 + s.multi * 8));
-        out.push((
-            "crb",
-            match self.cfg.crb_accounting {
-                CrbAccounting::Entries => s.crb_entries,
-                CrbAccounting::Runs => s.crb_runs,
-            },
-        ));
+        out.push(("crb", self.crb_bytes()));
         out.push(("group_directory", self.resident_groups() * 4));
-        let layout = &self.layout;
-        out.push(("valid_bitmap", layout.physical_pages.div_ceil(8)));
-        let per_block = if self.policy == VictimPolicy::CostBenefit {
-            12
-        } else {
-            8
-        };
-        out.push(("block_counters", layout.total_blocks as u64 * per_block));
+        self.backing.memory(out);
         // Each cached OOB area: its page address and the neighbours' logical addresses.
-        let oob_entry = 4 + (layout.oob_size as u64 - OOB_HEADER_BYTES);
+        let oob_entry = 4 + (self.layout.oob_size as u64 - OOB_HEADER_BYTES);
         out.push(("oob_cache", self.cfg.oob_cache_pages as u64 * oob_entry));
     }
 
@@ -841,14 +1027,7 @@ impl Ftl for LeaFtl {
         let c = &self.counters;
         let s = &self.stats;
         let ratio = |a: u64, b: u64| if b == 0 { 0.0 } else { a as f64 / b as f64 };
-        let crb = match self.cfg.crb_accounting {
-            CrbAccounting::Entries => s.crb_entries,
-            CrbAccounting::Runs => s.crb_runs,
-        };
-        out.push((
-            "mapping_table_bytes",
-            (s.single * 5 + s.multi * 8 + crb + self.resident_groups() * 4) as f64,
-        ));
+        out.push(("mapping_table_bytes", self.mapping_table_bytes() as f64));
         out.push(("segments", s.segments() as f64));
         out.push(("segments_single_point", s.single as f64));
         out.push(("segments_accurate_consecutive", s.kinds[0] as f64));
@@ -870,7 +1049,14 @@ impl Ftl for LeaFtl {
         out.push(("learned_points", c.learned_points as f64));
         out.push(("gc_learned_segments", c.gc_learned_segments as f64));
         out.push(("compactions", c.compactions as f64));
-        out.push(("promotions", c.promotions as f64));
+        out.push(("crowded_compactions", c.crowded_compactions as f64));
+        if self.cached() {
+            out.push(("group_loads", c.group_loads as f64));
+            out.push(("group_merges", c.group_merges as f64));
+            out.push(("dirty_evictions", c.dirty_evictions as f64));
+            out.push(("clean_evictions", c.clean_evictions as f64));
+            out.push(("partial_groups", c.partial_groups as f64));
+        }
         for (name, &n) in LEVEL_NAMES.iter().zip(&c.levels) {
             out.push((name, n as f64));
         }

@@ -486,6 +486,24 @@ impl Group {
         self.levels.drop_empty();
     }
 
+    /// Puts the levels of `older` (this group's flash copy, which this group's segments
+    /// shadow) below this group's levels. The caller reorganises the group next: that
+    /// drops what is shadowed and restores the CRB's uniqueness.
+    pub fn append_below(&mut self, older: &Group) {
+        for d in 0..older.levels.count() {
+            let at = self.levels.count();
+            self.levels.new_level(at);
+            for s in older.levels.level(d) {
+                let mut s = *s;
+                if s.stride == 0 {
+                    s.crb = self.crb_alloc(older.crb[s.crb as usize]);
+                }
+                let end = self.levels.level(at).len();
+                self.levels.insert(at, end, s);
+            }
+        }
+    }
+
     /// Removes every segment from the statistics (the group leaves DRAM or is dropped).
     pub fn unaccount(&self, stats: &mut Stats) {
         for (_, s) in self.segments() {
