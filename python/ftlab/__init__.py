@@ -62,9 +62,9 @@ def simulate(
     sets: Sequence[str] = (),
     verify: bool = False,
     mapping_only: bool = False,
-    format: str = "disksim",
-    time_unit: str = "ns",
-    progress: Callable[[int], object] | None = None,
+    format: str = "",
+    time_unit: str = "",
+    progress: Callable[[int, float | None, str], object] | None = None,
 ) -> Result:
     """Runs scheme `ftl` over a trace file or a synthetic workload.
 

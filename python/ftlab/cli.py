@@ -19,7 +19,7 @@ import ftlab
 from ftlab import _core
 from ftlab._format import render_table, summary_rows
 
-TRACE_FORMATS = ["disksim", "mqsim", "ssdsim", "ascii"]
+TRACE_FORMATS = ["auto"] + [name for name, *_ in _core.trace_formats()]
 
 
 def fail(message: str) -> NoReturn:
@@ -37,7 +37,7 @@ class Progress:
         self.bar: Any = None
         self.task: Any = None
 
-    def __call__(self, done: int) -> bool:
+    def __call__(self, done: int, fraction: float | None = None, phase: str = "") -> bool:
         if self.quiet:
             return True
         if self.bar is None:
@@ -97,16 +97,12 @@ def main() -> None:
     "--format",
     "trace_format",
     type=click.Choice(TRACE_FORMATS),
-    default="disksim",
-    show_default=True,
-    help="Trace format.",
+    help="Trace format (default: detected from the content).",
 )
 @click.option(
     "--time-unit",
-    type=click.Choice(["ns", "us", "ms", "s"]),
-    default="ns",
-    show_default=True,
-    help="Unit of the trace's timestamps.",
+    type=click.Choice(["auto", "ns", "100ns", "us", "ms", "s"]),
+    help="Unit of the trace's timestamps (default: the format's own).",
 )
 @click.option("--workload", help="Built-in synthetic workload (default: `default`).")
 @click.option("--preset", help="Configuration preset (see `ftlab config presets`).")
@@ -125,8 +121,8 @@ def main() -> None:
 def run(
     ftl_name: str,
     trace: Path | None,
-    trace_format: str,
-    time_unit: str,
+    trace_format: str | None,
+    time_unit: str | None,
     workload: str | None,
     preset: str | None,
     configs: Sequence[Path],
@@ -153,8 +149,8 @@ def run(
                 sets=sets,
                 verify=verify,
                 mapping_only=mapping_only,
-                format=trace_format,
-                time_unit=time_unit,
+                format=trace_format or "",
+                time_unit=time_unit or "",
                 progress=progress,
             )
         )
