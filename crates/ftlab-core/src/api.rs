@@ -334,7 +334,7 @@ pub struct ReadSpeed {
 /// Reads a whole trace and times it (for `ftlab bench`).
 pub fn read_speed(path: &Path, cfg: &TraceConfig) -> Result<ReadSpeed> {
     let started = Instant::now();
-    let opened = trace::open(path, cfg)?;
+    let opened = trace::open_trace(path, cfg)?;
     let mut source = opened.source;
     let mut records = 0u64;
     let mut sum = 0u64;

@@ -35,7 +35,7 @@ fn config(format: &str) -> TraceConfig {
 }
 
 fn records(path: &Path, cfg: &TraceConfig) -> (Vec<Record>, String, Vec<String>) {
-    let opened = trace::open(path, cfg).unwrap_or_else(|e| panic!("{e}"));
+    let opened = trace::open_trace(path, cfg).unwrap_or_else(|e| panic!("{e}"));
     let mut source = opened.source;
     let mut out = Vec::new();
     while let Some(r) = source.next_record().unwrap_or_else(|e| panic!("{e}")) {
@@ -294,6 +294,25 @@ fn spc_and_fio_from_financial1() {
         b.op,
         b.time_ns / 1000
     )));
+}
+
+/// The original interface: requests as the trace states them.
+#[test]
+fn open_gives_the_raw_requests() {
+    let Some(dir) = traces() else { return };
+    let path = dir.join("ssdsim_hust_financial1/example.ascii");
+    let reqs: Vec<Request> = trace::open(&path, "disksim", "ns")
+        .unwrap()
+        .collect::<ftlab_core::Result<_>>()
+        .unwrap();
+    let (recs, _, _) = records(&path, &config("disksim"));
+    assert_eq!(reqs.len(), recs.len());
+    for (q, r) in reqs.iter().zip(&recs) {
+        assert_eq!(
+            (q.time_ns, q.offset_bytes, q.len_bytes as u64, q.op),
+            (r.time_ns, r.offset_bytes, r.len_bytes, r.op)
+        );
+    }
 }
 
 #[test]

@@ -31,22 +31,28 @@ impl ExtentSet {
         }
     }
 
-    /// Sorts and merges overlapping or adjacent ranges.
+    /// Sorts the ranges added since the last merge, then merges them with the sorted
+    /// ranges before them, coalescing overlapping or adjacent ones.
     fn merge(&mut self) {
-        self.ranges.sort_unstable();
-        let mut out = 0;
-        for i in 0..self.ranges.len() {
-            let (s, e) = self.ranges[i];
-            if out > 0 && s <= self.ranges[out - 1].1 {
-                self.ranges[out - 1].1 = self.ranges[out - 1].1.max(e);
+        let mut out: Vec<(u64, u64)> = Vec::with_capacity(self.ranges.len());
+        let (sorted, tail) = self.ranges.split_at_mut(self.merged);
+        tail.sort_unstable();
+        let (mut i, mut j) = (0, 0);
+        while i < sorted.len() || j < tail.len() {
+            let next = if j == tail.len() || (i < sorted.len() && sorted[i] <= tail[j]) {
+                i += 1;
+                sorted[i - 1]
             } else {
-                self.ranges[out] = (s, e);
-                out += 1;
+                j += 1;
+                tail[j - 1]
+            };
+            match out.last_mut() {
+                Some(last) if next.0 <= last.1 => last.1 = last.1.max(next.1),
+                _ => out.push(next),
             }
         }
-        self.ranges.truncate(out);
-        self.ranges.shrink_to(out * 2);
-        self.merged = out;
+        self.merged = out.len();
+        self.ranges = out;
     }
 
     /// The finished set, with each range's rank (keys before it).

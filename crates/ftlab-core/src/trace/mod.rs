@@ -24,7 +24,7 @@ pub mod scan;
 mod vscsi;
 
 use crate::error::{Error, Result};
-use crate::request::Op;
+use crate::request::{Op, Request, RequestStream};
 use crate::units;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
@@ -394,9 +394,32 @@ pub struct Opened {
     pub progress: InputProgress,
 }
 
+/// The requests of a trace file as it states them: addresses as in the trace (all
+/// devices in one address space), timestamps on the trace's clock, in file order. For
+/// replay onto a device (device layout, compaction, time order) use [`replay`].
+/// `format` is a format name or `auto`; `time_unit` is `auto` or a unit name.
+pub fn open(path: &Path, format: &str, time_unit: &str) -> Result<RequestStream<'static>> {
+    let cfg = TraceConfig {
+        format: format.to_string(),
+        time_unit: time_unit.to_string(),
+        ..TraceConfig::default()
+    };
+    let mut source = open_trace(path, &cfg)?.source;
+    Ok(Box::new(std::iter::from_fn(move || {
+        source.next_record().transpose().map(|r| {
+            r.map(|rec| Request {
+                time_ns: rec.time_ns,
+                offset_bytes: rec.offset_bytes,
+                len_bytes: rec.len_bytes as u32, // checked by the readers
+                op: rec.op,
+            })
+        })
+    })))
+}
+
 /// Opens a trace file: decompresses it if needed, detects its format unless
 /// `cfg.format` names one, and returns its records.
-pub fn open(path: &Path, cfg: &TraceConfig) -> Result<Opened> {
+pub fn open_trace(path: &Path, cfg: &TraceConfig) -> Result<Opened> {
     cfg.validate()?;
     open_input(input::open(path)?, path, cfg)
 }
@@ -953,7 +976,7 @@ mod tests {
     #[test]
     fn missing_file_and_unknown_format_are_named() {
         let cfg = TraceConfig::default();
-        let err = open(Path::new("/nonexistent/x.trace"), &cfg)
+        let err = open_trace(Path::new("/nonexistent/x.trace"), &cfg)
             .err()
             .unwrap()
             .to_string();
@@ -965,7 +988,12 @@ mod tests {
             format: "msr-nope".into(),
             ..TraceConfig::default()
         };
-        let err = open(Path::new("x"), &cfg).err().unwrap().to_string();
+        let err = open_trace(Path::new("x"), &cfg).err().unwrap().to_string();
+        assert!(err.contains("unknown trace format"), "{err}");
+        let err = open(Path::new("x"), "nope", "ns")
+            .err()
+            .unwrap()
+            .to_string();
         assert!(err.contains("unknown trace format"), "{err}");
     }
 }

@@ -24,7 +24,7 @@
 
 use super::scan::{DeviceFilter, Scan, DEVICE_SHIFT, MAX_PAGES};
 use super::{
-    open, Compact, DeviceLayout, Diagnostics, Extents, InputProgress, Order, RecordSource,
+    open_trace, Compact, DeviceLayout, Diagnostics, Extents, InputProgress, Order, RecordSource,
     TraceConfig,
 };
 use crate::config::Config;
@@ -237,7 +237,7 @@ impl Replay {
         page_size: u64,
         logical_pages: u64,
     ) -> Result<Replay> {
-        let opened = open(path, cfg)?;
+        let opened = open_trace(path, cfg)?;
         let report = TraceReport {
             format: opened.source.format().to_string(),
             compression: opened.compression.to_string(),

@@ -3,7 +3,8 @@
 //! it touches, each device's extent).
 
 use super::{
-    open, DeviceLayout, Devices, Diagnostics, ExtentSet, Extents, Record, RecordSource, TraceConfig,
+    open_trace, DeviceLayout, Devices, Diagnostics, ExtentSet, Extents, Record, RecordSource,
+    TraceConfig,
 };
 use crate::error::{Error, Result};
 use crate::request::Op;
@@ -324,7 +325,7 @@ pub fn scan(
     if page_size == 0 {
         return Err(Error::Usage("page size must be positive".into()));
     }
-    let opened = open(path, cfg)?;
+    let opened = open_trace(path, cfg)?;
     let mut source = opened.source;
     let mut filter = DeviceFilter::new(&cfg.devices);
     let mut acc = Accumulator {
