@@ -170,3 +170,21 @@ proptest! {
         prop_assert!(report.is_ok(), "{:?}", report.err());
     }
 }
+
+/// One DRAM split between a read-caching data cache and the mapping cache, as LeaFTL's
+/// evaluation compares schemes: every scheme still serves exactly what was written.
+#[test]
+fn data_cache_with_cached_reads_verifies() -> Result<()> {
+    for scheme in ["page", "leaftl", "dftl", "sftl"] {
+        let mut cfg = leaftl_config(4, 96);
+        cfg.ftl.over_provisioning = 0.2;
+        cfg.buffer.cache_reads = true;
+        cfg.buffer.flush_bytes = 32 * 4096;
+        cfg.dram.budget_bytes = if scheme == "page" { 0 } else { 8 * 1024 };
+        let reqs = mixed(&cfg, 20_000, 5, true);
+        let report = run(scheme, &cfg, &reqs, true)?;
+        let host = &report.metrics.host;
+        assert!(host.buffer_read_hits > 0, "{scheme}: no read hit");
+    }
+    Ok(())
+}
