@@ -12,7 +12,13 @@ import importlib
 from pathlib import Path
 
 # name -> (module, one-line description). Schemes register their experiments here.
-EXPERIMENTS: dict[str, tuple[str, str]] = {}
+EXPERIMENTS: dict[str, tuple[str, str]] = {
+    "leaftl": (
+        "ftlab.reproduce.leaftl",
+        "LeaFTL (ASPLOS'23) vs DFTL and S-FTL on the real traces: mapping memory, error bound "
+        "sweep, latency with one DRAM, lookup levels",
+    ),
+}
 
 
 def run(name: str, out_dir: Path, quick: bool = False) -> None:

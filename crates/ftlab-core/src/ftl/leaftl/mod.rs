@@ -58,13 +58,14 @@ pub const GROUP_PAGES: u32 = 256;
 /// The largest compacted group in the 8-byte encoding: 256 segments and 256 CRB entries.
 pub const MAX_GROUP_BYTES: u64 = 256 * 8 + 256;
 
-/// How the CRB is charged in memory.
+/// How the members of irregular segments are charged in memory.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum CrbAccounting {
-    /// The paper's layout: 1 byte per listed offset.
+    /// The paper's CRB layout: 1 byte per listed offset.
     Entries,
-    /// The reference artifact's formula: 1 byte per run boundary of the membership bitmap.
+    /// The reference artifact's formula (leaftl.md section 3.8), the default: the
+    /// membership bitmap run-length encoded, 1 byte per run boundary inside the segment.
     Runs,
 }
 
@@ -98,7 +99,7 @@ impl Default for LeaftlConfig {
             compaction_interval_bytes: 1 << 30,
             oob_cache_pages: 16,
             stripe_pages: 0,
-            crb_accounting: CrbAccounting::Entries,
+            crb_accounting: CrbAccounting::Runs,
             cpu_timing: false,
         }
     }
@@ -923,9 +924,17 @@ impl Ftl for LeaFtl {
     fn read(&mut self, lpa: u32, flash: &mut Flash) -> Result<Option<Oob>> {
         let started = self.cfg.cpu_timing.then(Instant::now);
         let found = if self.cached() {
+            let translation = |f: &Flash| {
+                f.stats.reads[Cause::Translation as usize]
+                    + f.stats.programs[Cause::Translation as usize]
+            };
+            let before = translation(flash);
             let found = self.find_within_budget(lpa, flash)?;
-            // A miss waits for the write-back of the groups it pushes out.
-            flash.chain();
+            if translation(flash) != before {
+                // A miss: the data read waits for the group's translation read and for
+                // the write-back of the groups it pushes out.
+                flash.chain();
+            }
             found
         } else {
             self.find(lpa, flash)?
@@ -1035,6 +1044,7 @@ impl Ftl for LeaFtl {
         out.push(("segments_approximate_consecutive", s.kinds[2] as f64));
         out.push(("segments_approximate_irregular", s.kinds[3] as f64));
         out.push(("crb_entries", s.crb_entries as f64));
+        out.push(("crb_run_boundaries", s.crb_runs as f64));
         out.push(("groups_resident", self.resident_groups() as f64));
         out.push(("lookups", c.lookups as f64));
         out.push(("approximate_lookups", c.approximate_lookups as f64));
