@@ -99,7 +99,12 @@ impl Stats {
 #[derive(Clone, Debug, Default)]
 pub struct Levels {
     segs: Vec<Seg>,
+    /// The first offset of every segment, beside `segs`: lookups bisect these bytes.
+    x1s: Vec<u8>,
     starts: Vec<u16>,
+    /// Per level: first offset of its first segment and last offset of its last one (an
+    /// empty level: (1, 0)), side by side so that a lookup skips levels in one cache line.
+    spans: Vec<(u8, u8)>,
 }
 
 impl Levels {
@@ -118,23 +123,46 @@ impl Levels {
         self.segs[self.starts[d] as usize + i]
     }
 
+    /// The span of level `d`, for lookups.
+    #[inline]
+    pub fn span(&self, d: usize) -> (u8, u8) {
+        self.spans[d]
+    }
+
+    fn refresh(&mut self, d: usize) {
+        let (lo, hi) = (self.starts[d] as usize, self.starts[d + 1] as usize);
+        self.spans[d] = if lo == hi {
+            (1, 0)
+        } else {
+            (self.segs[lo].x1, self.segs[hi - 1].x2)
+        };
+    }
+
     #[inline]
     fn set(&mut self, d: usize, i: usize, s: Seg) {
-        self.segs[self.starts[d] as usize + i] = s;
+        let at = self.starts[d] as usize + i;
+        self.segs[at] = s;
+        self.x1s[at] = s.x1;
+        self.refresh(d);
     }
 
     fn insert(&mut self, d: usize, i: usize, s: Seg) {
         self.segs.insert(self.starts[d] as usize + i, s);
+        self.x1s.insert(self.starts[d] as usize + i, s.x1);
         for e in &mut self.starts[d + 1..] {
             *e += 1;
         }
+        self.refresh(d);
     }
 
     fn remove(&mut self, d: usize, i: usize) -> Seg {
         for e in &mut self.starts[d + 1..] {
             *e -= 1;
         }
-        self.segs.remove(self.starts[d] as usize + i)
+        let s = self.segs.remove(self.starts[d] as usize + i);
+        self.x1s.remove(self.starts[d] as usize + i);
+        self.refresh(d);
+        s
     }
 
     /// Replaces segment `i` of level `d` by `pieces`.
@@ -142,9 +170,12 @@ impl Levels {
         let at = self.starts[d] as usize + i;
         let n = pieces.len();
         self.segs.splice(at..=at, pieces);
+        let x1s: Vec<u8> = self.segs[at..at + n].iter().map(|s| s.x1).collect();
+        self.x1s.splice(at..=at, x1s);
         for e in &mut self.starts[d + 1..] {
             *e = *e + n as u16 - 1;
         }
+        self.refresh(d);
     }
 
     /// Inserts an empty level at index `d`.
@@ -154,12 +185,18 @@ impl Levels {
         }
         let at = self.starts[d];
         self.starts.insert(d, at);
+        self.spans.insert(d, (1, 0));
     }
 
     fn drop_empty(&mut self) {
         self.starts.dedup();
         if self.starts.len() == 1 {
             self.starts.clear();
+        }
+        self.spans.clear();
+        self.spans.resize(self.count(), (1, 0));
+        for d in 0..self.count() {
+            self.refresh(d);
         }
     }
 
@@ -221,13 +258,13 @@ impl Group {
     pub fn lookup(&self, x: u8) -> Option<(Seg, usize)> {
         let segs = &self.levels.segs;
         let starts = &self.levels.starts;
-        for d in 0..self.levels.count() {
-            let (lo, hi) = (starts[d] as usize, starts[d + 1] as usize);
+        for (d, &(first, last)) in self.levels.spans.iter().enumerate() {
             // Most levels are short: skip those whose span misses x without searching.
-            if x < segs[lo].x1 || x > segs[hi - 1].x2 {
+            if x < first || x > last {
                 continue;
             }
-            let i = lo + segs[lo..hi].partition_point(|s| s.x1 <= x);
+            let (lo, hi) = (starts[d] as usize, starts[d + 1] as usize);
+            let i = lo + self.levels.x1s[lo..hi].partition_point(|&a| a <= x);
             let s = &segs[i - 1];
             if self.owns(s, x) {
                 return Some((*s, d));
@@ -533,6 +570,19 @@ impl Group {
 
     /// Checks the structural invariants (tests and debug builds).
     pub fn check(&self) -> Result<(), String> {
+        let l = &self.levels;
+        if l.x1s.len() != l.segs.len() || l.segs.iter().zip(&l.x1s).any(|(s, &a)| s.x1 != a) {
+            return Err("the first-offset index is out of step".into());
+        }
+        if l.spans.len() != l.count() {
+            return Err("the level spans are out of step".into());
+        }
+        for d in 0..l.count() {
+            let level = l.level(d);
+            if level.first().map(|s| (s.x1, level[level.len() - 1].x2)) != Some(l.span(d)) {
+                return Err(format!("level {d}: wrong span"));
+            }
+        }
         let mut crb_seen: Members = [0; 4];
         for d in 0..self.levels.count() {
             let level = self.levels.level(d);
