@@ -420,3 +420,34 @@ fn selective_hot_range_beyond_the_device_names_the_key() {
     let err = run("selective", &cfg, &[], false).unwrap_err().to_string();
     assert!(err.contains("selective.hot_ranges"), "{err}");
 }
+
+#[test]
+fn selective_background_write_back_shortens_the_evicting_request() {
+    let mut means = Vec::new();
+    for background in [false, true] {
+        let mut cfg = device();
+        cfg.dram.budget_bytes = 512;
+        with_key(
+            &mut cfg,
+            "selective",
+            "background_writeback",
+            toml::Value::Boolean(background),
+        );
+        let layout = cfg.validate().unwrap();
+        let lp = layout.logical_pages;
+        // Writes on an idle device, alternating between far-apart pages: every one evicts a
+        // dirty block.
+        let reqs: Vec<Request> = (0..400u64)
+            .map(|i| Request {
+                time_ns: i * 100_000_000,
+                ..write(if i % 2 == 0 { i % 64 } else { lp - 1 - i % 64 }, 1, 512)
+            })
+            .collect();
+        let report = run("selective", &cfg, &reqs, false).unwrap();
+        assert!(counter(&report, "dirty_evictions") > 300.0);
+        means.push(report.metrics.latency.as_ref().unwrap().write.mean_ns);
+    }
+    // In the foreground the evicting write waits for the write-back's program too.
+    let program = 500_000.0;
+    assert!(means[0] - means[1] > 0.8 * program, "{means:?}");
+}
