@@ -72,13 +72,13 @@ def run(out_dir: Path, quick: bool) -> None:
     )
     fig = figure(7.2, 4.2)
     ax = fig.add_subplot(1, 1, 1)
-    styles = {"dftl": "o-", "sftl": "s-", "tpftl": "^-", "selective": "d-"}
+    markers = {"dftl": "o", "sftl": "s", "tpftl": "^", "selective": "d"}
     for (trace, scheme), points in curves.items():
-        dashes = "" if trace == traces[0][0] else "--"
         ax.plot(
             [100 * f for f, _ in points],
             [r for _, r in points],
-            styles[scheme] + dashes,
+            marker=markers[scheme],
+            linestyle="-" if trace == traces[0][0] else "--",
             label=f"{scheme}, {trace}",
             markersize=4,
         )
