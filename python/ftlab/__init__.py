@@ -129,6 +129,8 @@ def summarize(report: dict[str, Any]) -> dict[str, Any]:
         "iops": m.get("iops"),
         "memory_final_bytes": memory["final_total"],
         "memory_peak_bytes": memory["peak_total"],
+        # Demand-cached schemes only.
+        "cache_hit_ratio": m["scheme"].get("cache_hit_ratio"),
     }
 
 
