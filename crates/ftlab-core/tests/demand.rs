@@ -527,3 +527,23 @@ fn tpftl_selective_prefetch_turns_on_for_sequential_misses() {
     assert_eq!(counter(&off, "prefetched_entries"), 0.0);
     assert!(counter(&on, "translation_reads_miss") < counter(&off, "translation_reads_miss"));
 }
+
+#[test]
+fn a_value_of_the_wrong_type_names_its_key() {
+    for (scheme, key, value) in [
+        (
+            "dftl",
+            "protected_fraction",
+            toml::Value::String("x".into()),
+        ),
+        ("dftl", "replacement", toml::Value::String("fifo".into())),
+        ("tpftl", "request_prefetch", toml::Value::Integer(3)),
+        ("sftl", "bits_per_entry", toml::Value::Boolean(true)),
+        ("selective", "hot_ranges", toml::Value::Integer(3)),
+    ] {
+        let mut cfg = device();
+        with_key(&mut cfg, scheme, key, value);
+        let err = run(scheme, &cfg, &[], false).unwrap_err().to_string();
+        assert!(err.contains(&format!("{scheme}.{key}")), "{err}");
+    }
+}

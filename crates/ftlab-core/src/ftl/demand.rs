@@ -323,11 +323,32 @@ impl OnFlashTable {
 }
 
 /// Reads scheme section `name` (defaults already merged in) into its typed form; a value of
-/// the wrong type is an error naming the section.
-pub fn scheme_config<T: serde::de::DeserializeOwned>(cfg: &Config, name: &str) -> Result<T> {
-    toml::Value::Table(cfg.scheme_section(name))
-        .try_into()
-        .map_err(|e: toml::de::Error| crate::error::Error::config(name, e.message().to_string()))
+/// the wrong type is an error naming its key.
+pub fn scheme_config<T: serde::de::DeserializeOwned + serde::Serialize + Default>(
+    cfg: &Config,
+    name: &str,
+) -> Result<T> {
+    let section = cfg.scheme_section(name);
+    let error = match toml::Value::Table(section.clone()).try_into::<T>() {
+        Ok(typed) => return Ok(typed),
+        Err(e) => e,
+    };
+    // Find the culprit: each key alone over the defaults (only on the error path).
+    let defaults = default_section::<T>();
+    for (key, value) in &section {
+        let mut probe = defaults.clone();
+        probe.insert(key.clone(), value.clone());
+        if let Err(e) = toml::Value::Table(probe).try_into::<T>() {
+            return Err(crate::error::Error::config(
+                format!("{name}.{key}"),
+                e.message().to_string(),
+            ));
+        }
+    }
+    Err(crate::error::Error::config(
+        name,
+        error.message().to_string(),
+    ))
 }
 
 /// The default section of a scheme, for [`crate::ftl::scheme_defaults`].
