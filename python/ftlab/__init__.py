@@ -357,6 +357,8 @@ def summarize(report: dict[str, Any]) -> dict[str, Any]:
         "compacted": trace.get("compacted") if trace else None,
         "device_sized_to_trace": trace.get("device_sized_to_trace") if trace else None,
         "bad_lines": trace["diagnostics"]["bad_lines"] if trace else None,
+        # Demand-cached schemes only.
+        "cache_hit_ratio": m["scheme"].get("cache_hit_ratio"),
     }
 
 

@@ -67,6 +67,11 @@ def summary_rows(s: dict[str, Any]) -> list[tuple[str, str]]:
         ),
         ("misprediction reads", number(s["misprediction_reads"])),
         ("GC reads", number(s["gc_reads"])),
+        *(
+            [("mapping-cache hit ratio", number(s["cache_hit_ratio"], 4))]
+            if s.get("cache_hit_ratio") is not None
+            else []
+        ),
         ("WAF", number(s["waf"])),
         ("GC invocations / pages moved", f"{s['gc_invocations']:,} / {s['gc_pages_moved']:,}"),
         (
