@@ -7,7 +7,10 @@
 //! other. The simulation loop is generic over the scheme ([`Visitor`]), so each scheme
 //! gets its own monomorphised fast path.
 
+pub mod hashed;
+pub mod hpftl;
 pub mod page;
+pub mod slimftl;
 
 use crate::config::{Config, Layout};
 use crate::error::{Error, Result};
@@ -44,14 +47,36 @@ pub trait Ftl {
 }
 
 /// Scheme names and one-line descriptions.
-pub const SCHEMES: &[(&str, &str)] = &[(
-    "page",
-    "page-level FTL (PFTL): the whole L2P table in DRAM, greedy or cost-benefit GC",
-)];
+pub const SCHEMES: &[(&str, &str)] = &[
+    (
+        "page",
+        "page-level FTL (PFTL): the whole L2P table in DRAM, greedy or cost-benefit GC",
+    ),
+    (
+        "hpftl",
+        "HPFTL (NAS'17): hashed page-level map (HID + page id per page), bounded secondary table with reclaim",
+    ),
+    (
+        "slimftl",
+        "SlimFTL (SNU thesis 2020): hashed page-level map over a virtual block table, sequentiality-aware md5 hasher, shared virtual blocks",
+    ),
+];
 
 /// Default configuration sections of the schemes that have one.
 pub fn scheme_defaults() -> BTreeMap<String, toml::Table> {
-    BTreeMap::new()
+    let mut sections = BTreeMap::new();
+    let mut add = |name: &str, section: std::result::Result<toml::Table, toml::ser::Error>| {
+        sections.insert(
+            name.to_string(),
+            section.expect("a scheme section serialises"),
+        );
+    };
+    add("hpftl", toml::Table::try_from(hpftl::HpConfig::default()));
+    add(
+        "slimftl",
+        toml::Table::try_from(slimftl::SlimConfig::default()),
+    );
+    sections
 }
 
 /// Receives the constructed scheme and its flash, whatever the scheme's type.
@@ -72,6 +97,14 @@ pub fn build<V: Visitor>(
         "page" => {
             let flash = Flash::new(cfg, layout, 0, timed)?;
             Ok(visitor.visit(page::PageFtl::new(cfg, layout), flash))
+        }
+        "hpftl" => {
+            let ftl = hpftl::HpFtl::new(cfg, layout)?;
+            Ok(visitor.visit(ftl, Flash::new(cfg, layout, 0, timed)?))
+        }
+        "slimftl" => {
+            let ftl = slimftl::SlimFtl::new(cfg, layout)?;
+            Ok(visitor.visit(ftl, Flash::new(cfg, layout, 0, timed)?))
         }
         _ => {
             let names: Vec<&str> = SCHEMES.iter().map(|(n, _)| *n).collect();
