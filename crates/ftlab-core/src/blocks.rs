@@ -11,6 +11,8 @@ use std::collections::VecDeque;
 #[derive(Clone, Debug)]
 pub struct FreeBlocks {
     per_unit: Vec<VecDeque<u32>>,
+    /// Free blocks over all units.
+    total: usize,
 }
 
 impl FreeBlocks {
@@ -22,7 +24,10 @@ impl FreeBlocks {
                 (first..first + layout.blocks_per_unit).collect()
             })
             .collect();
-        FreeBlocks { per_unit }
+        FreeBlocks {
+            per_unit,
+            total: layout.total_blocks as usize,
+        }
     }
 
     #[inline]
@@ -30,19 +35,23 @@ impl FreeBlocks {
         self.per_unit[unit as usize].len()
     }
 
+    #[inline]
     pub fn total(&self) -> usize {
-        self.per_unit.iter().map(VecDeque::len).sum()
+        self.total
     }
 
     #[inline]
     pub fn pop(&mut self, unit: u32) -> Option<u32> {
-        self.per_unit[unit as usize].pop_front()
+        let block = self.per_unit[unit as usize].pop_front();
+        self.total -= block.is_some() as usize;
+        block
     }
 
     /// Returns an erased block to its unit's pool.
     #[inline]
     pub fn push(&mut self, layout: &Layout, block: u32) {
         self.per_unit[layout.unit_of_block(block) as usize].push_back(block);
+        self.total += 1;
     }
 }
 
@@ -86,6 +95,7 @@ impl FreeBlocks {
     pub fn empty(layout: &Layout) -> Self {
         FreeBlocks {
             per_unit: vec![VecDeque::new(); layout.units as usize],
+            total: 0,
         }
     }
 
@@ -98,7 +108,7 @@ impl FreeBlocks {
             let unit = *next_unit;
             *next_unit = (unit + 1) % units;
             if self.per_unit[unit as usize].len() > keep {
-                return self.per_unit[unit as usize].pop_front();
+                return self.pop(unit);
             }
         }
         None

@@ -12,7 +12,13 @@ import importlib
 from pathlib import Path
 
 # name -> (module, one-line description). Schemes register their experiments here.
-EXPERIMENTS: dict[str, tuple[str, str]] = {}
+EXPERIMENTS: dict[str, tuple[str, str]] = {
+    "slimftl": (
+        "ftlab.reproduce.slimftl",
+        "SlimFTL thesis (SNU 2020): HPFTL and SlimFTL vs the page-level FTL: mapping size, "
+        "IOPS, GCs, WAF, LPA-shift sweep",
+    ),
+}
 
 
 def run(name: str, out_dir: Path, quick: bool = False) -> None:

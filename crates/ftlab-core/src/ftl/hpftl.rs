@@ -104,6 +104,8 @@ pub struct HpFtl {
     candidates: Vec<Vec<u32>>,
     candidate_entries: u64,
     compact_at: u64,
+    /// Per logical page: the last candidate list compaction saw it in.
+    compaction_marks: Vec<u32>,
     role: Vec<Role>,
     pool: FreeBlocks,
     next_unit: u32,
@@ -173,6 +175,7 @@ impl HpFtl {
             reclaim_at: capacity - ppb,
             candidates: vec![Vec::new(); layout.total_blocks as usize],
             candidate_entries: 0,
+            compaction_marks: vec![NONE; layout.logical_pages as usize],
             compact_at: 2 * hash_functions as u64 * capacity,
             role,
             pool,
@@ -263,14 +266,19 @@ impl HpFtl {
         }
     }
 
-    /// Drops the candidate entries of pages no longer in the secondary table, and repeats.
+    /// Drops the candidate entries of pages no longer in the secondary table, and repeated
+    /// entries of a page in one list (left by pages that re-entered the table).
     fn compact_candidates(&mut self) {
         let secondary = &self.secondary;
+        let seen = &mut self.compaction_marks;
         let mut total = 0;
-        for list in &mut self.candidates {
-            list.retain(|&lpa| secondary[lpa as usize] != NONE);
-            list.sort_unstable();
-            list.dedup();
+        for (block, list) in self.candidates.iter_mut().enumerate() {
+            let mark = block as u32;
+            list.retain(|&lpa| {
+                let keep = secondary[lpa as usize] != NONE && seen[lpa as usize] != mark;
+                seen[lpa as usize] = mark;
+                keep
+            });
             total += list.len() as u64;
         }
         self.candidate_entries = total;
