@@ -16,7 +16,8 @@ Setup: the `slimftl` preset (16 GiB logical, 8 KiB pages, 256 pages per block, 1
 hash functions = 6 HID bits + 8 PPID bits); the quick mode keeps the geometry but shrinks
 the device to 320 blocks. Every run first fills the logical space sequentially, then runs
 the workload (twice the logical space in page writes), closed loop at queue depth 32 so that
-IOPS measure what the device sustains. The thesis's workloads (DBbench, YCSB-A, TPC-C,
+IOPS measure what the device sustains; IOPS, GC counts and WAF are those of the workload
+after the fill. The thesis's workloads (DBbench, YCSB-A, TPC-C,
 Varmail, Fileserver) are not available; synthetic stand-ins with the same sequentiality
 are used. The real traces in ../shared/traces that the DiskSim ASCII reader reads are folded
 onto a 582 MiB device with the same geometry (byte offset modulo its logical size) and
@@ -135,24 +136,44 @@ def _real_trace(source: Path, pages: int, writes: int) -> Iterator[Request]:
 
 
 def _logical_pages(sets: list[str]) -> int:
-    report = ftlab.simulate("page", workload="default", preset=PRESET, sets=sets + [
-        "workload.requests=1", "replay.timing=false"]).report
+    report = ftlab.simulate(
+        "page",
+        workload="default",
+        preset=PRESET,
+        sets=sets + ["workload.requests=1", "replay.timing=false"],
+    ).report
     return int(report["device"]["logical_pages"])
 
 
-def _simulate(scheme: str, trace: Path, sets: list[str]) -> dict[str, Any]:
-    report = ftlab.simulate(scheme, trace=trace, preset=PRESET, sets=sets).report
+def _simulate(scheme: str, trace: Path, sets: list[str], fill: int = 0) -> dict[str, Any]:
+    """Runs one scheme; with `fill` (the requests of the initial fill), IOPS, GC count and
+    WAF are those of the workload after the fill (the first time-series sample)."""
+    sample = [f"metrics.sample_every_requests={fill}"] if fill else []
+    report = ftlab.simulate(scheme, trace=trace, preset=PRESET, sets=sets + sample).report
     m = report["metrics"]
     latency = m.get("latency") or {}
     read = latency.get("read") or {}
+    requests = m["host"]["requests"]
+    gc = m["gc"]["invocations"]
+    programs = m["flash"]["programs"]["total"]
+    written = m["host"]["pages_written"]
+    elapsed = m.get("simulated_time_ns") or 0
+    fill_gc = 0
+    if fill:
+        ts = m["time_series"]
+        fill_gc = ts["gc_invocations"][0]
+        gc -= fill_gc
+        programs -= ts["flash_programs"][0]
+        written -= ts["host_pages_written"][0]
+        elapsed -= ts["time_ns"][0]
+        requests -= fill
     return {
-        "iops": m.get("iops") or 0.0,
-        "gc": m["gc"]["invocations"],
-        "gc_pages_moved": m["gc"]["pages_moved"],
-        "waf": m["waf"] or 0.0,
+        "iops": requests / (elapsed / 1e9) if elapsed else 0.0,
+        "gc": gc,
+        "fill_gc": fill_gc,
+        "waf": programs / written if written else 0.0,
         "read_p99_us": read.get("p99_ns", 0) / 1000.0,
         "read_p999_us": read.get("p999_ns", 0) / 1000.0,
-        "read_cdf": read.get("cdf", []),
         "scheme": m["scheme"],
     }
 
@@ -184,14 +205,16 @@ def _memory(out_dir: Path) -> tuple[str, list[list[Any]]]:
         for scheme in ("hpftl", "slimftl"):
             counters = _simulate(scheme, trace, ["replay.timing=false"])["scheme"]
             thesis = THESIS_MEMORY[scheme]
-            rows.append([
-                scheme,
-                counters["primary_vs_page_table"],
-                counters.get("secondary_vs_page_table"),
-                counters.get("vbt_vs_page_table"),
-                counters["mapping_vs_page_table"],
-                thesis["total"],
-            ])
+            rows.append(
+                [
+                    scheme,
+                    counters["primary_vs_page_table"],
+                    counters.get("secondary_vs_page_table"),
+                    counters.get("vbt_vs_page_table"),
+                    counters["mapping_vs_page_table"],
+                    thesis["total"],
+                ]
+            )
     header = ["scheme", "primary", "secondary", "vbt", "total", "thesis total"]
     return _save(out_dir, "memory", header, rows), rows
 
@@ -208,12 +231,13 @@ def run(out_dir: Path, quick: bool) -> None:
 
     results: dict[str, dict[str, dict[str, Any]]] = {}
     with tempfile.TemporaryDirectory() as tmp:
-        workloads: dict[str, tuple[Path, list[str]]] = {}
+        workloads: dict[str, tuple[Path, list[str], int]] = {}
+        fill = -(-pages // 128)
         for name, generator in SYNTHETIC.items():
             path = Path(tmp) / f"{name}.trace"
             rng = random.Random(rng_seed)
             _write_trace(path, _chain(_fill(pages), generator(pages, writes, rng)))
-            workloads[name] = (path, sets)
+            workloads[name] = (path, sets, fill)
         shared = shared_dir()
         real = [
             "ssdsim_hust_financial1/example.ascii",
@@ -233,60 +257,90 @@ def run(out_dir: Path, quick: bool) -> None:
                 path = Path(tmp) / f"{name}.trace"
                 body = _real_trace(source, small_pages, (2 if quick else 4) * small_pages)
                 _write_trace(path, _chain(_fill(small_pages), body))
-                workloads[name] = (path, SMALL_DEVICE + CLOSED_LOOP)
-        for name, (path, wl_sets) in workloads.items():
-            results[name] = {s: _simulate(s, path, wl_sets) for s in SCHEMES}
+                workloads[name] = (path, SMALL_DEVICE + CLOSED_LOOP, -(-small_pages // 128))
+        for name, (path, wl_sets, wl_fill) in workloads.items():
+            results[name] = {s: _simulate(s, path, wl_sets, wl_fill) for s in SCHEMES}
 
         # GC count as the LPA shift grows, on the sequential workload.
-        seq_path, _ = workloads["sequential"]
+        seq_path, _, _ = workloads["sequential"]
         shift_rows = []
         page_gc = results["sequential"]["page"]["gc"]
         for shift in range(0, 9):
-            r = _simulate("slimftl", seq_path, sets + [f"slimftl.lpa_shift={shift}"])
-            shift_rows.append([
-                shift,
-                2**shift,
-                r["gc"],
-                r["gc"] / page_gc if page_gc else None,
-                THESIS_SHIFT_GC.get(shift),
-            ])
+            r = _simulate("slimftl", seq_path, sets + [f"slimftl.lpa_shift={shift}"], fill)
+            shift_rows.append(
+                [
+                    shift,
+                    2**shift,
+                    r["gc"],
+                    r["gc"] / page_gc if page_gc else None,
+                    THESIS_SHIFT_GC.get(shift),
+                ]
+            )
 
         tail_rows: list[list[Any]] = []
         if "sftl" in [n for n, _ in ftlab.schemes()]:
-            path, wl_sets = workloads["random"]
+            path, wl_sets, wl_fill = workloads["random"]
             for scheme in ("sftl", "slimftl"):
-                r = _simulate(scheme, path, wl_sets)
+                r = _simulate(scheme, path, wl_sets, wl_fill)
                 tail_rows.append([scheme, r["read_p99_us"], r["read_p999_us"]])
         else:
-            notes.append("S-FTL (`sftl`) is not in this build: the tail-latency comparison is skipped")
+            notes.append(
+                "S-FTL (`sftl`) is not in this build: the tail-latency comparison is skipped"
+            )
 
     rows = []
     for name, per in results.items():
         page = per["page"]
         for scheme in SCHEMES:
             r = per[scheme]
-            rows.append([
-                name,
-                scheme,
-                r["iops"] / page["iops"] if page["iops"] else None,
-                r["gc"] / page["gc"] if page["gc"] else None,
-                r["waf"],
-                r["iops"],
-                r["gc"],
-                r["scheme"].get("hash_collisions"),
-                r["scheme"].get("reclaims"),
-                r["scheme"].get("shared_block_writes"),
-            ])
-    header = ["workload", "scheme", "IOPS / PFTL", "GCs / PFTL", "WAF", "IOPS", "GCs",
-              "collisions", "reclaims", "shared writes"]
-    texts.append(("IOPS, GC count and WAF (closed loop, queue depth 32)",
-                  _save(out_dir, "workloads", header, rows)))
+            rows.append(
+                [
+                    name,
+                    scheme,
+                    r["iops"] / page["iops"] if page["iops"] else None,
+                    r["gc"] / page["gc"] if page["gc"] else None,
+                    r["waf"],
+                    r["iops"],
+                    r["gc"],
+                    r["fill_gc"],
+                    r["scheme"].get("hash_collisions"),
+                    r["scheme"].get("reclaims"),
+                    r["scheme"].get("shared_block_writes"),
+                ]
+            )
+    header = [
+        "workload",
+        "scheme",
+        "IOPS / PFTL",
+        "GCs / PFTL",
+        "WAF",
+        "IOPS",
+        "GCs",
+        "GCs in fill",
+        "collisions",
+        "reclaims",
+        "shared writes",
+    ]
+    texts.append(
+        (
+            "IOPS, GC count and WAF (closed loop, queue depth 32)",
+            _save(out_dir, "workloads", header, rows),
+        )
+    )
     header = ["lpa_shift", "sequentiality (pages)", "GCs", "GCs / PFTL", "thesis"]
-    texts.append(("SlimFTL GC count as the sequentiality grows (sequential workload)",
-                  _save(out_dir, "lpa_shift", header, shift_rows)))
+    texts.append(
+        (
+            "SlimFTL GC count as the sequentiality grows (sequential workload)",
+            _save(out_dir, "lpa_shift", header, shift_rows),
+        )
+    )
     if tail_rows:
-        texts.append(("Read tail latency on the random workload (us)",
-                      _save(out_dir, "tail_latency", ["scheme", "p99", "p99.9"], tail_rows)))
+        texts.append(
+            (
+                "Read tail latency on the random workload (us)",
+                _save(out_dir, "tail_latency", ["scheme", "p99", "p99.9"], tail_rows),
+            )
+        )
     _plots(out_dir, memory_rows, rows, shift_rows)
     for title, text in texts:
         print(f"\n{title}\n{text}")
@@ -300,8 +354,9 @@ def _chain(*parts: Iterator[Request]) -> Iterator[Request]:
         yield from part
 
 
-def _plots(out_dir: Path, memory_rows: list[list[Any]], rows: list[list[Any]],
-           shift_rows: list[list[Any]]) -> None:
+def _plots(
+    out_dir: Path, memory_rows: list[list[Any]], rows: list[list[Any]], shift_rows: list[list[Any]]
+) -> None:
     try:
         import matplotlib
 
@@ -330,13 +385,18 @@ def _plots(out_dir: Path, memory_rows: list[list[Any]], rows: list[list[Any]],
     save(fig, "memory")
 
     workloads = list(dict.fromkeys(r[0] for r in rows))
-    for column, label, name in ((2, "IOPS / PFTL", "iops"), (3, "GCs / PFTL", "gc"),
-                                (4, "WAF", "waf")):
+    for column, label, name in (
+        (2, "IOPS / PFTL", "iops"),
+        (3, "GCs / PFTL", "gc"),
+        (4, "WAF", "waf"),
+    ):
         fig, ax = plt.subplots(figsize=(7, 3.5))
         width = 0.8 / len(SCHEMES)
         for i, scheme in enumerate(SCHEMES):
-            values = [next((r[column] or 0.0) for r in rows if r[0] == w and r[1] == scheme)
-                      for w in workloads]
+            values = [
+                next((r[column] or 0.0) for r in rows if r[0] == w and r[1] == scheme)
+                for w in workloads
+            ]
             ax.bar([x + i * width for x in range(len(workloads))], values, width, label=scheme)
         ax.set_xticks([x + width for x in range(len(workloads))], workloads)
         ax.set_ylabel(label)
@@ -344,10 +404,12 @@ def _plots(out_dir: Path, memory_rows: list[list[Any]], rows: list[list[Any]],
         save(fig, name)
 
     fig, ax = plt.subplots(figsize=(5, 3.5))
-    ax.plot([r[1] for r in shift_rows[1:]], [r[3] for r in shift_rows[1:]], marker="o",
-            label="ftlab")
-    ax.scatter([2, 256], [THESIS_SHIFT_GC[1], THESIS_SHIFT_GC[8]], color="black", zorder=3,
-               label="thesis")
+    ax.plot(
+        [r[1] for r in shift_rows[1:]], [r[3] for r in shift_rows[1:]], marker="o", label="ftlab"
+    )
+    ax.scatter(
+        [2, 256], [THESIS_SHIFT_GC[1], THESIS_SHIFT_GC[8]], color="black", zorder=3, label="thesis"
+    )
     ax.axhline(1.0, color="grey", linestyle="--", linewidth=1)
     ax.set_xscale("log", base=2)
     ax.set_xlabel("sequentiality (pages, 2^lpa_shift)")

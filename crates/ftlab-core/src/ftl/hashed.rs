@@ -5,7 +5,8 @@
 //!
 //! Choices where the thesis is silent: the md5 input is the (shifted) logical page address
 //! as 8 little-endian bytes; the digest is read as a big-endian 128-bit number; the HID-th
-//! hash is the low 64 bits of `digest >> HID`, modulo the number of (virtual) blocks.
+//! hash is the low 32 bits of `digest >> HID`, modulo the number of (virtual) blocks
+//! (computed by multiplication, Lemire's "fastmod": the divisor is fixed per run).
 
 use crate::config::Layout;
 use crate::error::{Error, Result};
@@ -17,17 +18,21 @@ use md5::{Digest, Md5};
 #[derive(Clone, Debug)]
 pub struct Md5Hasher {
     lpa_shift: u32,
-    modulus: u64,
+    modulus: u32,
+    /// ceil(2^64 / modulus), for the remainder by multiplication.
+    inverse: u64,
     cached_key: u64,
     cached: u128,
 }
 
 impl Md5Hasher {
-    /// Hashes onto `modulus` (physical or virtual) blocks.
+    /// Hashes onto `modulus` (physical or virtual) blocks, at least 2.
     pub fn new(lpa_shift: u32, modulus: u32) -> Self {
+        debug_assert!(modulus >= 2);
         Md5Hasher {
             lpa_shift,
-            modulus: modulus as u64,
+            modulus,
+            inverse: (u64::MAX / modulus as u64).wrapping_add(1),
             cached_key: u64::MAX,
             cached: 0,
         }
@@ -47,7 +52,9 @@ impl Md5Hasher {
     /// The block chosen by hash function `hid` (1-based) for a digest.
     #[inline]
     pub fn target(&self, digest: u128, hid: u32) -> u32 {
-        (((digest >> hid) as u64) % self.modulus) as u32
+        let x = (digest >> hid) as u32;
+        let fraction = self.inverse.wrapping_mul(x as u64);
+        ((fraction as u128 * self.modulus as u128) >> 64) as u32
     }
 }
 
@@ -139,4 +146,37 @@ pub fn bookkeeping_memory(layout: &Layout, out: &mut MemoryBreakdown) {
 /// The page-level table the thesis normalises to: 4 bytes per logical page.
 pub fn page_table_bytes(layout: &Layout) -> u64 {
     layout.logical_pages * 4
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn target_is_the_remainder_of_the_shifted_digest() {
+        for modulus in [2u32, 3, 7, 320, 4064, 9008, 9016, 1 << 20, u32::MAX / 2 + 7] {
+            let mut h = Md5Hasher::new(0, modulus);
+            for lpa in [0u32, 1, 77, 123_456, u32::MAX] {
+                let d = h.digest(lpa);
+                for hid in 1..=63 {
+                    let expected = ((d >> hid) as u32) % modulus;
+                    assert_eq!(h.target(d, hid), expected, "{modulus} {lpa} {hid}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn shifted_addresses_share_a_digest() {
+        let mut h = Md5Hasher::new(8, 1000);
+        let a = h.digest(256);
+        assert_eq!(h.digest(511), a);
+        assert_ne!(h.digest(512), a);
+        // md5 of 1u64 as little-endian bytes, read big-endian.
+        let mut plain = Md5Hasher::new(0, 1000);
+        assert_eq!(
+            plain.digest(1),
+            u128::from_be_bytes(Md5::digest(1u64.to_le_bytes()).into())
+        );
+    }
 }

@@ -104,8 +104,10 @@ pub struct HpFtl {
     candidates: Vec<Vec<u32>>,
     candidate_entries: u64,
     compact_at: u64,
-    /// Per logical page: the last candidate list compaction saw it in.
-    compaction_marks: Vec<u32>,
+    /// Per logical page: the last candidate list a compaction saw it in (compaction
+    /// number x blocks + block).
+    compaction_marks: Vec<u64>,
+    compactions: u64,
     role: Vec<Role>,
     pool: FreeBlocks,
     next_unit: u32,
@@ -175,7 +177,8 @@ impl HpFtl {
             reclaim_at: capacity - ppb,
             candidates: vec![Vec::new(); layout.total_blocks as usize],
             candidate_entries: 0,
-            compaction_marks: vec![NONE; layout.logical_pages as usize],
+            compaction_marks: vec![u64::MAX; layout.logical_pages as usize],
+            compactions: 0,
             compact_at: 2 * hash_functions as u64 * capacity,
             role,
             pool,
@@ -272,8 +275,10 @@ impl HpFtl {
         let secondary = &self.secondary;
         let seen = &mut self.compaction_marks;
         let mut total = 0;
+        let base = self.compactions * self.layout.total_blocks as u64;
+        self.compactions += 1;
         for (block, list) in self.candidates.iter_mut().enumerate() {
-            let mark = block as u32;
+            let mark = base + block as u64;
             list.retain(|&lpa| {
                 let keep = secondary[lpa as usize] != NONE && seen[lpa as usize] != mark;
                 seen[lpa as usize] = mark;
