@@ -374,6 +374,13 @@ impl Flash {
         self.request_done
     }
 
+    /// The earliest time the next operation of the current request may start (its arrival,
+    /// or the completion of what it waited for with [`Flash::chain`]).
+    #[inline]
+    pub fn cursor(&self) -> u64 {
+        self.cursor
+    }
+
     /// Makes later operations of this request wait for everything issued so far (a data
     /// read after the translation read that located it; a write after the GC it waited for).
     #[inline]

@@ -162,6 +162,8 @@ impl<F: Ftl> Simulator<F> {
             self.first_arrival.get_or_insert(arrival);
             self.flash.begin_request(arrival);
         }
+        self.ftl
+            .begin_request(first as u32, (last - first) as u32, req.op);
         match req.op {
             Op::Read => {
                 self.host.read_requests += 1;

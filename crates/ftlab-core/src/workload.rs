@@ -21,6 +21,10 @@ pub enum Kind {
     Zipf,
     /// `hot_access_fraction` of the requests go to `hot_space_fraction` of the pages.
     Hotcold,
+    /// fio's Pareto distribution: page rank `(n - 1) x u^(ln h / ln(1 - h))` for uniform
+    /// `u`, so a share `1 - h` of the requests goes to a share `h` of the pages
+    /// (`pareto_h` 0.2: the 80/20 rule), scattered over the working set like `zipf`.
+    Pareto,
 }
 
 /// The `[workload]` section.
@@ -47,6 +51,18 @@ pub struct WorkloadConfig {
     pub zipf_theta: f64,
     pub hot_space_fraction: f64,
     pub hot_access_fraction: f64,
+    /// `pareto`: fio's `h` (share of the pages that gets a share `1 - h` of the requests).
+    pub pareto_h: f64,
+    /// Journaling (ext4 `data=journal`): each write is preceded by a write of the same data
+    /// plus `journal_metadata_bytes` (descriptor and commit blocks) at the head of a
+    /// circular journal of `journal_bytes` starting at `journal_offset_bytes`; 0 disables.
+    /// The journal must lie outside the working set.
+    #[serde(with = "units::bytes")]
+    pub journal_bytes: u64,
+    #[serde(with = "units::bytes")]
+    pub journal_offset_bytes: u64,
+    #[serde(with = "units::bytes")]
+    pub journal_metadata_bytes: u64,
     /// Share of requests (for the random kinds) that continue a sequential stream
     /// instead, as in the standard benchmark trace.
     pub sequential_fraction: f64,
@@ -72,6 +88,10 @@ impl Default for WorkloadConfig {
             zipf_theta: 0.99,
             hot_space_fraction: 0.2,
             hot_access_fraction: 0.8,
+            pareto_h: 0.2,
+            journal_bytes: 0,
+            journal_offset_bytes: 0,
+            journal_metadata_bytes: 8192,
             sequential_fraction: 0.0,
             sequential_run_requests: 256,
             // 1,000 requests per second: a load the small default device sustains, so
@@ -116,6 +136,15 @@ impl WorkloadConfig {
             return Err(Error::config(
                 "workload.hot_space_fraction",
                 "a hot/cold workload needs a hot share strictly between 0 and 1",
+            ));
+        }
+        if !(self.pareto_h > 0.0 && self.pareto_h < 1.0) {
+            return Err(Error::config(
+                "workload.pareto_h",
+                format!(
+                    "{} is not a fraction strictly between 0 and 1",
+                    self.pareto_h
+                ),
             ));
         }
         if !(self.zipf_theta.is_finite() && self.zipf_theta > 0.0) {
@@ -189,6 +218,12 @@ pub struct Workload {
     time_ns: f64,
     seq_next_page: u64,
     seq_left: u64,
+    /// `pareto`: the exponent ln h / ln(1 - h).
+    pareto_exponent: f64,
+    /// Journaling: the next journal write's offset within the journal, and the data write
+    /// that follows the journal write just issued.
+    journal_head: u64,
+    pending: Option<Request>,
 }
 
 /// Builds the workload for a logical space of `logical_bytes` in pages of `page_size`.
@@ -239,6 +274,43 @@ pub fn generate(cfg: &WorkloadConfig, logical_bytes: u64, page_size: u32) -> Res
         ),
         _ => None,
     };
+    if cfg.journal_bytes > 0 {
+        let (start, end) = (
+            cfg.journal_offset_bytes,
+            cfg.journal_offset_bytes + cfg.journal_bytes,
+        );
+        let set_end = cfg.start_offset_bytes + pages * page_size;
+        if !start.is_multiple_of(page_size) || end > logical_bytes {
+            return Err(Error::config(
+                "workload.journal_offset_bytes",
+                format!(
+                    "the journal [{start}, {end}) must start on a page boundary and lie inside the \
+                     {logical_bytes}-byte logical space"
+                ),
+            ));
+        }
+        if start < set_end && cfg.start_offset_bytes < end {
+            return Err(Error::config(
+                "workload.journal_offset_bytes",
+                format!(
+                    "the journal [{start}, {end}) overlaps the working set [{}, {set_end}); \
+                     move the working set with workload.start_offset_bytes",
+                    cfg.start_offset_bytes
+                ),
+            ));
+        }
+        let record = largest + cfg.journal_metadata_bytes;
+        if record > cfg.journal_bytes {
+            return Err(Error::config(
+                "workload.journal_bytes",
+                format!(
+                    "{} bytes cannot hold a journal record of {record} bytes (the largest request \
+                     plus workload.journal_metadata_bytes)",
+                    cfg.journal_bytes
+                ),
+            ));
+        }
+    }
     let total: f64 = cfg.request_size_weights.iter().sum();
     let mut acc = 0.0;
     let size_cdf = cfg
@@ -267,6 +339,9 @@ pub fn generate(cfg: &WorkloadConfig, logical_bytes: u64, page_size: u32) -> Res
         time_ns: 0.0,
         seq_next_page,
         seq_left: cfg.sequential_run_requests,
+        pareto_exponent: cfg.pareto_h.ln() / (1.0 - cfg.pareto_h).ln(),
+        journal_head: 0,
+        pending: None,
     })
 }
 
@@ -333,6 +408,11 @@ impl Workload {
                     .sample(&mut self.rng);
                 ((rank as u128 * self.scatter as u128) % self.pages as u128) as u64
             }
+            Kind::Pareto => {
+                let u = self.rng.unit_f64();
+                let rank = ((self.pages - 1) as f64 * u.powf(self.pareto_exponent)) as u64;
+                ((rank as u128 * self.scatter as u128) % self.pages as u128) as u64
+            }
             Kind::Hotcold => {
                 let hot = ((self.pages as f64 * self.cfg.hot_space_fraction) as u64)
                     .clamp(1, self.pages - 1);
@@ -354,6 +434,9 @@ impl Iterator for Workload {
             return None;
         }
         self.issued += 1;
+        if let Some(data) = self.pending.take() {
+            return Some(Ok(data));
+        }
         if self.cfg.interarrival_ns > 0 {
             self.time_ns += self.rng.exponential(self.cfg.interarrival_ns as f64);
         }
@@ -376,12 +459,28 @@ impl Iterator for Workload {
         } else {
             Op::Write
         };
-        Some(Ok(Request {
+        let request = Request {
             time_ns: self.time_ns as u64,
             offset_bytes: self.base + page * self.page_size,
             len_bytes: size as u32,
             op,
-        }))
+        };
+        if op == Op::Write && self.cfg.journal_bytes > 0 {
+            // The transaction goes to the journal first; the data follows (checkpoint).
+            let len = size + self.cfg.journal_metadata_bytes;
+            if self.journal_head + len > self.cfg.journal_bytes {
+                self.journal_head = 0;
+            }
+            let journal = Request {
+                offset_bytes: self.cfg.journal_offset_bytes + self.journal_head,
+                len_bytes: len as u32,
+                ..request
+            };
+            self.journal_head += len.div_ceil(self.page_size) * self.page_size;
+            self.pending = Some(request);
+            return Some(Ok(journal));
+        }
+        Some(Ok(request))
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {
@@ -403,6 +502,14 @@ pub fn builtin_names() -> &'static [(&'static str, &'static str)] {
         ("zipf", "Zipf (theta 0.99) 4 KiB requests, 30% reads"),
         ("hotcold", "80% of 4 KiB requests to 20% of the pages, 30% reads, 5% trims"),
         ("read-heavy", "Zipf (theta 0.8) 4-16 KiB requests, 90% reads"),
+        (
+            "pareto",
+            "fio random writes with random_distribution=pareto:0.2 (80% of writes to 20% of the pages), 4 KiB",
+        ),
+        (
+            "journal",
+            "ext4 data=journal: Pareto 4 KiB data writes (30% reads), each write preceded by its journal record in an 8 MiB circular journal at offset 0",
+        ),
     ]
 }
 
@@ -453,6 +560,19 @@ pub fn builtin(name: &str) -> Option<WorkloadConfig> {
             zipf_theta: 0.8,
             request_sizes_bytes: vec![4096, 8192, 16384],
             request_size_weights: vec![0.5, 0.3, 0.2],
+            ..base
+        },
+        "pareto" => WorkloadConfig {
+            kind: Kind::Pareto,
+            requests: 200_000,
+            read_ratio: 0.0,
+            ..base
+        },
+        "journal" => WorkloadConfig {
+            kind: Kind::Pareto,
+            requests: 200_000,
+            journal_bytes: 8 << 20,
+            start_offset_bytes: 8 << 20,
             ..base
         },
         _ => return None,
@@ -552,6 +672,67 @@ mod tests {
             assert_eq!(r.offset_bytes, i as u64 * 4096);
         }
         assert!(reqs.windows(2).all(|w| w[0].time_ns <= w[1].time_ns));
+    }
+
+    #[test]
+    fn pareto_sends_most_requests_to_few_pages() {
+        let cfg = WorkloadConfig {
+            kind: Kind::Pareto,
+            requests: 20_000,
+            ..WorkloadConfig::default()
+        };
+        let mut counts = std::collections::BTreeMap::new();
+        for r in collect(&cfg) {
+            *counts.entry(r.offset_bytes).or_insert(0u64) += 1;
+        }
+        let mut by_count: Vec<u64> = counts.values().copied().collect();
+        by_count.sort_unstable_by(|a, b| b.cmp(a));
+        let pages = LOGICAL / 4096;
+        let top: u64 = by_count.iter().take((pages / 5) as usize).sum();
+        assert!(top as f64 / 20_000.0 > 0.78, "{top}");
+    }
+
+    #[test]
+    fn journal_writes_precede_each_data_write() {
+        let cfg = WorkloadConfig {
+            requests: 3000,
+            journal_bytes: 1 << 20,
+            start_offset_bytes: 1 << 20,
+            request_sizes_bytes: vec![4096, 16384],
+            request_size_weights: vec![1.0, 1.0],
+            ..WorkloadConfig::default()
+        };
+        let reqs = collect(&cfg);
+        assert_eq!(reqs.len(), 3000);
+        let mut i = 0;
+        let mut journal_writes = 0;
+        while i < reqs.len() {
+            let r = &reqs[i];
+            if r.offset_bytes < 1 << 20 {
+                assert_eq!(r.op, Op::Write);
+                assert!(r.offset_bytes + r.len_bytes as u64 <= 1 << 20);
+                if let Some(data) = reqs.get(i + 1) {
+                    assert_eq!(data.op, Op::Write);
+                    assert!(data.offset_bytes >= 1 << 20);
+                    assert_eq!(r.len_bytes, data.len_bytes + 8192);
+                }
+                journal_writes += 1;
+                i += 2;
+            } else {
+                assert_ne!(r.op, Op::Write, "a data write without its journal record");
+                i += 1;
+            }
+        }
+        assert!(journal_writes > 1000);
+        let overlapping = WorkloadConfig {
+            start_offset_bytes: 0,
+            ..cfg
+        };
+        let err = generate(&overlapping, LOGICAL, 4096)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(err.contains("workload.journal_offset_bytes"), "{err}");
     }
 
     #[test]

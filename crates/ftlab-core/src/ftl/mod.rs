@@ -7,14 +7,23 @@
 //! other. The simulation loop is generic over the scheme ([`Visitor`]), so each scheme
 //! gets its own monomorphised fast path.
 
+pub mod alloc;
+pub mod demand;
+pub mod dftl;
 pub mod hashed;
 pub mod hpftl;
+pub mod mapcache;
 pub mod page;
+pub mod selective;
+pub mod sftl;
 pub mod slimftl;
+pub mod tpftl;
+pub mod translation;
 
 use crate::config::{Config, Layout};
 use crate::error::{Error, Result};
 use crate::nand::{Flash, Oob};
+use crate::request::Op;
 use std::collections::BTreeMap;
 
 /// DRAM the scheme holds, by component, in bytes.
@@ -24,6 +33,11 @@ pub trait Ftl {
     /// Serves a read of logical page `lpa`: the OOB header of the flash page it read, or
     /// `None` if the page is unmapped (never written, or trimmed).
     fn read(&mut self, lpa: u32, flash: &mut Flash) -> Result<Option<Oob>>;
+
+    /// Announces a host request covering logical pages `first_lpa .. first_lpa + pages`
+    /// before its pages are served (schemes that prefetch by request extent use it).
+    #[inline]
+    fn begin_request(&mut self, _first_lpa: u32, _pages: u32, _op: Op) {}
 
     /// Writes logical page `lpa` with data identified by host write sequence number `seq`.
     fn write(&mut self, lpa: u32, seq: u32, flash: &mut Flash) -> Result<()>;
@@ -53,6 +67,22 @@ pub const SCHEMES: &[(&str, &str)] = &[
         "page-level FTL (PFTL): the whole L2P table in DRAM, greedy or cost-benefit GC",
     ),
     (
+        "dftl",
+        "DFTL (ASPLOS'09): page table on flash, cached entries (segmented LRU), batch write-back",
+    ),
+    (
+        "selective",
+        "selective mapping-table loading (IJASC'21, pblk): 64 KiB mapping blocks cached by hotness, host hints",
+    ),
+    (
+        "sftl",
+        "S-FTL (MSST'11): whole translation pages cached compressed (runs of sequential PPNs), dirty buffer",
+    ),
+    (
+        "tpftl",
+        "TPFTL (EuroSys'15): entries cached in translation-page nodes, two-level LRU, prefetching, clean-first",
+    ),
+    (
         "hpftl",
         "HPFTL (NAS'17): hashed page-level map (HID + page id per page), bounded secondary table with reclaim",
     ),
@@ -65,16 +95,20 @@ pub const SCHEMES: &[(&str, &str)] = &[
 /// Default configuration sections of the schemes that have one.
 pub fn scheme_defaults() -> BTreeMap<String, toml::Table> {
     let mut sections = BTreeMap::new();
-    let mut add = |name: &str, section: std::result::Result<toml::Table, toml::ser::Error>| {
-        sections.insert(
-            name.to_string(),
-            section.expect("a scheme section serialises"),
-        );
+    sections.insert("dftl".to_string(), dftl::defaults());
+    sections.insert("selective".to_string(), selective::defaults());
+    sections.insert("sftl".to_string(), sftl::defaults());
+    sections.insert("tpftl".to_string(), tpftl::defaults());
+    let section = |config: std::result::Result<toml::Table, toml::ser::Error>| {
+        config.expect("a scheme section serialises")
     };
-    add("hpftl", toml::Table::try_from(hpftl::HpConfig::default()));
-    add(
-        "slimftl",
-        toml::Table::try_from(slimftl::SlimConfig::default()),
+    sections.insert(
+        "hpftl".to_string(),
+        section(toml::Table::try_from(hpftl::HpConfig::default())),
+    );
+    sections.insert(
+        "slimftl".to_string(),
+        section(toml::Table::try_from(slimftl::SlimConfig::default())),
     );
     sections
 }
@@ -97,6 +131,22 @@ pub fn build<V: Visitor>(
         "page" => {
             let flash = Flash::new(cfg, layout, 0, timed)?;
             Ok(visitor.visit(page::PageFtl::new(cfg, layout), flash))
+        }
+        "dftl" => {
+            let flash = Flash::new(cfg, layout, 0, timed)?;
+            Ok(visitor.visit(dftl::Dftl::new(cfg, layout)?, flash))
+        }
+        "selective" => {
+            let flash = Flash::new(cfg, layout, 0, timed)?;
+            Ok(visitor.visit(selective::Selective::new(cfg, layout)?, flash))
+        }
+        "sftl" => {
+            let flash = Flash::new(cfg, layout, 0, timed)?;
+            Ok(visitor.visit(sftl::Sftl::new(cfg, layout)?, flash))
+        }
+        "tpftl" => {
+            let flash = Flash::new(cfg, layout, 0, timed)?;
+            Ok(visitor.visit(tpftl::Tpftl::new(cfg, layout)?, flash))
         }
         "hpftl" => {
             let ftl = hpftl::HpFtl::new(cfg, layout)?;

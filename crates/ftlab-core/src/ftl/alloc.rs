@@ -1,0 +1,306 @@
+//! Out-of-place page allocation with per-unit garbage collection, shared by every scheme
+//! that maps pages individually (the page-level FTL and the demand-cached schemes).
+//!
+//! Each parallel unit keeps an open block per stream: host data, GC data (relocated
+//! pages, kept apart from host writes) and, for schemes that store their map on flash,
+//! translation pages, which live in their own blocks. Host and translation writes go to
+//! the units in round-robin order (channel first), each stream with its own cursor, so
+//! consecutive writes spread over channels and dies. A unit opening a block with fewer free
+//! blocks than `gc.threshold` reclaims one victim, and at or below `gc.hard_threshold`
+//! reclaims until it is above again (FTL-algorithms spec section 2). Victims are chosen by
+//! `gc.policy` among data and translation blocks alike. One free block per unit is
+//! reserved for relocation, so GC always has somewhere to go.
+//!
+//! GC does not know the scheme's map. It relocates valid pages and records every move
+//! ([`PageAllocator::take_moves`]); the scheme applies them to its map before the next
+//! lookup. Data pages move to the unit's GC block; translation pages move to the unit's
+//! translation block, and the translation store updates its directory.
+
+use crate::blocks::{select_victim, FreeBlocks};
+use crate::config::{Config, Layout, VictimPolicy};
+use crate::error::{Error, Result};
+use crate::ftl::MemoryBreakdown;
+use crate::nand::{Cause, Flash, Ppn, NONE};
+
+/// An open block and the next page to program in it.
+#[derive(Clone, Copy, Debug)]
+struct OpenBlock {
+    block: u32,
+    next: u32,
+}
+
+impl OpenBlock {
+    const CLOSED: OpenBlock = OpenBlock {
+        block: NONE,
+        next: 0,
+    };
+}
+
+/// What a block holds (kept only when translation pages are stored).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum BlockKind {
+    Data,
+    Translation,
+}
+
+/// A valid page relocated by garbage collection.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Move {
+    /// The OOB's logical page address (data) or translation-page number (translation).
+    pub key: u32,
+    pub from: Ppn,
+    pub to: Ppn,
+}
+
+const HOST: usize = 0;
+const GC: usize = 1;
+const MAP: usize = 2;
+
+/// Free blocks a unit keeps for garbage collection: host and translation writes never take
+/// the last one, so relocation always has somewhere to go.
+pub const GC_RESERVE_BLOCKS: usize = 1;
+
+/// Free-block counts for the GC thresholds of one unit: the hard threshold is at least the
+/// reserve, the soft one above it.
+pub fn gc_thresholds(cfg: &Config, layout: &Layout) -> (usize, usize) {
+    let blocks = layout.blocks_per_unit as f64;
+    let hard = ((cfg.gc.hard_threshold * blocks).ceil() as usize).max(GC_RESERVE_BLOCKS);
+    let soft = ((cfg.gc.threshold * blocks).ceil() as usize).max(hard + 1);
+    (soft, hard)
+}
+
+pub struct PageAllocator {
+    layout: Layout,
+    free: FreeBlocks,
+    /// Open blocks by stream (host, GC, translation) and unit.
+    open: [Vec<OpenBlock>; 3],
+    /// Round-robin cursors of the host and translation streams.
+    next_unit: [u32; 3],
+    /// Per block: data or translation (empty when the scheme stores no translation pages).
+    kind: Vec<BlockKind>,
+    policy: VictimPolicy,
+    soft_free_blocks: usize,
+    hard_free_blocks: usize,
+    moved_data: Vec<Move>,
+    moved_translation: Vec<Move>,
+    /// Translation pages relocated by GC, in total.
+    pub translation_pages_moved: u64,
+}
+
+impl PageAllocator {
+    /// An allocator over a fresh device; `translation` enables the translation stream.
+    pub fn new(cfg: &Config, layout: &Layout, translation: bool) -> Self {
+        let (soft_free_blocks, hard_free_blocks) = gc_thresholds(cfg, layout);
+        let units = layout.units as usize;
+        PageAllocator {
+            layout: *layout,
+            free: FreeBlocks::all(layout),
+            open: std::array::from_fn(|_| vec![OpenBlock::CLOSED; units]),
+            next_unit: [0; 3],
+            kind: if translation {
+                vec![BlockKind::Data; layout.total_blocks as usize]
+            } else {
+                Vec::new()
+            },
+            policy: cfg.gc.policy,
+            soft_free_blocks,
+            hard_free_blocks,
+            moved_data: Vec::new(),
+            moved_translation: Vec::new(),
+            translation_pages_moved: 0,
+        }
+    }
+
+    /// Spare blocks per unit a scheme needs beyond its logical data: one open block per
+    /// stream plus the GC reserve.
+    pub fn spare_blocks_per_unit(translation: bool) -> u64 {
+        2 + translation as u64 + GC_RESERVE_BLOCKS as u64
+    }
+
+    pub fn layout(&self) -> &Layout {
+        &self.layout
+    }
+
+    /// The next free page for a host data write.
+    #[inline]
+    pub fn host_page(&mut self, flash: &mut Flash) -> Result<Ppn> {
+        self.stream_page(HOST, flash)
+    }
+
+    /// The next free page for a translation page (a translation store only).
+    pub fn translation_page(&mut self, flash: &mut Flash) -> Result<Ppn> {
+        debug_assert!(!self.kind.is_empty(), "translation stream not enabled");
+        self.stream_page(MAP, flash)
+    }
+
+    /// Data pages relocated by GC since the last call, in the order they moved. The caller
+    /// hands the vector back with [`PageAllocator::recycle_moves`] to keep its capacity.
+    #[inline]
+    pub fn take_moves(&mut self) -> Vec<Move> {
+        std::mem::take(&mut self.moved_data)
+    }
+
+    /// Whether GC moved data pages that the scheme has not taken yet.
+    #[inline]
+    pub fn has_moves(&self) -> bool {
+        !self.moved_data.is_empty()
+    }
+
+    /// Returns a drained move vector so that its allocation is reused.
+    #[inline]
+    pub fn recycle_moves(&mut self, mut moves: Vec<Move>) {
+        if self.moved_data.is_empty() {
+            moves.clear();
+            self.moved_data = moves;
+        }
+    }
+
+    /// Translation pages relocated by GC since the last call (for the translation store).
+    pub(crate) fn drain_translation_moves(&mut self) -> std::vec::Drain<'_, Move> {
+        self.moved_translation.drain(..)
+    }
+
+    /// Round-robin over the units, each tried once.
+    fn stream_page(&mut self, stream: usize, flash: &mut Flash) -> Result<Ppn> {
+        for _ in 0..self.layout.units {
+            let unit = self.next_unit[stream];
+            self.next_unit[stream] = (unit + 1) % self.layout.units;
+            if let Some(ppn) = self.unit_page(stream, unit, flash)? {
+                return Ok(ppn);
+            }
+        }
+        Err(Error::DeviceFull {
+            message: "every parallel unit is out of free blocks and holds no block with an invalid page; \
+                      the logical data fills the device (raise ftl.over_provisioning)"
+                .into(),
+        })
+    }
+
+    #[inline]
+    fn next_in_open(&mut self, stream: usize, unit: u32) -> Option<Ppn> {
+        let open = &mut self.open[stream][unit as usize];
+        if open.block != NONE && open.next < self.layout.pages_per_block {
+            let ppn = open.block * self.layout.pages_per_block + open.next;
+            open.next += 1;
+            return Some(ppn);
+        }
+        None
+    }
+
+    fn unit_page(&mut self, stream: usize, unit: u32, flash: &mut Flash) -> Result<Option<Ppn>> {
+        if let Some(ppn) = self.next_in_open(stream, unit) {
+            return Ok(Some(ppn));
+        }
+        self.open[stream][unit as usize] = OpenBlock::CLOSED;
+        if self.free.count(unit) < self.soft_free_blocks {
+            self.reclaim(unit, flash)?;
+        }
+        while self.free.count(unit) <= self.hard_free_blocks {
+            if !self.reclaim(unit, flash)? {
+                break;
+            }
+        }
+        // Writes after foreground GC wait for it.
+        flash.chain();
+        // GC may have opened the unit's translation block for relocated translation pages.
+        if let Some(ppn) = self.next_in_open(stream, unit) {
+            return Ok(Some(ppn));
+        }
+        if self.free.count(unit) <= GC_RESERVE_BLOCKS {
+            return Ok(None);
+        }
+        let Some(block) = self.free.pop(unit) else {
+            return Ok(None);
+        };
+        self.set_kind(block, stream);
+        self.open[stream][unit as usize] = OpenBlock { block, next: 1 };
+        Ok(Some(flash.first_page(block)))
+    }
+
+    #[inline]
+    fn set_kind(&mut self, block: u32, stream: usize) {
+        if let Some(k) = self.kind.get_mut(block as usize) {
+            *k = if stream == MAP {
+                BlockKind::Translation
+            } else {
+                BlockKind::Data
+            };
+        }
+    }
+
+    /// The next page of the unit's GC or translation block during relocation, opening a free
+    /// block (the reserve included) when it is full.
+    fn relocation_page(&mut self, stream: usize, unit: u32, flash: &Flash) -> Result<Ppn> {
+        if let Some(ppn) = self.next_in_open(stream, unit) {
+            return Ok(ppn);
+        }
+        let block = self.free.pop(unit).ok_or_else(|| Error::DeviceFull {
+            message: format!("parallel unit {unit} has no free block left for garbage collection"),
+        })?;
+        self.set_kind(block, stream);
+        self.open[stream][unit as usize] = OpenBlock { block, next: 1 };
+        Ok(flash.first_page(block))
+    }
+
+    /// Reclaims one victim block of `unit`; false if no block has an invalid page.
+    fn reclaim(&mut self, unit: u32, flash: &mut Flash) -> Result<bool> {
+        let u = unit as usize;
+        let exclude = [
+            self.open[HOST][u].block,
+            self.open[GC][u].block,
+            self.open[MAP][u].block,
+        ];
+        let Some(victim) = select_victim(flash, unit, self.policy, &exclude) else {
+            return Ok(false);
+        };
+        let translation = self.kind.get(victim as usize) == Some(&BlockKind::Translation);
+        let stream = if translation { MAP } else { GC };
+        let first = flash.first_page(victim);
+        let mut moved = 0;
+        for ppn in first..first + self.layout.pages_per_block {
+            if !flash.is_valid(ppn) {
+                continue;
+            }
+            let dst = self.relocation_page(stream, unit, flash)?;
+            let oob = flash.copy(ppn, dst, Cause::Gc)?;
+            flash.invalidate(ppn)?;
+            if translation {
+                self.moved_translation.push(Move {
+                    key: oob.seq,
+                    from: ppn,
+                    to: dst,
+                });
+            } else {
+                self.moved_data.push(Move {
+                    key: oob.lpa,
+                    from: ppn,
+                    to: dst,
+                });
+            }
+            moved += 1;
+        }
+        flash.chain();
+        flash.erase(victim, Cause::Gc)?;
+        self.free.push(&self.layout, victim);
+        flash.stats.gc_invocations += 1;
+        flash.stats.gc_pages_moved += moved;
+        if translation {
+            self.translation_pages_moved += moved;
+        }
+        Ok(true)
+    }
+
+    /// GC bookkeeping every out-of-place scheme holds in DRAM: a valid bitmap (1 bit per
+    /// physical page) and per-block counters (valid-page count and erase count, 4 bytes
+    /// each, plus a 4-byte last-modified stamp with cost-benefit).
+    pub fn memory(&self, out: &mut MemoryBreakdown) {
+        let layout = &self.layout;
+        out.push(("valid_bitmap", layout.physical_pages.div_ceil(8)));
+        let per_block = if self.policy == VictimPolicy::CostBenefit {
+            12
+        } else {
+            8
+        };
+        out.push(("block_counters", layout.total_blocks as u64 * per_block));
+    }
+}

@@ -1,0 +1,359 @@
+//! The page-level table kept on flash, for the demand-cached schemes (DFTL, S-FTL, TPFTL,
+//! selective mapping-table loading): the shared mechanism under their different caches.
+//!
+//! The whole logical-to-physical table lives in translation units on flash: a unit is
+//! `unit_pages` translation pages (one for DFTL, S-FTL and TPFTL; a 64 KiB mapping block
+//! for the selective scheme) holding `unit_pages x floor(page_size / E)` consecutive
+//! entries, E being the geometry's physical-address size. The [`TranslationStore`] places
+//! the pages (their own blocks, GC, the directory); this module keeps what they hold (the
+//! table as last written to flash, which is simulation state and not DRAM) and the
+//! accounting every scheme reports: lookups and hits, translation reads and writes by
+//! purpose, evictions, prefetches, and the time misses add to requests.
+//!
+//! A scheme reads a unit's entries only after paying for its read ([`OnFlashTable::fetch`]),
+//! and changes them only by writing the unit back ([`OnFlashTable::write_back`]) or by
+//! staging GC's relocations of pages whose entries it does not cache
+//! ([`OnFlashTable::stage_gc_update`], then [`OnFlashTable::commit_gc_updates`]: one read
+//! and one write per unit, DFTL's batch update). Translation operations are serial with
+//! the request that needs them: a data access waits for the translation read, a miss waits
+//! for the write-back of the dirty victim it evicts (as DFTL's cost model has it).
+
+use crate::config::{Config, Layout};
+use crate::error::Result;
+use crate::ftl::alloc::Move;
+use crate::ftl::translation::TranslationStore;
+use crate::ftl::MemoryBreakdown;
+use crate::nand::{Flash, Ppn, NONE};
+use std::ops::Range;
+
+/// Counters every demand-cached scheme reports.
+#[derive(Clone, Debug, Default)]
+pub struct DemandStats {
+    /// Translations asked of the mapping cache (one per page read, write or trim).
+    pub lookups: u64,
+    /// Of which found in the cache.
+    pub hits: u64,
+    /// Translation units read to serve misses (prefetching included).
+    pub miss_reads: u64,
+    /// Translation pages read / written to write dirty entries back.
+    pub writeback_reads: u64,
+    pub writeback_writes: u64,
+    /// Translation pages read / written to record GC's relocations of uncached entries.
+    pub gc_update_reads: u64,
+    pub gc_update_writes: u64,
+    /// Evictions that wrote mapping state back to flash / that did not.
+    pub dirty_evictions: u64,
+    pub clean_evictions: u64,
+    /// Entries loaded beyond the one missed.
+    pub prefetched_entries: u64,
+    /// Time the miss handling (victim write-back and translation read) delayed requests.
+    pub miss_delay_ns: u64,
+}
+
+pub struct OnFlashTable {
+    pub store: TranslationStore,
+    /// The table as stored in the translation pages (simulation state: what a read of a
+    /// translation page returns).
+    flash_table: Vec<Ppn>,
+    /// Translation pages per unit.
+    unit_pages: u32,
+    /// Entries per unit, and its reciprocal for division by multiplication (Lemire, Kaser
+    /// and Kurz 2019: exact for every 32-bit dividend and a divisor of at least 2).
+    unit_entries: u32,
+    unit_reciprocal: u64,
+    /// Bytes of a logical and of a physical page address.
+    pub lpa_bytes: u64,
+    pub ppa_bytes: u64,
+    timed: bool,
+    /// Units holding staged GC updates, and their marks.
+    staged: Vec<u32>,
+    staged_mark: Vec<bool>,
+    pub stats: DemandStats,
+}
+
+/// Bytes of an address of `count` distinct values (whole bytes, as MQSim sizes them).
+pub fn address_bytes(count: u64) -> u64 {
+    let bits = 64 - (count.max(2) - 1).leading_zeros() as u64;
+    bits.div_ceil(8)
+}
+
+impl OnFlashTable {
+    /// The table of a fresh device, in units of `unit_pages` translation pages.
+    pub fn new(cfg: &Config, layout: &Layout, unit_pages: u32) -> Result<Self> {
+        let ppa_bytes = layout.ppa_entry_bytes();
+        let per_page = (layout.page_size as u64 / ppa_bytes) as u32;
+        let unit_entries = per_page * unit_pages;
+        let units = layout.logical_pages.div_ceil(unit_entries as u64) as u32;
+        Ok(OnFlashTable {
+            store: TranslationStore::new(cfg, layout, units * unit_pages)?,
+            flash_table: vec![NONE; layout.logical_pages as usize],
+            unit_pages,
+            unit_entries,
+            unit_reciprocal: u64::MAX / unit_entries as u64 + 1,
+            lpa_bytes: address_bytes(layout.logical_pages),
+            ppa_bytes,
+            timed: cfg.replay.timing,
+            staged: Vec::new(),
+            staged_mark: vec![false; units as usize],
+            stats: DemandStats::default(),
+        })
+    }
+
+    /// Number of translation units.
+    #[inline]
+    pub fn units(&self) -> u32 {
+        self.staged_mark.len() as u32
+    }
+
+    /// Entries per translation unit.
+    #[inline]
+    pub fn unit_entries(&self) -> u32 {
+        self.unit_entries
+    }
+
+    #[inline]
+    pub fn unit_of(&self, lpa: u32) -> u32 {
+        ((self.unit_reciprocal as u128 * lpa as u128) >> 64) as u32
+    }
+
+    /// The logical pages unit `u` maps.
+    #[inline]
+    pub fn unit_range(&self, u: u32) -> Range<u32> {
+        let start = u * self.unit_entries;
+        let end = (start as u64 + self.unit_entries as u64).min(self.flash_table.len() as u64);
+        start..end as u32
+    }
+
+    /// Entry of `lpa` as stored on flash: only for a unit just fetched (or written back).
+    #[inline]
+    pub fn stored(&self, lpa: u32) -> Ppn {
+        self.flash_table[lpa as usize]
+    }
+
+    /// Entries of unit `u` as stored on flash: only for a unit just fetched.
+    #[inline]
+    pub fn stored_unit(&self, u: u32) -> &[Ppn] {
+        let r = self.unit_range(u);
+        &self.flash_table[r.start as usize..r.end as usize]
+    }
+
+    /// Whether unit `u` was ever written (a unit never written maps nothing, and the
+    /// directory says so without a flash read).
+    #[inline]
+    pub fn unit_exists(&self, u: u32) -> bool {
+        self.store.location(u * self.unit_pages).is_some()
+    }
+
+    /// Reads the pages of unit `u`, all issued at once (they sit on different parallel
+    /// units when the unit spans several pages); returns the number of pages read.
+    fn read_unit(&mut self, u: u32, flash: &mut Flash) -> Result<u64> {
+        let mut read = 0;
+        for p in 0..self.unit_pages {
+            read += self.store.read(u * self.unit_pages + p, flash)? as u64;
+        }
+        Ok(read)
+    }
+
+    /// Writes every page of unit `u` (striped over the parallel units by the allocator).
+    fn write_unit(&mut self, u: u32, flash: &mut Flash) -> Result<u64> {
+        for p in 0..self.unit_pages {
+            self.store.write(u * self.unit_pages + p, flash)?;
+        }
+        Ok(self.unit_pages as u64)
+    }
+
+    /// Starts timing miss handling.
+    #[inline]
+    pub fn miss_started(&self, flash: &Flash) -> u64 {
+        flash.cursor()
+    }
+
+    /// Ends timing miss handling started at `t0`.
+    #[inline]
+    pub fn miss_ended(&mut self, flash: &Flash, t0: u64) {
+        if self.timed {
+            self.stats.miss_delay_ns += flash.cursor().saturating_sub(t0);
+        }
+    }
+
+    /// Reads unit `u` to serve a miss; the request waits for it. Its entries are then
+    /// available through [`Self::stored`].
+    pub fn fetch(&mut self, u: u32, flash: &mut Flash) -> Result<()> {
+        self.stats.miss_reads += self.read_unit(u, flash)?;
+        flash.chain();
+        Ok(())
+    }
+
+    /// Writes unit `u` back with `update` applied to its entries. `read_first`: the cache
+    /// holds only some of the unit's entries, so the unit is read, merged and written
+    /// (read-modify-write); otherwise the cache holds the whole unit and only writes it.
+    /// GC triggered by the write may move data pages: settle them afterwards.
+    pub fn write_back(
+        &mut self,
+        u: u32,
+        read_first: bool,
+        flash: &mut Flash,
+        update: impl FnOnce(&mut [Ppn], u32),
+    ) -> Result<()> {
+        if read_first {
+            self.stats.writeback_reads += self.read_unit(u, flash)?;
+            flash.chain();
+        }
+        let r = self.unit_range(u);
+        update(
+            &mut self.flash_table[r.start as usize..r.end as usize],
+            r.start,
+        );
+        self.stats.writeback_writes += self.write_unit(u, flash)?;
+        flash.chain();
+        Ok(())
+    }
+
+    /// Records that GC moved the data page of `lpa`, whose entry the cache does not hold,
+    /// to `ppn`. The unit is rewritten by [`Self::commit_gc_updates`].
+    #[inline]
+    pub fn stage_gc_update(&mut self, lpa: u32, ppn: Ppn) {
+        self.flash_table[lpa as usize] = ppn;
+        let u = self.unit_of(lpa);
+        if !self.staged_mark[u as usize] {
+            self.staged_mark[u as usize] = true;
+            self.staged.push(u);
+        }
+    }
+
+    /// Rewrites every unit with staged GC updates: one read and one write each (DFTL's
+    /// batch update). GC triggered by the writes may move data pages again: settle them.
+    pub fn commit_gc_updates(&mut self, flash: &mut Flash) -> Result<()> {
+        let mut i = 0;
+        while i < self.staged.len() {
+            let u = self.staged[i];
+            self.staged_mark[u as usize] = false;
+            self.stats.gc_update_reads += self.read_unit(u, flash)?;
+            flash.chain();
+            self.stats.gc_update_writes += self.write_unit(u, flash)?;
+            flash.chain();
+            i += 1;
+        }
+        self.staged.clear();
+        Ok(())
+    }
+
+    /// The next free page for a host data write (GC may move data pages: settle them).
+    #[inline]
+    pub fn data_page(&mut self, flash: &mut Flash) -> Result<Ppn> {
+        self.store.data_page(flash)
+    }
+
+    #[inline]
+    pub fn has_moves(&self) -> bool {
+        self.store.has_moves()
+    }
+
+    #[inline]
+    pub fn take_moves(&mut self) -> Vec<Move> {
+        self.store.take_moves()
+    }
+
+    #[inline]
+    pub fn recycle_moves(&mut self, moves: Vec<Move>) {
+        self.store.recycle_moves(moves)
+    }
+
+    /// The directory and the GC bookkeeping.
+    pub fn memory(&self, out: &mut MemoryBreakdown) {
+        self.store.memory(out)
+    }
+
+    /// The counters every demand-cached scheme reports.
+    pub fn counters(&self, out: &mut Vec<(&'static str, f64)>) {
+        let s = &self.stats;
+        let misses = s.lookups - s.hits;
+        out.push(("cache_lookups", s.lookups as f64));
+        out.push(("cache_hits", s.hits as f64));
+        out.push(("cache_misses", misses as f64));
+        out.push((
+            "cache_hit_ratio",
+            if s.lookups == 0 {
+                0.0
+            } else {
+                s.hits as f64 / s.lookups as f64
+            },
+        ));
+        out.push(("translation_reads_miss", s.miss_reads as f64));
+        out.push(("translation_reads_writeback", s.writeback_reads as f64));
+        out.push(("translation_writes_writeback", s.writeback_writes as f64));
+        out.push(("translation_reads_gc_update", s.gc_update_reads as f64));
+        out.push(("translation_writes_gc_update", s.gc_update_writes as f64));
+        out.push((
+            "translation_pages_moved_by_gc",
+            self.store.pages_moved_by_gc() as f64,
+        ));
+        out.push(("dirty_evictions", s.dirty_evictions as f64));
+        out.push(("clean_evictions", s.clean_evictions as f64));
+        out.push(("prefetched_entries", s.prefetched_entries as f64));
+        if self.timed {
+            out.push(("miss_delay_ns_total", s.miss_delay_ns as f64));
+            out.push((
+                "miss_delay_ns_mean",
+                if misses == 0 {
+                    0.0
+                } else {
+                    s.miss_delay_ns as f64 / misses as f64
+                },
+            ));
+        }
+    }
+}
+
+/// Reads scheme section `name` (defaults already merged in) into its typed form; a value of
+/// the wrong type is an error naming the section.
+pub fn scheme_config<T: serde::de::DeserializeOwned>(cfg: &Config, name: &str) -> Result<T> {
+    toml::Value::Table(cfg.scheme_section(name))
+        .try_into()
+        .map_err(|e: toml::de::Error| crate::error::Error::config(name, e.message().to_string()))
+}
+
+/// The default section of a scheme, for [`crate::ftl::scheme_defaults`].
+pub fn default_section<T: serde::Serialize + Default>() -> toml::Table {
+    toml::Table::try_from(T::default()).expect("a scheme section serialises to a table")
+}
+
+/// Entries of `entry_bytes` a budget of `budget_bytes` holds, at most `all` (0 bytes:
+/// unlimited); at least one, or the error names `dram.budget_bytes`.
+pub fn entries_in_budget(budget_bytes: u64, entry_bytes: u64, all: u64, what: &str) -> Result<u32> {
+    if budget_bytes == 0 {
+        return Ok(all as u32);
+    }
+    let n = (budget_bytes / entry_bytes).min(all);
+    if n == 0 {
+        return Err(crate::error::Error::config(
+            "dram.budget_bytes",
+            format!("{budget_bytes} bytes cannot hold a single {what} of {entry_bytes} bytes"),
+        ));
+    }
+    Ok(n as u32)
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::rng::Rng;
+
+    #[test]
+    fn unit_of_divides_exactly() {
+        let mut rng = Rng::new(1);
+        for d in [2u32, 3, 7, 341, 1024, 1365, 21840, 65535, 1 << 20] {
+            let reciprocal = u64::MAX / d as u64 + 1;
+            for _ in 0..10_000 {
+                let n = rng.below(1 << 32) as u32;
+                assert_eq!(((reciprocal as u128 * n as u128) >> 64) as u32, n / d);
+            }
+            for n in [0, d - 1, d, u32::MAX - 1, u32::MAX] {
+                assert_eq!(
+                    ((reciprocal as u128 * n as u128) >> 64) as u32,
+                    n / d,
+                    "{n} / {d}"
+                );
+            }
+        }
+    }
+}

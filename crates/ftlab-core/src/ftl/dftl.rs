@@ -1,0 +1,272 @@
+//! DFTL: demand-based selective caching of page-level mappings (Gupta, Kim and Urgaonkar,
+//! ASPLOS 2009; FTL-algorithms spec section 5).
+//!
+//! The page-level table lives on flash in translation pages, located by the global
+//! translation directory; the cached mapping table (CMT) holds single entries (logical
+//! page, physical page, dirty bit) within the DRAM budget, replaced by segmented LRU. A
+//! miss reads the entry's translation page (writes too: the old location must be
+//! invalidated). Evicting a dirty entry writes back, in one read-modify-write of its
+//! translation page, every dirty entry of that page (batch update; `batch_writeback =
+//! false` writes back the victim alone, as the 2009 code). GC updates cached entries of the
+//! pages it moves in place and marks them dirty (the reference code forgot the dirty bit:
+//! spec section 15), and records the moves of uncached entries with one read-modify-write
+//! per translation page.
+//!
+//! DRAM: the directory (one physical address per translation page), the CMT at
+//! (logical + physical address bytes) per entry (8 bytes at 4-byte addresses, as the
+//! papers count it; list pointers and the index are not counted), and the GC bookkeeping.
+
+use crate::config::{Config, Layout};
+use crate::error::Result;
+use crate::ftl::demand::{default_section, entries_in_budget, scheme_config, OnFlashTable};
+use crate::ftl::mapcache::{Links, List, Replacement, ReplacementKind, NIL};
+use crate::ftl::{Ftl, MemoryBreakdown};
+use crate::nand::{Cause, Flash, Oob, Ppn, NONE};
+use serde::{Deserialize, Serialize};
+
+/// The `[dftl]` section.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct DftlConfig {
+    /// CMT replacement: `slru` (segmented LRU, the paper's) or `lru`.
+    pub replacement: ReplacementKind,
+    /// Share of the CMT held by the protected segment of segmented LRU.
+    pub protected_fraction: f64,
+    /// Evicting a dirty entry writes back every dirty entry of its translation page (true)
+    /// or the victim alone (false).
+    pub batch_writeback: bool,
+}
+
+impl Default for DftlConfig {
+    fn default() -> Self {
+        DftlConfig {
+            replacement: ReplacementKind::Slru,
+            protected_fraction: 0.8,
+            batch_writeback: true,
+        }
+    }
+}
+
+pub fn defaults() -> toml::Table {
+    default_section::<DftlConfig>()
+}
+
+/// A cached mapping entry.
+#[derive(Clone, Copy, Debug)]
+struct Entry {
+    lpa: u32,
+    ppn: Ppn,
+    dirty: bool,
+}
+
+pub struct Dftl {
+    table: OnFlashTable,
+    /// Cache slot of each logical page ([`NIL`]: not cached).
+    slot_of: Vec<u32>,
+    slots: Vec<Entry>,
+    free_slots: Vec<u32>,
+    replacement: Replacement,
+    /// Dirty slots of each translation page, for batch write-back.
+    dirty_links: Links,
+    dirty_of_page: Vec<List>,
+    batch_writeback: bool,
+    entry_bytes: u64,
+}
+
+impl Dftl {
+    pub fn new(cfg: &Config, layout: &Layout) -> Result<Self> {
+        let c: DftlConfig = scheme_config(cfg, "dftl")?;
+        if !(0.0..1.0).contains(&c.protected_fraction) {
+            return Err(crate::Error::config(
+                "dftl.protected_fraction",
+                format!("{} is not a fraction in [0, 1)", c.protected_fraction),
+            ));
+        }
+        let table = OnFlashTable::new(cfg, layout, 1)?;
+        let entry_bytes = table.lpa_bytes + table.ppa_bytes;
+        let capacity = entries_in_budget(
+            cfg.dram.budget_bytes,
+            entry_bytes,
+            layout.logical_pages,
+            "mapping entry",
+        )?;
+        let n = capacity as usize;
+        Ok(Dftl {
+            slot_of: vec![NIL; layout.logical_pages as usize],
+            slots: vec![
+                Entry {
+                    lpa: NONE,
+                    ppn: NONE,
+                    dirty: false
+                };
+                n
+            ],
+            free_slots: (0..capacity).rev().collect(),
+            replacement: Replacement::new(c.replacement, n, c.protected_fraction),
+            dirty_links: Links::new(n),
+            dirty_of_page: vec![List::EMPTY; table.units() as usize],
+            batch_writeback: c.batch_writeback,
+            entry_bytes,
+            table,
+        })
+    }
+
+    /// The cache slot holding `lpa`'s entry, loading it on a miss.
+    #[inline]
+    fn translate(&mut self, lpa: u32, flash: &mut Flash) -> Result<u32> {
+        self.table.stats.lookups += 1;
+        let slot = self.slot_of[lpa as usize];
+        if slot != NIL {
+            self.table.stats.hits += 1;
+            self.replacement.touch(slot);
+            return Ok(slot);
+        }
+        self.miss(lpa, flash)
+    }
+
+    fn miss(&mut self, lpa: u32, flash: &mut Flash) -> Result<u32> {
+        let t0 = self.table.miss_started(flash);
+        if self.free_slots.is_empty() {
+            self.evict(flash)?;
+        }
+        self.table.fetch(self.table.unit_of(lpa), flash)?;
+        let slot = self.free_slots.pop().expect("eviction freed a slot");
+        self.slot_of[lpa as usize] = slot;
+        self.slots[slot as usize] = Entry {
+            lpa,
+            ppn: self.table.stored(lpa),
+            dirty: false,
+        };
+        self.replacement.insert(slot);
+        self.table.miss_ended(flash, t0);
+        Ok(slot)
+    }
+
+    #[inline]
+    fn mark_dirty(&mut self, slot: u32) {
+        let entry = &mut self.slots[slot as usize];
+        if !entry.dirty {
+            entry.dirty = true;
+            let page = self.table.unit_of(entry.lpa);
+            self.dirty_links
+                .push_front(&mut self.dirty_of_page[page as usize], slot);
+        }
+    }
+
+    /// Evicts the replacement victim, writing dirty entries back first.
+    fn evict(&mut self, flash: &mut Flash) -> Result<()> {
+        let victim = self
+            .replacement
+            .victim()
+            .expect("a full cache has a victim");
+        let lpa = self.slots[victim as usize].lpa;
+        let page = self.table.unit_of(lpa);
+        if self.slots[victim as usize].dirty {
+            self.table.stats.dirty_evictions += 1;
+            let Dftl {
+                table,
+                slots,
+                dirty_links,
+                dirty_of_page,
+                batch_writeback,
+                ..
+            } = self;
+            let list = &mut dirty_of_page[page as usize];
+            table.write_back(page, true, flash, |entries, base| {
+                if *batch_writeback {
+                    let mut s = list.head;
+                    while s != NIL {
+                        let e = &mut slots[s as usize];
+                        entries[(e.lpa - base) as usize] = e.ppn;
+                        e.dirty = false;
+                        s = dirty_links.next(s);
+                    }
+                    *list = List::EMPTY;
+                } else {
+                    let e = &mut slots[victim as usize];
+                    entries[(lpa - base) as usize] = e.ppn;
+                    e.dirty = false;
+                    dirty_links.remove(list, victim);
+                }
+            })?;
+        } else {
+            self.table.stats.clean_evictions += 1;
+        }
+        self.replacement.remove(victim);
+        self.slot_of[lpa as usize] = NIL;
+        self.free_slots.push(victim);
+        // The write-back may have triggered GC; the victim is uncached by now, so a move
+        // of its page is recorded on flash.
+        self.settle(flash)
+    }
+
+    /// Applies GC's data-page moves: cached entries in place (dirty), the others batched
+    /// per translation page.
+    fn settle(&mut self, flash: &mut Flash) -> Result<()> {
+        while self.table.has_moves() {
+            let moves = self.table.take_moves();
+            for m in &moves {
+                let slot = self.slot_of[m.key as usize];
+                if slot != NIL {
+                    debug_assert_eq!(self.slots[slot as usize].ppn, m.from);
+                    self.slots[slot as usize].ppn = m.to;
+                    self.mark_dirty(slot);
+                } else {
+                    debug_assert_eq!(self.table.stored(m.key), m.from);
+                    self.table.stage_gc_update(m.key, m.to);
+                }
+            }
+            self.table.recycle_moves(moves);
+            self.table.commit_gc_updates(flash)?;
+        }
+        Ok(())
+    }
+}
+
+impl Ftl for Dftl {
+    #[inline]
+    fn read(&mut self, lpa: u32, flash: &mut Flash) -> Result<Option<Oob>> {
+        let slot = self.translate(lpa, flash)?;
+        let ppn = self.slots[slot as usize].ppn;
+        if ppn == NONE {
+            return Ok(None);
+        }
+        Ok(Some(flash.read(ppn, Cause::Host)?))
+    }
+
+    #[inline]
+    fn write(&mut self, lpa: u32, seq: u32, flash: &mut Flash) -> Result<()> {
+        let slot = self.translate(lpa, flash)?;
+        let old = self.slots[slot as usize].ppn;
+        if old != NONE {
+            // Invalidate first so that GC triggered by this write sees the stale copy.
+            flash.invalidate(old)?;
+        }
+        let ppn = self.table.data_page(flash)?;
+        flash.program(ppn, Oob { lpa, seq }, &[], Cause::Host)?;
+        self.slots[slot as usize].ppn = ppn;
+        self.mark_dirty(slot);
+        self.settle(flash)
+    }
+
+    fn trim(&mut self, lpa: u32, flash: &mut Flash) -> Result<()> {
+        let slot = self.translate(lpa, flash)?;
+        let old = self.slots[slot as usize].ppn;
+        if old != NONE {
+            flash.invalidate(old)?;
+            self.slots[slot as usize].ppn = NONE;
+            self.mark_dirty(slot);
+        }
+        Ok(())
+    }
+
+    fn memory(&self, out: &mut MemoryBreakdown) {
+        self.table.memory(out);
+        out.push(("cmt", self.replacement.len() as u64 * self.entry_bytes));
+    }
+
+    fn counters(&self, out: &mut Vec<(&'static str, f64)>) {
+        self.table.counters(out);
+        out.push(("cmt_capacity_entries", self.slots.len() as f64));
+    }
+}

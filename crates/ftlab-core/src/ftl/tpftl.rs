@@ -1,0 +1,485 @@
+//! TPFTL: a translation-page-level caching FTL (Zhou, Wu, Huang, He, Xie and Zhou,
+//! EuroSys 2015; FTL-algorithms spec section 7).
+//!
+//! The page-level table lives on flash as in DFTL, but the cache groups its entries by
+//! translation page into TP nodes: a node costs 8 bytes, an entry (offset within the page
+//! and physical address) 6 bytes at 4-byte addresses, so more entries fit a budget. Two
+//! levels of LRU: nodes are ordered by page-level hotness (the mean of their entries'
+//! last-access times; the coldest node is the victim node) and each node keeps its entries
+//! in LRU order. Replacement is clean-first: the victim is the least recently used clean
+//! entry of the coldest node, and only when the node holds nothing but dirty entries is
+//! its least recent dirty entry evicted, after all of its dirty entries are written back
+//! in one read-modify-write (batch update).
+//!
+//! Loading is workload-adaptive. Request-level prefetching: a miss inside a multi-page
+//! request loads, with its one translation-page read, the rest of the request's extent
+//! within that translation page. Selective prefetching: when the number of cached nodes
+//! keeps falling (the node-count change reaches `-selective_threshold`; it is disabled again
+//! at `+selective_threshold`, the counter restarting at each), a single-page miss loads as
+//! many following entries as the entries cached consecutively before it. Prefetching is
+//! capped by the space available: the free budget plus the entries of the coldest other
+//! node, which is the only node evicted from for it (a later miss loads the rest). GC
+//! updates cached entries in place (dirty) and batches the others per translation page,
+//! as DFTL. Unlike the WiscSee code, selective prefetching is gated by its flag (spec
+//! section 15).
+
+use crate::config::{Config, Layout};
+use crate::error::Result;
+use crate::ftl::demand::{
+    address_bytes, default_section, entries_in_budget, scheme_config, OnFlashTable,
+};
+use crate::ftl::mapcache::{IndexedHeap, Links, List, NIL};
+use crate::ftl::{Ftl, MemoryBreakdown};
+use crate::nand::{Cause, Flash, Oob, Ppn, NONE};
+use crate::request::Op;
+use serde::{Deserialize, Serialize};
+
+/// The `[tpftl]` section.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TpftlConfig {
+    /// Request-level prefetching on or off.
+    pub request_prefetch: bool,
+    /// Selective prefetching on or off.
+    pub selective_prefetch: bool,
+    /// Node-count change that enables (negative) or disables (positive) selective
+    /// prefetching.
+    pub selective_threshold: u32,
+    /// DRAM bytes of a TP node.
+    pub page_node_bytes: u64,
+}
+
+impl Default for TpftlConfig {
+    fn default() -> Self {
+        TpftlConfig {
+            request_prefetch: true,
+            selective_prefetch: true,
+            selective_threshold: 3,
+            page_node_bytes: 8,
+        }
+    }
+}
+
+pub fn defaults() -> toml::Table {
+    default_section::<TpftlConfig>()
+}
+
+/// A cached mapping entry.
+#[derive(Clone, Copy, Debug)]
+struct Entry {
+    /// Last access time.
+    time: u64,
+    lpa: u32,
+    ppn: Ppn,
+    dirty: bool,
+}
+
+pub struct Tpftl {
+    table: OnFlashTable,
+    slot_of: Vec<u32>,
+    slots: Vec<Entry>,
+    free_slots: Vec<u32>,
+    /// Entry lists of the nodes (clean and dirty entries apart, each in LRU order: the
+    /// least recently used clean entry is the clean list's tail).
+    links: Links,
+    clean: Vec<List>,
+    dirty: Vec<List>,
+    /// Sum of the entries' last access times, per node.
+    time_sum: Vec<u64>,
+    /// Cached nodes by page-level hotness (mean access time): the coldest first.
+    nodes: IndexedHeap,
+    clock: u64,
+    entry_bytes: u64,
+    node_bytes: u64,
+    budget: u64,
+    used_bytes: u64,
+    request_prefetch: bool,
+    selective_allowed: bool,
+    selective_on: bool,
+    threshold: i64,
+    node_change: i64,
+    /// Extent of the current request (logical pages), for request-level prefetching.
+    request: (u32, u32),
+}
+
+impl Tpftl {
+    pub fn new(cfg: &Config, layout: &Layout) -> Result<Self> {
+        let c: TpftlConfig = scheme_config(cfg, "tpftl")?;
+        if c.selective_threshold == 0 {
+            return Err(crate::Error::config(
+                "tpftl.selective_threshold",
+                "must be at least 1",
+            ));
+        }
+        let table = OnFlashTable::new(cfg, layout, 1)?;
+        let entry_bytes = address_bytes(table.unit_entries() as u64) + table.ppa_bytes;
+        let node_bytes = c.page_node_bytes;
+        let capacity = entries_in_budget(
+            cfg.dram.budget_bytes,
+            entry_bytes + node_bytes,
+            layout.logical_pages,
+            "TP node with one entry",
+        )?;
+        // Entries the budget could hold if they all shared few nodes.
+        let capacity = if cfg.dram.budget_bytes == 0 {
+            capacity
+        } else {
+            (cfg.dram.budget_bytes / entry_bytes).min(layout.logical_pages) as u32
+        };
+        let n = capacity as usize;
+        let units = table.units() as usize;
+        Ok(Tpftl {
+            slot_of: vec![NIL; layout.logical_pages as usize],
+            slots: vec![
+                Entry {
+                    time: 0,
+                    lpa: NONE,
+                    ppn: NONE,
+                    dirty: false
+                };
+                n
+            ],
+            free_slots: (0..capacity).rev().collect(),
+            links: Links::new(n),
+            clean: vec![List::EMPTY; units],
+            dirty: vec![List::EMPTY; units],
+            time_sum: vec![0; units],
+            nodes: IndexedHeap::new(units),
+            clock: 0,
+            entry_bytes,
+            node_bytes,
+            budget: if cfg.dram.budget_bytes == 0 {
+                u64::MAX
+            } else {
+                cfg.dram.budget_bytes
+            },
+            used_bytes: 0,
+            request_prefetch: c.request_prefetch,
+            selective_allowed: c.selective_prefetch,
+            selective_on: false,
+            threshold: c.selective_threshold as i64,
+            node_change: 0,
+            request: (0, 0),
+            table,
+        })
+    }
+
+    #[inline]
+    fn entries(&self, node: u32) -> u32 {
+        self.clean[node as usize].len + self.dirty[node as usize].len
+    }
+
+    #[inline]
+    fn node_key(&self, node: u32) -> u64 {
+        self.time_sum[node as usize] / self.entries(node).max(1) as u64
+    }
+
+    /// Moves an entry to the head of its list and refreshes its node's hotness.
+    #[inline]
+    fn touch(&mut self, slot: u32) {
+        self.clock += 1;
+        let entry = &mut self.slots[slot as usize];
+        let node = self.table.unit_of(entry.lpa);
+        self.time_sum[node as usize] += self.clock - entry.time;
+        entry.time = self.clock;
+        let list = if entry.dirty {
+            &mut self.dirty[node as usize]
+        } else {
+            &mut self.clean[node as usize]
+        };
+        self.links.move_to_front(list, slot);
+        let key = self.node_key(node);
+        self.nodes.set(node, key);
+    }
+
+    #[inline]
+    fn translate(&mut self, lpa: u32, flash: &mut Flash) -> Result<u32> {
+        self.table.stats.lookups += 1;
+        let slot = self.slot_of[lpa as usize];
+        if slot != NIL {
+            self.table.stats.hits += 1;
+            self.touch(slot);
+            return Ok(slot);
+        }
+        self.miss(lpa, flash)
+    }
+
+    fn node_added(&mut self) {
+        self.node_change += 1;
+        if self.node_change >= self.threshold {
+            self.selective_on = false;
+            self.node_change = 0;
+        }
+    }
+
+    fn node_removed(&mut self) {
+        self.node_change -= 1;
+        if self.node_change <= -self.threshold {
+            self.selective_on = self.selective_allowed;
+            self.node_change = 0;
+        }
+    }
+
+    /// Entries to load from `lpa`'s translation page on a miss, `lpa` included.
+    fn load_length(&self, lpa: u32) -> u32 {
+        let node = self.table.unit_of(lpa);
+        let page_end = self.table.unit_range(node).end;
+        let (start, end) = self.request;
+        if self.request_prefetch && lpa >= start && lpa < end && end - lpa > 1 {
+            return end.min(page_end) - lpa;
+        }
+        if !self.selective_on {
+            return 1;
+        }
+        let first = self.table.unit_range(node).start;
+        let mut run = 1;
+        let mut p = lpa;
+        while p > first && self.slot_of[p as usize - 1] != NIL {
+            run += 1;
+            p -= 1;
+        }
+        run.min(page_end - lpa)
+    }
+
+    fn miss(&mut self, lpa: u32, flash: &mut Flash) -> Result<u32> {
+        let t0 = self.table.miss_started(flash);
+        let node = self.table.unit_of(lpa);
+        let length = self.load_length(lpa);
+        self.table.fetch(node, flash)?;
+        // The missed entry first: it must fit, evicting from its own node if that is the
+        // only one cached.
+        let mut victim = NIL;
+        self.make_room(node, &mut victim, true, flash)?;
+        let slot = self.insert(lpa);
+        if victim == node {
+            victim = NIL; // prefetching never evicts from the node it loads
+        }
+        let mut loaded = 0;
+        for next in lpa + 1..lpa + length {
+            if self.slot_of[next as usize] != NIL {
+                continue; // the cached entry is newer than the one on flash
+            }
+            if !self.make_room(node, &mut victim, false, flash)? {
+                break;
+            }
+            self.insert(next);
+            loaded += 1;
+        }
+        self.table.stats.prefetched_entries += loaded;
+        self.table.miss_ended(flash, t0);
+        Ok(slot)
+    }
+
+    /// Frees room for one more entry of `node`. Prefetching (`must` false) evicts only from
+    /// one victim node, chosen once (`victim`), and gives up when it is gone.
+    fn make_room(
+        &mut self,
+        node: u32,
+        victim: &mut u32,
+        must: bool,
+        flash: &mut Flash,
+    ) -> Result<bool> {
+        loop {
+            let new_node = self.entries(node) == 0;
+            let need = self.entry_bytes + if new_node { self.node_bytes } else { 0 };
+            if self.used_bytes + need <= self.budget && !self.free_slots.is_empty() {
+                return Ok(true);
+            }
+            if *victim == NIL || !self.nodes.contains(*victim) {
+                if *victim != NIL && !must {
+                    return Ok(false);
+                }
+                *victim = match self.nodes.min_except(node) {
+                    Some(v) => v,
+                    None if must => node,
+                    None => return Ok(false),
+                };
+            }
+            self.evict_from(*victim, flash)?;
+        }
+    }
+
+    fn insert(&mut self, lpa: u32) -> u32 {
+        let node = self.table.unit_of(lpa);
+        let slot = self.free_slots.pop().expect("room was made");
+        let s = slot as usize;
+        if self.entries(node) == 0 {
+            self.used_bytes += self.node_bytes;
+            self.node_added();
+        }
+        self.used_bytes += self.entry_bytes;
+        self.clock += 1;
+        self.slot_of[lpa as usize] = slot;
+        self.slots[s] = Entry {
+            time: self.clock,
+            lpa,
+            ppn: self.table.stored(lpa),
+            dirty: false,
+        };
+        self.time_sum[node as usize] += self.clock;
+        self.links.push_front(&mut self.clean[node as usize], slot);
+        let key = self.node_key(node);
+        if self.nodes.contains(node) {
+            self.nodes.set(node, key);
+        } else {
+            self.nodes.push(node, key);
+        }
+        slot
+    }
+
+    #[inline]
+    fn mark_dirty(&mut self, slot: u32) {
+        let entry = &mut self.slots[slot as usize];
+        if !entry.dirty {
+            entry.dirty = true;
+            let node = self.table.unit_of(entry.lpa) as usize;
+            self.links.remove(&mut self.clean[node], slot);
+            self.links.push_front(&mut self.dirty[node], slot);
+        }
+    }
+
+    /// Evicts one entry of `node`, clean first; a dirty victim means every entry of the
+    /// node is dirty, and all are written back at once.
+    fn evict_from(&mut self, node: u32, flash: &mut Flash) -> Result<()> {
+        let n = node as usize;
+        if self.clean[n].is_empty() {
+            self.table.stats.dirty_evictions += 1;
+            let Tpftl {
+                table,
+                links,
+                clean,
+                dirty,
+                slots,
+                ..
+            } = self;
+            let list = dirty[n];
+            table.write_back(node, true, flash, |entries, base| {
+                let mut s = list.head;
+                while s != NIL {
+                    let e = &mut slots[s as usize];
+                    entries[(e.lpa - base) as usize] = e.ppn;
+                    e.dirty = false;
+                    s = links.next(s);
+                }
+            })?;
+            // All entries are clean now, in the same order.
+            clean[n] = list;
+            dirty[n] = List::EMPTY;
+        } else {
+            self.table.stats.clean_evictions += 1;
+        }
+        let slot = self.clean[n].tail;
+        self.links.remove(&mut self.clean[n], slot);
+        let e = self.slots[slot as usize];
+        self.slot_of[e.lpa as usize] = NIL;
+        self.time_sum[n] -= e.time;
+        self.free_slots.push(slot);
+        self.used_bytes -= self.entry_bytes;
+        if self.entries(node) == 0 {
+            self.nodes.remove(node);
+            self.used_bytes -= self.node_bytes;
+            self.node_removed();
+        } else {
+            let key = self.node_key(node);
+            self.nodes.set(node, key);
+        }
+        self.settle(flash)
+    }
+
+    /// Applies GC's data-page moves, as DFTL: cached entries in place (dirty), the others
+    /// batched per translation page.
+    fn settle(&mut self, flash: &mut Flash) -> Result<()> {
+        while self.table.has_moves() {
+            let moves = self.table.take_moves();
+            for m in &moves {
+                let slot = self.slot_of[m.key as usize];
+                if slot != NIL {
+                    debug_assert_eq!(self.slots[slot as usize].ppn, m.from);
+                    self.slots[slot as usize].ppn = m.to;
+                    self.mark_dirty(slot);
+                } else {
+                    debug_assert_eq!(self.table.stored(m.key), m.from);
+                    self.table.stage_gc_update(m.key, m.to);
+                }
+            }
+            self.table.recycle_moves(moves);
+            self.table.commit_gc_updates(flash)?;
+        }
+        Ok(())
+    }
+}
+
+impl Ftl for Tpftl {
+    #[inline]
+    fn begin_request(&mut self, first_lpa: u32, pages: u32, _op: Op) {
+        self.request = (first_lpa, first_lpa + pages);
+    }
+
+    #[inline]
+    fn read(&mut self, lpa: u32, flash: &mut Flash) -> Result<Option<Oob>> {
+        let slot = self.translate(lpa, flash)?;
+        let ppn = self.slots[slot as usize].ppn;
+        if ppn == NONE {
+            return Ok(None);
+        }
+        Ok(Some(flash.read(ppn, Cause::Host)?))
+    }
+
+    #[inline]
+    fn write(&mut self, lpa: u32, seq: u32, flash: &mut Flash) -> Result<()> {
+        let slot = self.translate(lpa, flash)?;
+        let old = self.slots[slot as usize].ppn;
+        if old != NONE {
+            flash.invalidate(old)?;
+        }
+        let ppn = self.table.data_page(flash)?;
+        flash.program(ppn, Oob { lpa, seq }, &[], Cause::Host)?;
+        self.slots[slot as usize].ppn = ppn;
+        self.mark_dirty(slot);
+        self.settle(flash)
+    }
+
+    /// A flush of the write buffer: each run of consecutive pages counts as one request
+    /// for request-level prefetching.
+    fn write_batch(&mut self, pages: &[(u32, u32)], flash: &mut Flash) -> Result<()> {
+        let saved = self.request;
+        let mut i = 0;
+        while i < pages.len() {
+            let mut j = i + 1;
+            while j < pages.len() && pages[j].0 == pages[j - 1].0 + 1 {
+                j += 1;
+            }
+            self.request = (pages[i].0, pages[j - 1].0 + 1);
+            for &(lpa, seq) in &pages[i..j] {
+                self.write(lpa, seq, flash)?;
+            }
+            i = j;
+        }
+        self.request = saved;
+        Ok(())
+    }
+
+    fn trim(&mut self, lpa: u32, flash: &mut Flash) -> Result<()> {
+        let slot = self.translate(lpa, flash)?;
+        let old = self.slots[slot as usize].ppn;
+        if old != NONE {
+            flash.invalidate(old)?;
+            self.slots[slot as usize].ppn = NONE;
+            self.mark_dirty(slot);
+        }
+        Ok(())
+    }
+
+    fn memory(&self, out: &mut MemoryBreakdown) {
+        self.table.memory(out);
+        let entries = self.slots.len() as u64 - self.free_slots.len() as u64;
+        out.push(("tp_nodes", self.nodes.len() as u64 * self.node_bytes));
+        out.push(("cmt_entries", entries * self.entry_bytes));
+    }
+
+    fn counters(&self, out: &mut Vec<(&'static str, f64)>) {
+        self.table.counters(out);
+        out.push(("cached_tp_nodes", self.nodes.len() as f64));
+        out.push(("selective_prefetch_on", self.selective_on as u8 as f64));
+    }
+}

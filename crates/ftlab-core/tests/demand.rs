@@ -1,0 +1,422 @@
+//! The demand-cached schemes (DFTL, S-FTL, TPFTL, selective mapping-table loading) against
+//! the shadow copy, the NAND rules and their own accounting, with GC active and DRAM
+//! budgets from a few entries to the whole table.
+
+mod common;
+
+use common::*;
+use ftlab_core::config::Config;
+use ftlab_core::metrics::Report;
+use ftlab_core::rng::Rng;
+use ftlab_core::Request;
+use proptest::prelude::*;
+
+const SCHEMES: &[&str] = &["dftl", "sftl", "tpftl", "selective"];
+
+fn counter(report: &Report, name: &str) -> f64 {
+    *report
+        .metrics
+        .scheme
+        .get(name)
+        .unwrap_or_else(|| panic!("{}: no counter {name}", report.ftl))
+}
+
+/// A nearly full device with a hot region rewritten many times, reads and trims mixed in.
+fn churn(cfg: &Config, requests: usize, seed: u64) -> Vec<Request> {
+    let layout = cfg.validate().unwrap();
+    let page = layout.page_size;
+    let lp = layout.logical_pages;
+    let mut rng = Rng::new(seed);
+    let mut reqs: Vec<Request> = (0..lp)
+        .step_by(4)
+        .map(|p| write(p, 4.min((lp - p) as u32), page))
+        .collect();
+    for _ in 0..requests {
+        let hot = rng.below(10) < 7;
+        let span = if hot { lp / 5 } else { lp };
+        let len = 1 + rng.below(4) as u32;
+        let start = rng.below(span - len as u64);
+        reqs.push(match rng.below(10) {
+            0..=5 => write(start, len, page),
+            6..=8 => read(start, len, page),
+            _ => trim(start, len, page),
+        });
+    }
+    reqs
+}
+
+/// A DRAM budget of roughly `bytes` that `scheme` can run with: S-FTL caches whole
+/// translation pages and needs room for one uncompressed page (548 bytes on [`device`]).
+fn budget(scheme: &str, bytes: u64) -> u64 {
+    match (scheme, bytes) {
+        (_, 0) => 0,
+        ("sftl", b) => 700 + b,
+        // The budget counts whole mapping blocks (one 512-byte page on [`device`]).
+        ("selective", b) => 512 + b,
+        (_, b) => b,
+    }
+}
+
+fn device() -> Config {
+    let mut cfg = small_config((2, 1, 2, 1), 24, 16, 0.25);
+    cfg.geometry.page_size = 512;
+    with_key(
+        &mut cfg,
+        "selective",
+        "mapping_block_bytes",
+        toml::Value::Integer(512),
+    );
+    cfg
+}
+
+#[test]
+fn every_budget_serves_every_read_right_with_gc() {
+    for scheme in SCHEMES {
+        for bytes in [64, 256, 1024, 4096, 0] {
+            let mut cfg = device();
+            cfg.dram.budget_bytes = budget(scheme, bytes);
+            let reqs = churn(&cfg, 6000, 1);
+            let report = run(scheme, &cfg, &reqs, true)
+                .unwrap_or_else(|e| panic!("{scheme} at {bytes} B: {e}"));
+            let m = &report.metrics;
+            assert!(m.gc.invocations > 0, "{scheme} at {bytes} B: GC never ran");
+            assert!(counter(&report, "cache_lookups") > 0.0);
+            if bytes != 0 && bytes <= 256 {
+                assert!(
+                    m.flash.programs.translation > 0,
+                    "{scheme} at {bytes} B wrote no translation page"
+                );
+                assert!(counter(&report, "dirty_evictions") > 0.0);
+            }
+        }
+    }
+}
+
+#[test]
+fn the_whole_table_in_dram_never_writes_translation_pages() {
+    for scheme in SCHEMES {
+        let cfg = device();
+        let reqs = churn(&cfg, 3000, 2);
+        let report = run(scheme, &cfg, &reqs, true).unwrap();
+        let m = &report.metrics;
+        assert!(m.gc.invocations > 0);
+        assert_eq!(m.flash.programs.translation, 0, "{scheme}");
+        assert_eq!(
+            m.flash.reads.translation, 0,
+            "{scheme}: nothing was ever on flash"
+        );
+        assert_eq!(counter(&report, "dirty_evictions"), 0.0);
+    }
+}
+
+#[test]
+fn translation_blocks_are_garbage_collected() {
+    for scheme in SCHEMES {
+        let mut cfg = device();
+        cfg.dram.budget_bytes = budget(scheme, 128);
+        let reqs = churn(&cfg, 20_000, 3);
+        // No read-back at the end: its reads would count in the scheme's counters only.
+        let report = run(scheme, &cfg, &reqs, false).unwrap();
+        assert!(
+            counter(&report, "translation_pages_moved_by_gc") > 0.0,
+            "{scheme}: no translation page was relocated"
+        );
+        let m = &report.metrics;
+        let translation_reads = counter(&report, "translation_reads_miss")
+            + counter(&report, "translation_reads_writeback")
+            + counter(&report, "translation_reads_gc_update");
+        assert_eq!(translation_reads, m.flash.reads.translation as f64);
+        let translation_writes = counter(&report, "translation_writes_writeback")
+            + counter(&report, "translation_writes_gc_update");
+        assert_eq!(translation_writes, m.flash.programs.translation as f64);
+        assert_eq!(m.flash.programs.host, m.host.pages_written);
+    }
+}
+
+#[test]
+fn a_bigger_cache_hits_more() {
+    for scheme in SCHEMES {
+        let mut ratios = Vec::new();
+        for bytes in [128, 512, 0] {
+            let mut cfg = device();
+            cfg.dram.budget_bytes = budget(scheme, bytes);
+            let reqs = churn(&cfg, 4000, 4);
+            let report = run(scheme, &cfg, &reqs, true).unwrap();
+            ratios.push(counter(&report, "cache_hit_ratio"));
+        }
+        assert!(
+            ratios[0] < ratios[1] && ratios[1] < ratios[2],
+            "{scheme}: {ratios:?}"
+        );
+    }
+}
+
+#[test]
+fn dftl_batch_write_back_saves_translation_writes() {
+    let mut writes = Vec::new();
+    for batch in [false, true] {
+        let mut cfg = device();
+        cfg.dram.budget_bytes = 512;
+        cfg.schemes
+            .get_mut("dftl")
+            .unwrap()
+            .insert("batch_writeback".into(), toml::Value::Boolean(batch));
+        let reqs = churn(&cfg, 6000, 5);
+        let report = run("dftl", &cfg, &reqs, true).unwrap();
+        writes.push(counter(&report, "translation_writes_writeback"));
+    }
+    assert!(writes[1] < writes[0], "{writes:?}");
+}
+
+#[test]
+fn a_budget_below_one_entry_names_the_key() {
+    for scheme in SCHEMES {
+        let mut cfg = device();
+        cfg.dram.budget_bytes = 3;
+        let err = run(scheme, &cfg, &[], false).unwrap_err().to_string();
+        assert!(err.contains("dram.budget_bytes"), "{scheme}: {err}");
+    }
+}
+
+#[test]
+fn results_are_deterministic() {
+    for scheme in SCHEMES {
+        let mut cfg = device();
+        cfg.dram.budget_bytes = budget(scheme, 300);
+        let reqs = churn(&cfg, 2000, 6);
+        let a = run(scheme, &cfg, &reqs, true).unwrap().to_json();
+        let b = run(scheme, &cfg, &reqs, true).unwrap().to_json();
+        assert_eq!(a, b);
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(24))]
+
+    /// Random writes, reads and trims over small random geometries and budgets, GC active,
+    /// every read verified and every page read back at the end.
+    #[test]
+    fn random_operations_verify(
+        scheme in prop::sample::select(SCHEMES),
+        units in (1u32..=2, 1u32..=2),
+        blocks in 16u32..28,
+        ppb in prop::sample::select(&[8u32, 16]),
+        bytes in prop::sample::select(&[24u64, 100, 700, 0]),
+        buffer_pages in prop::sample::select(&[0u64, 3]),
+        ops in prop::collection::vec((0u8..10, any::<u32>(), 1u32..4), 200..1200),
+    ) {
+        let mut cfg = small_config((units.0, 1, units.1, 1), blocks, ppb, 0.35);
+        cfg.geometry.page_size = 512;
+        // Mapping blocks of two pages, striped over two parallel units when there are two.
+        with_key(&mut cfg, "selective", "mapping_block_bytes", toml::Value::Integer(1024));
+        cfg.dram.budget_bytes = match (scheme, bytes) {
+            ("selective", b) if b > 0 => 1024 + 2 * b,
+            _ => budget(scheme, bytes),
+        };
+        cfg.buffer.size_bytes = buffer_pages * 512;
+        let layout = cfg.validate().unwrap();
+        let lp = layout.logical_pages;
+        let mut reqs: Vec<Request> = (0..lp).map(|p| write(p, 1, 512)).collect();
+        for (op, at, len) in ops {
+            let start = at as u64 % (lp - len as u64);
+            reqs.push(match op {
+                0..=5 => write(start, len, 512),
+                6..=8 => read(start, len, 512),
+                _ => trim(start, len, 512),
+            });
+        }
+        let result = run(scheme, &cfg, &reqs, true);
+        prop_assert!(result.is_ok(), "{}: {}", scheme, result.err().unwrap());
+    }
+}
+
+fn with_key(cfg: &mut Config, section: &str, key: &str, value: toml::Value) {
+    cfg.schemes
+        .get_mut(section)
+        .unwrap()
+        .insert(key.into(), value);
+}
+
+#[test]
+fn tpftl_request_level_prefetch_loads_a_request_with_one_read() {
+    let mut reports = Vec::new();
+    for prefetch in [false, true] {
+        let mut cfg = device();
+        cfg.dram.budget_bytes = 2048;
+        with_key(
+            &mut cfg,
+            "tpftl",
+            "request_prefetch",
+            toml::Value::Boolean(prefetch),
+        );
+        with_key(
+            &mut cfg,
+            "tpftl",
+            "selective_prefetch",
+            toml::Value::Boolean(false),
+        );
+        let layout = cfg.validate().unwrap();
+        let lp = layout.logical_pages;
+        let mut reqs: Vec<Request> = (0..lp / 8).map(|i| write(i * 8, 8, 512)).collect();
+        reqs.extend((0..lp / 8).map(|i| read(((i * 37) % (lp / 8)) * 8, 8, 512)));
+        reports.push(run("tpftl", &cfg, &reqs, false).unwrap());
+    }
+    let (off, on) = (&reports[0], &reports[1]);
+    assert_eq!(counter(off, "prefetched_entries"), 0.0);
+    assert!(counter(on, "prefetched_entries") > 0.0);
+    assert!(
+        counter(on, "translation_reads_miss") * 3.0 < counter(off, "translation_reads_miss"),
+        "{} vs {}",
+        counter(on, "translation_reads_miss"),
+        counter(off, "translation_reads_miss")
+    );
+}
+
+#[test]
+fn tpftl_writes_fewer_translation_pages_than_dftl_at_equal_budget() {
+    let mut writes = Vec::new();
+    for scheme in ["dftl", "tpftl"] {
+        let mut cfg = device();
+        cfg.dram.budget_bytes = 600;
+        let reqs = churn(&cfg, 8000, 8);
+        let report = run(scheme, &cfg, &reqs, false).unwrap();
+        writes.push(report.metrics.flash.programs.translation);
+    }
+    assert!(
+        writes[1] < writes[0],
+        "dftl {} tpftl {}",
+        writes[0],
+        writes[1]
+    );
+}
+
+#[test]
+fn sftl_compresses_sequential_pages_and_buffers_sparse_updates() {
+    let mut cfg = device();
+    let layout = cfg.validate().unwrap();
+    let lp = layout.logical_pages;
+    // A sequential fill: each translation page is a handful of runs.
+    let fill: Vec<Request> = (0..lp).step_by(8).map(|p| write(p, 8, 512)).collect();
+    let full = run("sftl", &cfg, &fill, true).unwrap();
+    let cached = full.metrics.memory_bytes.final_components["cached_pages"];
+    let entry_bytes = layout.ppa_entry_bytes();
+    assert!(
+        cached * 4 < lp * entry_bytes,
+        "{cached} bytes for a table of {} bytes",
+        lp * entry_bytes
+    );
+    // Sparse random updates under a small budget go through the dirty buffer.
+    cfg.dram.budget_bytes = budget("sftl", 400);
+    let mut reqs = fill.clone();
+    let mut rng = Rng::new(9);
+    for _ in 0..4000 {
+        reqs.push(write(rng.below(lp), 1, 512));
+        reqs.push(read(rng.below(lp), 1, 512));
+    }
+    let report = run("sftl", &cfg, &reqs, true).unwrap();
+    assert!(counter(&report, "buffered_evictions") > 0.0);
+    assert!(counter(&report, "dirty_buffer_flushes") > 0.0);
+    assert!(report.metrics.gc.invocations > 0);
+}
+
+fn journal_run(hints: bool) -> Report {
+    let mut cfg = small_config((2, 1, 2, 1), 64, 32, 0.2);
+    cfg.geometry.page_size = 512;
+    cfg.dram.budget_bytes = 8 * 512;
+    with_key(
+        &mut cfg,
+        "selective",
+        "mapping_block_bytes",
+        toml::Value::Integer(512),
+    );
+    with_key(&mut cfg, "selective", "hints", toml::Value::Boolean(hints));
+    let journal = toml::Value::Array(vec![
+        toml::Value::Integer(0),
+        toml::Value::Integer(512 << 10),
+    ]);
+    with_key(
+        &mut cfg,
+        "selective",
+        "hot_ranges",
+        toml::Value::Array(vec![journal]),
+    );
+    cfg.workload.kind = ftlab_core::workload::Kind::Pareto;
+    cfg.workload.requests = 20_000;
+    cfg.workload.request_sizes_bytes = vec![512];
+    cfg.workload.journal_bytes = 512 << 10;
+    cfg.workload.journal_metadata_bytes = 1024;
+    cfg.workload.start_offset_bytes = 512 << 10;
+    let layout = cfg.validate().unwrap();
+    let reqs: Vec<Request> =
+        ftlab_core::workload::generate(&cfg.workload, layout.logical_bytes(), layout.page_size)
+            .unwrap()
+            .map(|r| r.unwrap())
+            .collect();
+    run("selective", &cfg, &reqs, true).unwrap()
+}
+
+#[test]
+fn selective_hints_keep_the_journal_resident() {
+    let (without, with) = (journal_run(false), journal_run(true));
+    // A 512 KiB journal is four mapping blocks of 256 entries; eight blocks are cached.
+    for report in [&with, &without] {
+        assert_eq!(counter(report, "hot_range_mapping_blocks"), 4.0);
+        assert!(counter(report, "hotness_decays") > 0.0);
+    }
+    let (a, b) = (
+        counter(&without, "hot_range_misses"),
+        counter(&with, "hot_range_misses"),
+    );
+    assert!(b < a, "journal misses: {a} without hints, {b} with");
+    assert!(with.metrics.gc.invocations > 0);
+}
+
+#[test]
+fn selective_mapping_blocks_span_pages_read_in_parallel() {
+    // Mapping blocks of four 512-byte pages on a device of four parallel units (four
+    // dies), one block cached.
+    let mut cfg = device();
+    cfg.dram.budget_bytes = 2048;
+    with_key(
+        &mut cfg,
+        "selective",
+        "mapping_block_bytes",
+        toml::Value::Integer(2048),
+    );
+    let layout = cfg.validate().unwrap();
+    let lp = layout.logical_pages;
+    let mut reqs: Vec<Request> = (0..lp).map(|p| write(p, 1, 512)).collect();
+    // Reads alternating between the two mapping blocks, each on an idle device: every one
+    // misses, and all but the first evict a clean block.
+    for i in 1..=20u64 {
+        let mut r = read(if i % 2 == 1 { 0 } else { lp - 1 }, 1, 512);
+        r.time_ns = i * 1_000_000_000;
+        reqs.push(r);
+    }
+    let report = run("selective", &cfg, &reqs, false).unwrap();
+    let reads = counter(&report, "translation_reads_miss");
+    assert_eq!(reads % 4.0, 0.0, "whole blocks are read");
+    assert_eq!(counter(&report, "translation_writes_writeback") % 4.0, 0.0);
+    // A clean miss costs the four translation reads side by side, then the data read:
+    // about two page reads, where reading the pages one after another would take five.
+    let tr = cfg.nand.read_latency_ns;
+    let fastest = report.metrics.latency.as_ref().unwrap().read.cdf[0].1;
+    assert!(
+        fastest > 2 * tr && fastest < 2 * tr + tr / 2,
+        "{fastest} ns"
+    );
+}
+
+#[test]
+fn selective_hot_range_beyond_the_device_names_the_key() {
+    let mut cfg = device();
+    let range = toml::Value::Array(vec![toml::Value::Integer(0), toml::Value::Integer(1 << 40)]);
+    with_key(
+        &mut cfg,
+        "selective",
+        "hot_ranges",
+        toml::Value::Array(vec![range]),
+    );
+    let err = run("selective", &cfg, &[], false).unwrap_err().to_string();
+    assert!(err.contains("selective.hot_ranges"), "{err}");
+}

@@ -1,0 +1,97 @@
+//! The demand-cached schemes on real traces, verified, with GC active: the device is sized
+//! to the trace's address span and filled first, so the trace's writes overwrite and GC
+//! runs. DRAM budgets from 8 KiB to the whole table. Skipped when ../shared/traces is absent.
+
+mod common;
+
+use common::*;
+use ftlab_core::config::Config;
+use ftlab_core::{trace, Request};
+use std::path::{Path, PathBuf};
+
+fn traces_dir() -> Option<PathBuf> {
+    let dir = match std::env::var_os("FTLAB_SHARED") {
+        Some(shared) => PathBuf::from(shared).join("traces"),
+        None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/traces"),
+    };
+    dir.is_dir().then_some(dir)
+}
+
+fn load(path: &Path, time_unit: &str) -> Vec<Request> {
+    trace::open(path, "disksim", time_unit)
+        .unwrap()
+        .map(|r| r.unwrap())
+        .collect()
+}
+
+/// A device of four parallel units whose logical space just holds `span_bytes`.
+fn device_for(span_bytes: u64) -> Config {
+    let pages_per_block = 64u64;
+    let physical_pages = (span_bytes / 4096) as f64 / 0.93;
+    let blocks = (physical_pages / (4 * pages_per_block) as f64).ceil() as u32 + 8;
+    small_config((2, 1, 2, 1), blocks, pages_per_block as u32, 0.07)
+}
+
+fn verify_on(name: &str, path: PathBuf, time_unit: &str) {
+    let trace = load(&path, time_unit);
+    let span = trace
+        .iter()
+        .map(|r| r.offset_bytes + r.len_bytes as u64)
+        .max()
+        .unwrap();
+    for scheme in ["dftl", "sftl", "tpftl", "selective"] {
+        for budget in [8u64 << 10, 0] {
+            let mut cfg = device_for(span);
+            cfg.dram.budget_bytes = budget;
+            cfg.replay.timing = false;
+            // Mapping blocks of one page, so that a few KiB hold some.
+            cfg.schemes
+                .get_mut("selective")
+                .unwrap()
+                .insert("mapping_block_bytes".into(), toml::Value::Integer(4096));
+            let layout = cfg.validate().unwrap();
+            let fill = (0..layout.logical_pages)
+                .step_by(64)
+                .map(|p| write(p, 64.min((layout.logical_pages - p) as u32), 4096));
+            let mut reqs: Vec<Request> = fill.collect();
+            reqs.extend(trace.iter().map(|r| Request { time_ns: 0, ..*r }));
+            let report = run(scheme, &cfg, &reqs, false)
+                .unwrap_or_else(|e| panic!("{name}, {scheme} at {budget} bytes: {e}"));
+            let m = &report.metrics;
+            assert!(m.gc.invocations > 0, "{name}, {scheme}: GC never ran");
+            assert!(
+                m.flash.reads.host > 0,
+                "{name}, {scheme}: nothing read back"
+            );
+            if budget != 0 {
+                assert!(m.flash.reads.translation > 0, "{name}, {scheme}: no miss");
+            }
+        }
+    }
+}
+
+#[test]
+fn financial1_verifies_under_every_scheme() {
+    let Some(dir) = traces_dir() else {
+        eprintln!("skipped: ../shared/traces not found (set FTLAB_SHARED)");
+        return;
+    };
+    verify_on(
+        "Financial1",
+        dir.join("ssdsim_hust_financial1/example.ascii"),
+        "ns",
+    );
+}
+
+#[test]
+fn disksim_validation_trace_verifies_under_every_scheme() {
+    let Some(dir) = traces_dir() else {
+        eprintln!("skipped: ../shared/traces not found (set FTLAB_SHARED)");
+        return;
+    };
+    verify_on(
+        "DiskSim ascii.trace",
+        dir.join("disksim_hpl_validation/ascii.trace"),
+        "ms",
+    );
+}
