@@ -14,7 +14,8 @@ from ftlab import reproduce
 @pytest.mark.parametrize("scheme", ["hpftl", "slimftl"])
 def test_schemes_verify_with_gc_on_a_full_device(scheme: str) -> None:
     sets = [
-        "workload.requests=40000",
+        "workload.requests=150000",
+        "replay.timing=false",
         "workload.read_ratio=0.3",
         "workload.working_set_bytes=0",
         "ftl.over_provisioning=0.12",
