@@ -29,6 +29,11 @@ EXPERIMENTS["demand-hit-ratio"] = (
     "ftlab.reproduce.demand_hit_ratio",
     "hit ratio of DFTL, S-FTL, TPFTL and selective loading against the DRAM budget",
 )
+EXPERIMENTS["slimftl"] = (
+    "ftlab.reproduce.slimftl",
+    "SlimFTL thesis (SNU 2020): HPFTL and SlimFTL vs the page-level FTL: mapping size, "
+    "IOPS, GCs, WAF, LPA-shift sweep",
+)
 
 
 def run(name: str, out_dir: Path, quick: bool = False) -> None:
