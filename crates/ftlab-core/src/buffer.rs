@@ -1,8 +1,11 @@
 //! The DRAM write buffer shared by every scheme: a fixed number of page slots kept in
 //! least-recently-written order. A write to a buffered page replaces it in place; a write
 //! to a full buffer first evicts a batch of the least recently written pages, in that
-//! order or sorted by logical page address (LeaFTL learns from sorted flushes). Reads that
-//! hit the buffer are served from it. The buffer allocates nothing after construction.
+//! order or sorted by logical page address (LeaFTL learns from sorted flushes). A sorted
+//! flush may also filter by group (LeaFTL's reference): of the flush candidates, the groups
+//! of `flush_group_pages` logical pages holding the most candidates go first, up to
+//! `flush_group_fill` of the flush size, and the rest stay buffered. Reads that hit the
+//! buffer are served from it. The buffer allocates nothing after construction.
 
 use crate::config::{BufferConfig, FlushOrder};
 use std::collections::HashMap;
@@ -66,7 +69,13 @@ pub struct WriteBuffer {
     oldest: u32,
     flush_pages: usize,
     sorted: bool,
+    group_pages: u32,
+    group_fill: f64,
     batch: Vec<(u32, u32)>,
+    /// Group filtering scratch: candidates (group, LRU rank, slot) and groups
+    /// (count, rank of their oldest candidate, group).
+    candidates: Vec<(u32, u32, u32)>,
+    groups: Vec<(u32, u32, u32)>,
 }
 
 impl WriteBuffer {
@@ -100,7 +109,15 @@ impl WriteBuffer {
             oldest: NIL,
             flush_pages,
             sorted,
+            group_pages: if sorted {
+                cfg.flush_group_pages.min(u32::MAX as u64) as u32
+            } else {
+                0
+            },
+            group_fill: cfg.flush_group_fill,
             batch: Vec::with_capacity(flush_pages),
+            candidates: Vec::with_capacity(flush_pages),
+            groups: Vec::with_capacity(flush_pages),
         })
     }
 
@@ -197,7 +214,63 @@ impl WriteBuffer {
     /// Removes the next eviction batch and returns it as (lpa, seq) pairs: up to the flush
     /// size of the least recently written pages, sorted by lpa if so configured.
     pub fn evict(&mut self) -> &[(u32, u32)] {
+        if self.group_pages > 0 {
+            return self.take_groups();
+        }
         self.take(self.flush_pages)
+    }
+
+    /// The sorted flush with group filtering: of the `flush_pages` least recently written
+    /// pages, the groups with the most of them (ties: the group with the older page first)
+    /// while their total stays within `group_fill` of the flush size, at least one group.
+    fn take_groups(&mut self) -> &[(u32, u32)] {
+        self.candidates.clear();
+        let mut s = self.oldest;
+        while s != NIL && self.candidates.len() < self.flush_pages {
+            let slot = &self.slots[s as usize];
+            let rank = self.candidates.len() as u32;
+            self.candidates.push((slot.lpa / self.group_pages, rank, s));
+            s = slot.newer;
+        }
+        self.candidates.sort_unstable();
+        self.groups.clear();
+        for &(group, rank, _) in &self.candidates {
+            match self.groups.last_mut() {
+                Some(g) if g.2 == group => g.0 += 1,
+                _ => self.groups.push((1, rank, group)),
+            }
+        }
+        self.groups
+            .sort_unstable_by_key(|&(count, first, _)| (std::cmp::Reverse(count), first));
+        let budget = (self.group_fill * self.flush_pages as f64).floor() as u64;
+        let mut taken = 0u64;
+        let mut chosen = 0;
+        for &(count, _, _) in &self.groups {
+            if chosen > 0 && taken + count as u64 > budget {
+                break;
+            }
+            taken += count as u64;
+            chosen += 1;
+        }
+        self.groups.truncate(chosen);
+        self.groups.sort_unstable_by_key(|&(_, _, group)| group);
+        self.batch.clear();
+        for i in 0..self.candidates.len() {
+            let (group, _, s) = self.candidates[i];
+            if self
+                .groups
+                .binary_search_by_key(&group, |&(_, _, g)| g)
+                .is_ok()
+            {
+                let Slot { lpa, seq, .. } = self.slots[s as usize];
+                self.unlink(s);
+                self.index.remove(&lpa);
+                self.free.push(s);
+                self.batch.push((lpa, seq));
+            }
+        }
+        self.batch.sort_unstable_by_key(|&(lpa, _)| lpa);
+        &self.batch
     }
 
     /// Removes every page (end of run), in eviction order.
@@ -232,8 +305,41 @@ mod tests {
             size_bytes: pages * 4096,
             flush_bytes: flush_pages * 4096,
             flush,
+            ..BufferConfig::default()
         };
         WriteBuffer::new(&cfg, 4096).unwrap()
+    }
+
+    #[test]
+    fn group_filtering_flushes_the_fullest_groups() {
+        let cfg = BufferConfig {
+            size_bytes: 8 * 4096,
+            flush_bytes: 8 * 4096,
+            flush: FlushOrder::Sorted,
+            flush_group_pages: 10,
+            flush_group_fill: 0.75,
+        };
+        let mut b = WriteBuffer::new(&cfg, 4096).unwrap();
+        // Groups: 0 -> {1, 2}, 1 -> {11, 12, 13}, 2 -> {25}, 3 -> {31, 32}.
+        for (i, lpa) in [31u32, 1, 11, 25, 2, 12, 13, 32].into_iter().enumerate() {
+            b.write(lpa, i as u32);
+        }
+        // Budget 6 pages: group 1 (3), then groups 3 and 0 tie at 2 pages; group 3 holds the
+        // oldest page, so it goes first; group 0 would exceed the budget.
+        assert_eq!(b.evict(), &[(11, 2), (12, 5), (13, 6), (31, 0), (32, 7)]);
+        assert_eq!(b.len(), 3);
+        assert_eq!(b.get(1), Some(1));
+        // A group larger than the budget still goes (at least one group per flush).
+        let cfg = BufferConfig {
+            flush_group_fill: 0.1,
+            ..cfg
+        };
+        let mut b = WriteBuffer::new(&cfg, 4096).unwrap();
+        for lpa in [5u32, 6, 7, 40] {
+            b.write(lpa, lpa);
+        }
+        assert_eq!(b.evict(), &[(5, 5), (6, 6), (7, 7)]);
+        assert_eq!(b.drain(), &[(40, 40)]);
     }
 
     #[test]
@@ -290,8 +396,7 @@ mod tests {
     fn disabled_when_smaller_than_a_page() {
         let cfg = BufferConfig {
             size_bytes: 100,
-            flush_bytes: 0,
-            flush: FlushOrder::Lru,
+            ..BufferConfig::default()
         };
         assert!(WriteBuffer::new(&cfg, 4096).is_none());
     }

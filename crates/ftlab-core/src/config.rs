@@ -114,6 +114,12 @@ pub struct BufferConfig {
     #[serde(with = "units::bytes")]
     pub flush_bytes: u64,
     pub flush: FlushOrder,
+    /// Sorted flush only: group the flush candidates by `lpa / flush_group_pages` and
+    /// flush the groups with the most pages first, up to `flush_group_fill` of the flush
+    /// size (LeaFTL's filtering, so that flushed runs are learnable); 0 disables it.
+    pub flush_group_pages: u64,
+    /// Share of the flush size the group filtering may fill (at least one group is taken).
+    pub flush_group_fill: f64,
 }
 
 /// DRAM available to the mapping (used by the schemes that cache their map).
@@ -230,6 +236,8 @@ impl Default for BufferConfig {
             size_bytes: 0,
             flush_bytes: 0,
             flush: FlushOrder::Lru,
+            flush_group_pages: 0,
+            flush_group_fill: 0.875,
         }
     }
 }
@@ -694,6 +702,12 @@ impl Config {
             return Err(Error::config(
                 "buffer.flush_bytes",
                 "must be 0 or at least one page",
+            ));
+        }
+        if !(b.flush_group_fill > 0.0 && b.flush_group_fill <= 1.0) {
+            return Err(Error::config(
+                "buffer.flush_group_fill",
+                format!("{} is not a fraction in (0, 1]", b.flush_group_fill),
             ));
         }
         let r = &self.replay;

@@ -330,6 +330,7 @@ impl<F: Ftl> Simulator<F> {
     /// Drains the buffer and assembles the report.
     pub fn finish(mut self, ftl_name: &str, source: SourceInfo, cfg: &Config) -> Result<Report> {
         self.drain()?;
+        self.ftl.finish(&mut self.flash)?;
         self.sample();
         let timed = self.flash.is_timed();
         let flash = &self.flash;

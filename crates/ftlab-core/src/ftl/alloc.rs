@@ -11,6 +11,11 @@
 //! `gc.policy` among data and translation blocks alike. One free block per unit is
 //! reserved for relocation, so GC always has somewhere to go.
 //!
+//! Two options serve LeaFTL (both off by default): a host stripe, so that the host stream
+//! writes up to that many consecutive pages to one unit (until its open block is full)
+//! before moving on, and sorted relocation, so that GC moves a data victim's valid pages in
+//! logical-page order.
+//!
 //! GC does not know the scheme's map. It relocates valid pages and records every move
 //! ([`PageAllocator::take_moves`]); the scheme applies them to its map before the next
 //! lookup. Data pages move to the unit's GC block; translation pages move to the unit's
@@ -85,6 +90,14 @@ pub struct PageAllocator {
     moved_translation: Vec<Move>,
     /// Translation pages relocated by GC, in total.
     pub translation_pages_moved: u64,
+    /// Host pages written to one unit before the host stream moves on (1: page by page
+    /// round-robin), and what is left of the current stripe.
+    host_stripe: u32,
+    host_left: u32,
+    /// GC relocates a data victim's valid pages in logical-page order.
+    sorted_relocation: bool,
+    /// A victim's valid pages (logical page, physical page), reused.
+    victim_pages: Vec<(u32, Ppn)>,
 }
 
 impl PageAllocator {
@@ -108,7 +121,25 @@ impl PageAllocator {
             moved_data: Vec::new(),
             moved_translation: Vec::new(),
             translation_pages_moved: 0,
+            host_stripe: 1,
+            host_left: 1,
+            sorted_relocation: false,
+            victim_pages: Vec::new(),
         }
+    }
+
+    /// Host pages written to one unit before the host stream moves to the next (1, the
+    /// default: page by page round-robin); a stripe also ends when the unit's open block is
+    /// full. LeaFTL writes a sorted flush a block at a time so that it stays learnable.
+    pub fn set_host_stripe(&mut self, pages: u32) {
+        self.host_stripe = pages.max(1);
+        self.host_left = self.host_stripe;
+    }
+
+    /// Whether GC relocates a data victim's valid pages in logical-page order (LeaFTL's
+    /// coordinated GC relearns them as one sorted batch) rather than in physical order.
+    pub fn set_sorted_relocation(&mut self, on: bool) {
+        self.sorted_relocation = on;
     }
 
     /// Spare blocks per unit a scheme needs beyond its logical data: one open block per
@@ -124,7 +155,34 @@ impl PageAllocator {
     /// The next free page for a host data write.
     #[inline]
     pub fn host_page(&mut self, flash: &mut Flash) -> Result<Ppn> {
+        if self.host_stripe > 1 {
+            return self.striped_host_page(flash);
+        }
         self.stream_page(HOST, flash)
+    }
+
+    /// The host stream with a stripe: stay on the current unit while the stripe lasts and
+    /// its open block has room, then move on round-robin.
+    fn striped_host_page(&mut self, flash: &mut Flash) -> Result<Ppn> {
+        for _ in 0..=self.layout.units {
+            let unit = self.next_unit[HOST];
+            if self.host_left > 0 {
+                if let Some(ppn) = self.unit_page(HOST, unit, flash)? {
+                    self.host_left -= 1;
+                    if self.open[HOST][unit as usize].next == self.layout.pages_per_block {
+                        self.host_left = 0;
+                    }
+                    return Ok(ppn);
+                }
+            }
+            self.next_unit[HOST] = (unit + 1) % self.layout.units;
+            self.host_left = self.host_stripe;
+        }
+        Err(Error::DeviceFull {
+            message: "every parallel unit is out of free blocks and holds no block with an invalid page; \
+                      the logical data fills the device (raise ftl.over_provisioning)"
+                .into(),
+        })
     }
 
     /// The next free page for a translation page (a translation store only).
@@ -255,12 +313,18 @@ impl PageAllocator {
         };
         let translation = self.kind.get(victim as usize) == Some(&BlockKind::Translation);
         let stream = if translation { MAP } else { GC };
-        let first = flash.first_page(victim);
+        let mut pages = std::mem::take(&mut self.victim_pages);
+        pages.clear();
+        pages.extend(
+            flash
+                .valid_pages(victim)
+                .map(|ppn| (flash.oob(ppn).lpa, ppn)),
+        );
+        if self.sorted_relocation && !translation {
+            pages.sort_unstable();
+        }
         let mut moved = 0;
-        for ppn in first..first + self.layout.pages_per_block {
-            if !flash.is_valid(ppn) {
-                continue;
-            }
+        for &(_, ppn) in &pages {
             let dst = self.relocation_page(stream, unit, flash)?;
             let oob = flash.copy(ppn, dst, Cause::Gc)?;
             flash.invalidate(ppn)?;
@@ -279,6 +343,7 @@ impl PageAllocator {
             }
             moved += 1;
         }
+        self.victim_pages = pages;
         flash.chain();
         flash.erase(victim, Cause::Gc)?;
         self.free.push(&self.layout, victim);

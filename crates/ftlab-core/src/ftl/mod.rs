@@ -12,6 +12,7 @@ pub mod demand;
 pub mod dftl;
 pub mod hashed;
 pub mod hpftl;
+pub mod leaftl;
 pub mod mapcache;
 pub mod page;
 pub mod selective;
@@ -58,6 +59,12 @@ pub trait Ftl {
 
     /// Scheme-specific counters (appended to `out`).
     fn counters(&self, _out: &mut Vec<(&'static str, f64)>) {}
+
+    /// End of the run, after the write buffer is drained and before the final metrics
+    /// (for example a scheme's final background compaction).
+    fn finish(&mut self, _flash: &mut Flash) -> Result<()> {
+        Ok(())
+    }
 }
 
 /// Scheme names and one-line descriptions.
@@ -90,6 +97,10 @@ pub const SCHEMES: &[(&str, &str)] = &[
         "slimftl",
         "SlimFTL (SNU thesis 2020): hashed page-level map over a virtual block table, sequentiality-aware md5 hasher, shared virtual blocks",
     ),
+    (
+        "leaftl",
+        "LeaFTL (ASPLOS'23): learned linear segments per 256-page group, OOB-verified predictions",
+    ),
 ];
 
 /// Default configuration sections of the schemes that have one.
@@ -109,6 +120,10 @@ pub fn scheme_defaults() -> BTreeMap<String, toml::Table> {
     sections.insert(
         "slimftl".to_string(),
         section(toml::Table::try_from(slimftl::SlimConfig::default())),
+    );
+    sections.insert(
+        "leaftl".to_string(),
+        section(toml::Table::try_from(leaftl::LeaftlConfig::default())),
     );
     sections
 }
@@ -155,6 +170,11 @@ pub fn build<V: Visitor>(
         "slimftl" => {
             let ftl = slimftl::SlimFtl::new(cfg, layout)?;
             Ok(visitor.visit(ftl, Flash::new(cfg, layout, 0, timed)?))
+        }
+        "leaftl" => {
+            let ftl = leaftl::LeaFtl::new(cfg, layout)?;
+            let flash = Flash::new(cfg, layout, 0, timed)?;
+            Ok(visitor.visit(ftl, flash))
         }
         _ => {
             let names: Vec<&str> = SCHEMES.iter().map(|(n, _)| *n).collect();
