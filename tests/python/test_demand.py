@@ -76,3 +76,31 @@ def test_reproduction_quick(name: str, tmp_path: Path, request: pytest.FixtureRe
         assert len(rows) >= 2
         assert (tmp_path / f"{table.stem}.md").is_file()
     assert sorted(tmp_path.glob("*.png")) and sorted(tmp_path.glob("*.svg"))
+
+
+@pytest.mark.parametrize(
+    "trace_path",
+    [
+        "fiu_mail_excerpt/DERIVED_cheetah.cs.fiu.edu-110108-113008.1.head10000.blkparse",
+        "msr_cambridge_caffeine_sample/msr-cambridge1-sample.csv",
+        "mqsim_umass_websearch_tpcc/tpcc-small.trace",
+    ],
+)
+def test_verified_on_other_trace_formats(trace_path: str, traces: Path) -> None:
+    from ftlab.reproduce._demand_common import trace_sets
+
+    path = traces / trace_path
+    for scheme in DEMAND:
+        report = ftlab.simulate(
+            scheme,
+            trace=path,
+            verify=True,
+            sets=[
+                *trace_sets(path),
+                "dram.budget_bytes=16KiB",
+                "selective.mapping_block_bytes=4KiB",
+            ],
+        ).report
+        m = report["metrics"]
+        assert m["host"]["requests"] > 0
+        assert m["scheme"]["cache_lookups"] > 0

@@ -1,5 +1,5 @@
 """Helpers shared by the reproductions of the demand-cached schemes (DFTL, S-FTL, TPFTL,
-selective mapping-table loading): real traces and devices sized to them, the size of the
+selective mapping-table loading): real traces and devices sized to their footprints, the size of the
 full mapping table, tables written as CSV and Markdown, plots written as PNG and SVG."""
 
 from __future__ import annotations
@@ -10,17 +10,30 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import ftlab
 from ftlab._bench import shared_dir
 from ftlab._format import render_table
 
-# (name, path under shared/traces, time unit): the real traces the core reads today.
+# (name, path under shared/traces, time unit ("": the format's own)): the real traces, the
+# first being the one quick mode uses.
 REAL_TRACES: list[tuple[str, str, str]] = [
     ("Financial1", "ssdsim_hust_financial1/example.ascii", "ns"),
     ("DiskSim validation", "disksim_hpl_validation/ascii.trace", "ms"),
+    ("MQSim TPC-C", "mqsim_umass_websearch_tpcc/tpcc-small.trace", "ns"),
+    ("MQSim WebSearch", "mqsim_umass_websearch_tpcc/wsrch-small.trace", "ns"),
+    (
+        "FIU mail",
+        "fiu_mail_excerpt/DERIVED_cheetah.cs.fiu.edu-110108-113008.1.head10000.blkparse",
+        "",
+    ),
+    ("MSR Cambridge", "msr_cambridge_caffeine_sample/msr-cambridge1-sample.csv", ""),
+    ("Systor'17", "snia_systor17_caffeine_sample/systor17-traces-sample.csv", ""),
+    ("Tencent CBS", "tencent_cbs_caffeine_sample/cloud_storage-sample", ""),
+    ("CloudPhysics", "cloudphysics_libCacheSim/cloudPhysicsIO.vscsi", ""),
 ]
 
 # The devices sized to a trace: 4 channels x 2 dies (8 parallel units), 128 pages of 4 KiB
-# per block, 7% over-provisioning, no write buffer (so that every write reaches the map).
+# per block, no write buffer (so that every write reaches the map).
 TRACE_DEVICE = [
     "geometry.channels=4",
     "geometry.chips_per_channel=1",
@@ -53,23 +66,21 @@ def available_traces(quick: bool) -> list[tuple[str, Path, str]]:
     return found[:1] if quick else found
 
 
-def trace_span_bytes(path: Path) -> int:
-    """End of the highest byte a DiskSim ASCII trace addresses."""
-    span = 0
-    with path.open() as f:
-        for line in f:
-            fields = line.split()
-            if len(fields) < 5 or line.startswith("#"):
-                continue
-            span = max(span, (int(fields[2]) + int(fields[3])) * 512)
-    return span
-
-
-def device_for(span_bytes: int) -> list[str]:
-    """Overrides for a device whose logical space just holds `span_bytes`."""
-    pages = math.ceil(span_bytes / PAGE)
-    blocks = math.ceil(pages / 0.93 / (TRACE_UNITS * PAGES_PER_BLOCK)) + 2
-    return [*TRACE_DEVICE, f"geometry.blocks_per_plane={blocks}"]
+def trace_sets(path: Path) -> list[str]:
+    """Overrides that replay `path` on a device just larger than its footprint: addresses
+    compacted (the pages a trace touches, renumbered densely in address order), 8 parallel
+    units, 7% over-provisioning and at least six spare blocks per unit (the demand-cached
+    schemes need four: open host, GC and translation blocks, GC reserve)."""
+    pages = int(ftlab.trace_info(path).info["footprint_pages"])
+    data_blocks = math.ceil(pages / (TRACE_UNITS * PAGES_PER_BLOCK))
+    blocks = max(math.ceil(data_blocks / 0.93), data_blocks + 6)
+    return [
+        *[s for s in TRACE_DEVICE if not s.startswith("ftl.over_provisioning")],
+        f"geometry.blocks_per_plane={blocks}",
+        f"ftl.over_provisioning={(blocks - data_blocks) / blocks!r}",
+        'trace.compact="always"',
+        'trace.device_size="config"',
+    ]
 
 
 def entry_bytes(physical_pages: int) -> int:

@@ -2,7 +2,8 @@
 traces (FTL-algorithms spec section 14, item 2: the shape, hit ratio rising steeply with
 the cache, rather than a published value).
 
-Setup here: each trace on a fresh device sized to its address span (as in `dftl`),
+Setup here: every real trace, each on a fresh device just larger than its footprint (as in
+`dftl`),
 mapping-only, budgets from 0.5% of the full page-level table to all of it. The selective
 scheme uses 4 KiB mapping blocks (one page) so that small budgets hold some; S-FTL needs
 room for one uncompressed translation page, so its smallest budgets are missing. Quick mode:
@@ -16,12 +17,11 @@ from pathlib import Path
 import ftlab
 from ftlab.reproduce._demand_common import (
     available_traces,
-    device_for,
     figure,
     fmt,
     full_table_bytes,
     save_figure,
-    trace_span_bytes,
+    trace_sets,
     write_table,
 )
 
@@ -39,7 +39,7 @@ def run(out_dir: Path, quick: bool) -> None:
     curves: dict[tuple[str, str], list[tuple[float, float]]] = {}
     for name, path, unit in traces:
         sets = [
-            *device_for(trace_span_bytes(path)),
+            *trace_sets(path),
             "replay.timing=false",
             "selective.mapping_block_bytes=4KiB",
         ]
