@@ -142,7 +142,7 @@ def compare_rows(
 ) -> tuple[list[str], list[tuple[str, ...]]]:
     """The side-by-side table of `ftlab compare`: DRAM, WAF, GC, latency, extra flash
     reads by cause (beyond the host's own)."""
-    rows = []
+    rows: list[tuple[str, ...]] = []
     for name, s in summaries.items():
         rows.append(
             (
@@ -269,11 +269,11 @@ def size_rows(info: dict[str, Any]) -> list[tuple[str, str, str, str]]:
 
 
 def device_rows(info: dict[str, Any], limit: int = 20) -> list[tuple[str, ...]]:
-    rows = []
+    rows: list[tuple[str, ...]] = []
     for d in info["devices"][:limit]:
         rows.append(
             (
-                d["name"],
+                str(d["name"]),
                 f"{d['requests']:,}",
                 f"{d['reads']:,}",
                 f"{d['writes']:,}",

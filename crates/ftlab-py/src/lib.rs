@@ -108,6 +108,38 @@ fn bench_scheme(
     serde_json::to_string(&result).map_err(|e| FtlabError::new_err(e.to_string()))
 }
 
+/// When the runs would fit the device to the trace: the `geometry.blocks_per_plane` that
+/// every scheme of `ftls` accepts (so that `compare` puts them all on one device).
+#[pyfunction]
+#[pyo3(signature = (ftls, trace=None, workload=None, preset=None, config=Vec::new(), sets=Vec::new(), verify=false, format=String::new(), time_unit=String::new()))]
+#[allow(clippy::too_many_arguments)]
+fn fitted_blocks_per_plane(
+    py: Python<'_>,
+    ftls: Vec<String>,
+    trace: Option<PathBuf>,
+    workload: Option<String>,
+    preset: Option<String>,
+    config: Vec<PathBuf>,
+    sets: Vec<String>,
+    verify: bool,
+    format: String,
+    time_unit: String,
+) -> PyResult<Option<u32>> {
+    let opts = options(
+        String::new(),
+        trace,
+        workload,
+        preset,
+        config,
+        sets,
+        verify,
+        format,
+        time_unit,
+    );
+    py.allow_threads(|| api::fitted_blocks_per_plane(&opts, &ftls))
+        .map_err(to_py)
+}
+
 /// The resolved configuration as TOML.
 #[pyfunction]
 #[pyo3(signature = (preset=None, workload=None, config=Vec::new(), sets=Vec::new()))]
@@ -240,5 +272,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(trace_info, m)?)?;
     m.add_function(wrap_pyfunction!(read_speed, m)?)?;
     m.add_function(wrap_pyfunction!(trace_formats, m)?)?;
+    m.add_function(wrap_pyfunction!(fitted_blocks_per_plane, m)?)?;
     Ok(())
 }
