@@ -1,11 +1,15 @@
 """ftlab: a laboratory for flash translation layers.
 
 The simulator is the Rust core (`ftlab._core`); this package is its front. Importing it is
-cheap: heavy modules (rich, data frames, plots) are imported only where they are used.
+cheap: heavy modules (rich, polars, matplotlib) are imported only where they are used.
 
     >>> import ftlab
     >>> result = ftlab.simulate("page", workload="zipf")
     >>> result.summary["waf"]
+    >>> result.time_series          # a polars DataFrame
+    >>> cmp = ftlab.compare(["page"], trace="financial1.spc.gz")
+    >>> cmp.table                   # one row per scheme
+    >>> cmp.write_report("report")  # plots (PNG, SVG) and an HTML page
 """
 
 from __future__ import annotations
@@ -14,30 +18,44 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Union
+from typing import TYPE_CHECKING, Any, Callable, Union
 
 from ftlab import _core
 from ftlab._core import FtlabError
 
+if TYPE_CHECKING:
+    import polars
+
 __version__: str = _core.__version__
 
 __all__ = [
+    "CompareResult",
     "FtlabError",
     "Result",
+    "TraceInfo",
     "__version__",
+    "compare",
     "presets",
     "schemes",
     "simulate",
     "summarize",
+    "trace_formats",
+    "trace_info",
     "workloads",
 ]
 
 PathLike = Union[str, Path]
+Progress = Callable[[int, Union[float, None], str], object]
 
 
 @dataclass
 class Result:
-    """One finished run: the report as JSON text and as a dict, and its wall-clock time."""
+    """One finished run.
+
+    `report` is the full report (the `--json` output) as a dict, `summary` its headline
+    numbers; `time_series`, `latency_cdf`, `flash_ops` and `memory` are the same data as
+    polars DataFrames.
+    """
 
     json: str
     wall_seconds: float
@@ -47,9 +65,58 @@ class Result:
         self.report = json.loads(self.json)
 
     @property
+    def ftl(self) -> str:
+        """The scheme's name."""
+        return str(self.report["ftl"])
+
+    @property
     def summary(self) -> dict[str, Any]:
-        """The headline numbers of the run, flat."""
+        """The headline numbers of the run, flat (latencies in microseconds)."""
         return summarize(self.report)
+
+    @property
+    def time_series(self) -> polars.DataFrame:
+        """Samples every `metrics.sample_every_requests` requests: request, time_ns,
+        host_pages_written, flash_programs, gc_invocations, memory_bytes, and the running
+        write amplification `waf`."""
+        from ftlab import _frames
+
+        return _frames.time_series(self.report)
+
+    @property
+    def latency_cdf(self) -> polars.DataFrame:
+        """Request latency distributions: op (read, write), quantile, latency_us.
+        Empty in mapping-only mode."""
+        from ftlab import _frames
+
+        return _frames.latency_cdf(self.report)
+
+    @property
+    def flash_ops(self) -> polars.DataFrame:
+        """Flash operations by kind (read, program, erase) and cause (host, gc,
+        translation, misprediction, merge)."""
+        from ftlab import _frames
+
+        return _frames.flash_ops(self.report)
+
+    @property
+    def memory(self) -> polars.DataFrame:
+        """Mapping DRAM by component: final and peak bytes."""
+        from ftlab import _frames
+
+        return _frames.memory(self.report)
+
+    def _repr_html_(self) -> str:
+        from ftlab._format import html_table, summary_rows
+
+        return html_table(["metric", "value"], summary_rows(self.summary))
+
+
+def _sets(sets: Sequence[str], mapping_only: bool) -> list[str]:
+    overrides = list(sets)
+    if mapping_only:
+        overrides.append("replay.timing=false")
+    return overrides
 
 
 def simulate(
@@ -62,33 +129,182 @@ def simulate(
     sets: Sequence[str] = (),
     verify: bool = False,
     mapping_only: bool = False,
-    format: str = "disksim",
-    time_unit: str = "ns",
-    progress: Callable[[int], object] | None = None,
+    format: str = "",
+    time_unit: str = "",
+    progress: Progress | None = None,
 ) -> Result:
     """Runs scheme `ftl` over a trace file or a synthetic workload.
 
     Without `trace` or `workload`, the configuration's `[workload]` section runs.
-    `sets` are `key=value` overrides applied last; `mapping_only` skips the timing model.
-    `progress(n)` is called with the number of requests done every 65,536 requests.
-    Raises FtlabError with a message naming the key, file, line or request at fault.
+    `sets` are `key=value` overrides applied last (`trace.devices=["hm_0"]`,
+    `geometry.channels=8`, ...); `mapping_only` skips the timing model. `format` and
+    `time_unit` override `trace.format` and `trace.time_unit` (default: detected, and the
+    format's own unit). `progress(done, fraction, phase)` is called every 65,536 requests
+    (`phase` is "scan" while a trace is measured first, then "simulate"; `fraction` is the
+    share done). Raises FtlabError with a message naming the key, file, line or request
+    at fault.
     """
-    overrides = list(sets)
-    if mapping_only:
-        overrides.append("replay.timing=false")
     text, wall = _core.run(
         ftl,
         trace=None if trace is None else str(trace),
         workload=workload,
         preset=preset,
         config=[str(c) for c in config],
-        sets=overrides,
+        sets=_sets(sets, mapping_only),
         verify=verify,
         format=format,
         time_unit=time_unit,
         progress=progress,
     )
     return Result(json=text, wall_seconds=wall)
+
+
+@dataclass
+class CompareResult:
+    """Several schemes over the same trace or workload.
+
+    `results` maps each scheme to its Result; `summary` gives one flat dict per scheme;
+    `table` is the side-by-side comparison as a polars DataFrame.
+    """
+
+    results: dict[str, Result]
+
+    @property
+    def summary(self) -> dict[str, dict[str, Any]]:
+        """The headline numbers of each scheme."""
+        return {name: r.summary for name, r in self.results.items()}
+
+    @property
+    def table(self) -> polars.DataFrame:
+        """One row per scheme: DRAM, WAF, GC, mean and p99 latency, extra flash reads by
+        cause."""
+        from ftlab import _frames
+
+        return _frames.compare_table(self.results)
+
+    @property
+    def time_series(self) -> polars.DataFrame:
+        """Every scheme's time series, with a `scheme` column."""
+        from ftlab import _frames
+
+        return _frames.concat_with_scheme({n: r.time_series for n, r in self.results.items()})
+
+    @property
+    def latency_cdf(self) -> polars.DataFrame:
+        """Every scheme's latency distributions, with a `scheme` column."""
+        from ftlab import _frames
+
+        return _frames.concat_with_scheme({n: r.latency_cdf for n, r in self.results.items()})
+
+    def write_report(self, folder: PathLike) -> Path:
+        """Writes the report folder: the table (CSV, Markdown), every run's JSON, plots
+        (PNG and SVG) and `index.html` linking them. Returns the HTML page's path."""
+        from ftlab import _report
+
+        return _report.write(self, Path(folder))
+
+    def _repr_html_(self) -> str:
+        from ftlab._format import compare_rows, html_table
+
+        header, rows = compare_rows(self.summary)
+        return html_table(header, rows)
+
+
+def compare(
+    ftls: Sequence[str] | None = None,
+    *,
+    trace: PathLike | None = None,
+    workload: str | None = None,
+    preset: str | None = None,
+    config: Sequence[PathLike] = (),
+    sets: Sequence[str] = (),
+    verify: bool = False,
+    mapping_only: bool = False,
+    format: str = "",
+    time_unit: str = "",
+    jobs: int | None = None,
+    on_done: Callable[[str, Result], object] | None = None,
+) -> CompareResult:
+    """Runs several schemes (default: every scheme the core has) over the same trace or
+    workload, in parallel processes (`jobs`, default: one per core, at most one per
+    scheme). Other arguments are those of `simulate`. `on_done(name, result)` is called
+    as each scheme finishes. Raises FtlabError naming the scheme that failed.
+    """
+    from ftlab import _compare
+
+    names = list(ftls) if ftls else [name for name, _ in schemes()]
+    known = {name for name, _ in schemes()}
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise FtlabError(
+            f"unknown FTL scheme(s) {', '.join(unknown)}; the schemes are: "
+            + ", ".join(sorted(known))
+        )
+    if trace is None and workload is None and not config and not sets:
+        workload = "default"
+    common: dict[str, Any] = {
+        "trace": None if trace is None else str(trace),
+        "workload": workload,
+        "preset": preset,
+        "config": [str(c) for c in config],
+        "sets": _sets(sets, mapping_only),
+        "verify": verify,
+        "format": format,
+        "time_unit": time_unit,
+    }
+    outputs = _compare.run_all(names, common, jobs, on_done)
+    return CompareResult(results={name: outputs[name] for name in names})
+
+
+@dataclass
+class TraceInfo:
+    """What `ftlab trace info` reports: `info` as a dict, the size histogram and the
+    devices as DataFrames."""
+
+    json: str
+    info: dict[str, Any] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.info = json.loads(self.json)
+
+    @property
+    def size_histogram(self) -> polars.DataFrame:
+        """Requests by size bucket (`up_to_bytes`, null for the largest) and type."""
+        import polars as pl
+
+        return pl.DataFrame(self.info["size_histogram"])
+
+    @property
+    def devices(self) -> polars.DataFrame:
+        """One row per device kept."""
+        import polars as pl
+
+        return pl.DataFrame(self.info["devices"])
+
+
+def trace_info(
+    path: PathLike,
+    *,
+    page_size: int = 4096,
+    config: Sequence[PathLike] = (),
+    sets: Sequence[str] = (),
+    format: str = "",
+    progress: Callable[[int, float], object] | None = None,
+) -> TraceInfo:
+    """Describes a trace: requests, read/write/trim mix, sizes, footprint in distinct
+    pages of `page_size` bytes, address span, overwrite factor, time span, devices.
+    `sets` are `trace.*` overrides (`trace.devices=["0"]`, ...)."""
+    overrides = list(sets)
+    if format:
+        overrides.append(f'trace.format="{format}"')
+    text = _core.trace_info(
+        str(path),
+        page_size=page_size,
+        config=[str(c) for c in config],
+        sets=overrides,
+        progress=progress,
+    )
+    return TraceInfo(json=text)
 
 
 def summarize(report: dict[str, Any]) -> dict[str, Any]:
@@ -102,13 +318,18 @@ def summarize(report: dict[str, Any]) -> dict[str, Any]:
         stats = latency.get(kind)
         if not stats or not stats.get("count"):
             return None
-        return stats[key] / 1000.0
+        return float(stats[key]) / 1000.0
 
+    trace = report.get("trace") or {}
     return {
         "ftl": report["ftl"],
         "source": report["source"]["name"],
+        "format": report["source"].get("format") or None,
         "mode": report["mode"],
         "requests": host["requests"],
+        "read_requests": host["read_requests"],
+        "write_requests": host["write_requests"],
+        "trim_requests": host["trim_requests"],
         "host_pages_read": host["pages_read"],
         "host_pages_written": host["pages_written"],
         "host_pages_trimmed": host["pages_trimmed"],
@@ -116,9 +337,11 @@ def summarize(report: dict[str, Any]) -> dict[str, Any]:
         "flash_reads": flash["reads"]["total"],
         "flash_programs": flash["programs"]["total"],
         "flash_erases": flash["erases"]["total"],
+        "gc_reads": flash["reads"]["gc"],
         "translation_reads": flash["reads"]["translation"],
         "translation_programs": flash["programs"]["translation"],
         "misprediction_reads": flash["reads"]["misprediction"],
+        "merge_reads": flash["reads"]["merge"],
         "waf": m["waf"],
         "gc_invocations": m["gc"]["invocations"],
         "gc_pages_moved": m["gc"]["pages_moved"],
@@ -129,6 +352,11 @@ def summarize(report: dict[str, Any]) -> dict[str, Any]:
         "iops": m.get("iops"),
         "memory_final_bytes": memory["final_total"],
         "memory_peak_bytes": memory["peak_total"],
+        "logical_bytes": report["device"]["logical_bytes"],
+        "devices": len(trace["devices"]) if trace else None,
+        "compacted": trace.get("compacted") if trace else None,
+        "device_sized_to_trace": trace.get("device_sized_to_trace") if trace else None,
+        "bad_lines": trace["diagnostics"]["bad_lines"] if trace else None,
     }
 
 
@@ -138,10 +366,15 @@ def presets() -> list[tuple[str, str]]:
 
 
 def schemes() -> list[tuple[str, str]]:
-    """(name, description) of each FTL scheme."""
+    """(name, description) of each FTL scheme, as the core registers them."""
     return list(_core.schemes())
 
 
 def workloads() -> list[tuple[str, str]]:
     """(name, description) of each built-in synthetic workload."""
     return list(_core.workloads())
+
+
+def trace_formats() -> list[tuple[str, list[str], str, str, str]]:
+    """(name, aliases, description, time unit, example line) of each trace format."""
+    return list(_core.trace_formats())

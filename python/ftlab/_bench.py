@@ -161,6 +161,10 @@ def run_all(
     out: dict[str, Any] = {"ftlab_version": _core.__version__, "repeat": repeat, "results": rows}
     if bench_trace is not None and "page" in names:
         out["end_to_end_run_seconds"] = end_to_end_seconds(bench_trace, repeat)
+    if bench_trace is not None:
+        from ftlab import _bench_read
+
+        out["reading"] = _bench_read.measure(bench_trace, repeat, echo)
     out["notes"] = notes
     return out
 
@@ -186,6 +190,14 @@ def table(results: dict[str, Any]) -> str:
         text += (
             f"\n\nwhole `ftlab run --ftl page` process on the benchmark trace: "
             f"{results['end_to_end_run_seconds']:.3f} s"
+        )
+    if results.get("reading"):
+        from ftlab import _bench_read
+
+        text += "\n\ntrace reading speed (the benchmark trace in each text format):\n"
+        text += render_table(
+            ["format", "compression", "lines", "MiB", "s", "M lines/s"],
+            _bench_read.rows(results["reading"]),
         )
     for note in results["notes"]:
         text += f"\nnote: {note}"

@@ -66,6 +66,7 @@ def summary_rows(s: dict[str, Any]) -> list[tuple[str, str]]:
             f"{s['translation_reads']:,} / {s['translation_programs']:,}",
         ),
         ("misprediction reads", number(s["misprediction_reads"])),
+        ("GC reads", number(s["gc_reads"])),
         ("WAF", number(s["waf"])),
         ("GC invocations / pages moved", f"{s['gc_invocations']:,} / {s['gc_pages_moved']:,}"),
         (
@@ -86,3 +87,194 @@ def latency_pair(mean: float | None, p99: float | None) -> str:
     if mean is None:
         return "-"
     return f"{mean:,.1f} / {p99:,.1f} us"
+
+
+def html_table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    """A plain HTML table (for notebooks and the compare report)."""
+    from html import escape
+
+    head = "".join(f"<th>{escape(str(h))}</th>" for h in header)
+    body = "".join(
+        "<tr>" + "".join(f"<td>{escape(str(c))}</td>" for c in row) + "</tr>" for row in rows
+    )
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def compact(value: float | None) -> str:
+    """A count in few characters: 1,234 / 12.3 k / 4.56 M."""
+    if value is None:
+        return "-"
+    if abs(value) < 10_000:
+        return f"{value:,.0f}" if float(value).is_integer() else f"{value:,.3f}"
+    if abs(value) < 10_000_000:
+        return f"{value / 1e3:,.1f} k"
+    return f"{value / 1e6:,.2f} M"
+
+
+def us_pair(mean: float | None, p99: float | None) -> str:
+    if mean is None or p99 is None:
+        return "-"
+    return f"{mean:,.0f} / {p99:,.0f}"
+
+
+COMPARE_HEADER = [
+    "scheme",
+    "DRAM peak",
+    "WAF",
+    "GC victims",
+    "read us mean/p99",
+    "write us mean/p99",
+    "GC reads",
+    "transl. reads",
+    "mispred. reads",
+    "merge reads",
+    "wall s",
+]
+
+
+def compare_rows(
+    summaries: dict[str, dict[str, Any]], walls: dict[str, float] | None = None
+) -> tuple[list[str], list[tuple[str, ...]]]:
+    """The side-by-side table of `ftlab compare`: DRAM, WAF, GC, latency, extra flash
+    reads by cause (beyond the host's own)."""
+    rows = []
+    for name, s in summaries.items():
+        rows.append(
+            (
+                name,
+                mib(s["memory_peak_bytes"]),
+                number(s["waf"]),
+                compact(s["gc_invocations"]),
+                us_pair(s["read_mean_us"], s["read_p99_us"]),
+                us_pair(s["write_mean_us"], s["write_p99_us"]),
+                compact(s["gc_reads"]),
+                compact(s["translation_reads"]),
+                compact(s["misprediction_reads"]),
+                compact(s["merge_reads"]),
+                "-" if walls is None else f"{walls[name]:.2f}",
+            )
+        )
+    header = list(COMPARE_HEADER)
+    if walls is None:
+        header = header[:-1]
+        rows = [r[:-1] for r in rows]
+    return header, rows
+
+
+def trace_rows(report: dict[str, Any]) -> list[tuple[str, str]]:
+    """How a trace was read and mapped, for the run summary."""
+    t = report.get("trace")
+    if not t:
+        return []
+    devices = t["devices"]
+    shown = ", ".join(devices[:5]) + (f", ... ({len(devices)} in all)" if len(devices) > 5 else "")
+    mapping = []
+    if t["compacted"]:
+        mapping.append("addresses compacted")
+    if t["device_sized_to_trace"]:
+        mapping.append("device fitted to the trace")
+    rows = [
+        (
+            "trace format",
+            f"{t['format']}" + ("" if t["compression"] == "none" else f" ({t['compression']})"),
+        ),
+        ("devices", f"{shown} ({t['device_layout']})" if len(devices) > 1 else shown),
+    ]
+    if mapping:
+        rows.append(("mapping", ", ".join(mapping)))
+    if t["reordered"] or t["clamped"] or t["gaps_shortened"]:
+        rows.append(
+            (
+                "timestamps",
+                f"{t['reordered']:,} reordered, {t['clamped']:,} clamped, "
+                f"{t['gaps_shortened']:,} gaps shortened",
+            )
+        )
+    if t["diagnostics"]["bad_lines"]:
+        rows.append(("bad lines skipped", number(t["diagnostics"]["bad_lines"])))
+    return rows
+
+
+def trace_info_rows(info: dict[str, Any]) -> list[tuple[str, str]]:
+    """`ftlab trace info` as (metric, value) rows."""
+    page = info["page_size"]
+
+    def ops(key: str) -> str:
+        o = info[key]
+        if not o["requests"]:
+            return "0"
+        return (
+            f"{o['requests']:,} ({o['bytes'] / 2**20:,.1f} MiB, "
+            f"{o['min_bytes']:,} / {o['mean_bytes']:,.0f} / {o['max_bytes']:,} B min/mean/max)"
+        )
+
+    d = info["diagnostics"]
+    rows = [
+        ("file", info["file"]),
+        (
+            "format",
+            info["format"] + ("" if info["compression"] == "none" else f" ({info['compression']})"),
+        ),
+        ("lines (records) read", number(d["lines"])),
+        ("requests", number(info["requests"])),
+        ("reads", ops("read")),
+        ("writes", ops("write")),
+        ("trims", ops("trim")),
+        ("read ratio (of reads + writes)", f"{info['read_ratio']:.3f}"),
+        (
+            f"footprint ({page:,} B pages)",
+            f"{info['footprint_pages']:,} pages = {mib(info['footprint_bytes'])}",
+        ),
+        (
+            "pages written (distinct / in all)",
+            f"{info['written_pages']:,} / {info['page_writes']:,}",
+        ),
+        ("overwrite factor", number(info["overwrite_factor"])),
+        (
+            "address span",
+            f"{info['min_offset_bytes']:,} .. {info['max_end_bytes']:,} B "
+            f"({(info['max_end_bytes'] - info['min_offset_bytes']) / 2**30:,.2f} GiB)",
+        ),
+        (f"span as laid out ({info['device_layout']})", f"{info['span_pages']:,} pages"),
+        ("time span", f"{info['time_span_ns'] / 1e9:,.3f} s"),
+        (
+            "timestamp inversions",
+            f"{info['timestamp_inversions']:,} (largest {info['max_inversion_ns'] / 1e6:,.3f} ms)",
+        ),
+        ("devices", f"{len(info['devices']):,} kept of {info['devices_in_trace']:,}"),
+    ]
+    if d["lines_without_request"]:
+        rows.append(("lines without a request", number(d["lines_without_request"])))
+    if d["bad_lines"]:
+        rows.append(("bad lines skipped", number(d["bad_lines"])))
+    return rows
+
+
+def size_rows(info: dict[str, Any]) -> list[tuple[str, str, str, str]]:
+    """The request-size histogram, non-empty buckets only."""
+    rows = []
+    low = 0
+    for b in info["size_histogram"]:
+        up = b["up_to_bytes"]
+        label = f"> {low:,}" if up is None else f"{low + 1 if low else 0:,} .. {up:,}"
+        if b["reads"] or b["writes"] or b["trims"]:
+            rows.append((label, f"{b['reads']:,}", f"{b['writes']:,}", f"{b['trims']:,}"))
+        low = up or low
+    return rows
+
+
+def device_rows(info: dict[str, Any], limit: int = 20) -> list[tuple[str, ...]]:
+    rows = []
+    for d in info["devices"][:limit]:
+        rows.append(
+            (
+                d["name"],
+                f"{d['requests']:,}",
+                f"{d['reads']:,}",
+                f"{d['writes']:,}",
+                f"{d['trims']:,}",
+                f"{d['footprint_pages']:,}",
+                f"{d['max_end_bytes'] / 2**30:,.2f}",
+            )
+        )
+    return rows

@@ -1,7 +1,8 @@
 """The `ftlab` command line.
 
 Start-up stays fast (a run on a 1 M-request trace takes well under a second in all): only
-click and the core are imported up front; rich is imported when a progress bar is due.
+click and the core are imported up front; rich is imported when a progress bar is due,
+polars and matplotlib only by `compare` and the report.
 """
 
 from __future__ import annotations
@@ -11,15 +12,24 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Callable, NoReturn
+from typing import Any, Callable, NoReturn, TypeVar
 
 import click
 
 import ftlab
 from ftlab import _core
-from ftlab._format import render_table, summary_rows
+from ftlab._format import (
+    compare_rows,
+    device_rows,
+    render_table,
+    size_rows,
+    summary_rows,
+    trace_info_rows,
+    trace_rows,
+)
 
-TRACE_FORMATS = ["disksim", "mqsim", "ssdsim", "ascii"]
+TRACE_FORMATS = ["auto"] + [name for name, *_ in _core.trace_formats()]
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 def fail(message: str) -> NoReturn:
@@ -28,24 +38,31 @@ def fail(message: str) -> NoReturn:
 
 
 class Progress:
-    """A progress bar that appears only once a run has taken more than a second."""
+    """A progress bar (phase, requests, rate, ETA) that appears only once a run has taken
+    more than a second, and only on a terminal."""
 
-    def __init__(self, total: int | None, quiet: bool) -> None:
-        self.total = total
+    def __init__(self, quiet: bool, unit: str = "req") -> None:
         self.quiet = quiet or not sys.stderr.isatty()
+        self.unit = unit
         self.started = time.monotonic()
+        self.phase = ""
+        self.phase_started = self.started
         self.bar: Any = None
         self.task: Any = None
 
-    def __call__(self, done: int) -> bool:
+    def __call__(self, done: int, fraction: float | None = None, phase: str = "") -> bool:
         if self.quiet:
             return True
+        now = time.monotonic()
+        if phase != self.phase:
+            self.phase, self.phase_started = phase, now
+            if self.bar is not None:
+                self.bar.reset(self.task)
         if self.bar is None:
-            if time.monotonic() - self.started < 1.0:
+            if now - self.started < 1.0:
                 return True
             from rich.progress import (
                 BarColumn,
-                MofNCompleteColumn,
                 TextColumn,
                 TimeElapsedColumn,
                 TimeRemainingColumn,
@@ -55,18 +72,28 @@ class Progress:
             )
 
             self.bar = RichProgress(
-                TextColumn("simulating"),
+                TextColumn("{task.description:<10}"),
                 BarColumn(),
-                MofNCompleteColumn(),
+                TextColumn("{task.percentage:>3.0f}%"),
+                TextColumn("{task.fields[count]}"),
                 TextColumn("{task.fields[rate]}"),
                 TimeElapsedColumn(),
+                TextColumn("ETA"),
                 TimeRemainingColumn(),
                 transient=True,
             )
             self.bar.start()
-            self.task = self.bar.add_task("run", total=self.total, rate="")
-        elapsed = max(time.monotonic() - self.started, 1e-9)
-        self.bar.update(self.task, completed=done, rate=f"{done / elapsed / 1e6:.2f} M req/s")
+            self.task = self.bar.add_task("", total=1000, count="", rate="")
+        elapsed = max(now - self.phase_started, 1e-9)
+        label = {"scan": "scanning", "simulate": "simulating"}.get(self.phase, self.phase)
+        unit = "records" if self.phase == "scan" else self.unit
+        self.bar.update(
+            self.task,
+            description=label,
+            completed=1000 * (fraction if fraction is not None else 0.0),
+            count=f"{done:,} {unit}",
+            rate=f"{done / elapsed / 1e6:.2f} M/s",
+        )
         return True
 
     def close(self) -> None:
@@ -84,6 +111,127 @@ def run_core(call: Callable[[], Any]) -> Any:
         fail(str(e))
 
 
+def source_options(func: F) -> F:
+    """The options shared by `run` and `compare`: what to replay and on what device."""
+    options = [
+        click.option("--trace", type=click.Path(path_type=Path), help="Trace file to replay."),
+        click.option(
+            "--format",
+            "trace_format",
+            type=click.Choice(TRACE_FORMATS),
+            help="Trace format (default: recognised from the content).",
+        ),
+        click.option(
+            "--time-unit",
+            type=click.Choice(["auto", "ns", "100ns", "us", "ms", "s"]),
+            help="Unit of the trace's timestamps (default: the format's own).",
+        ),
+        click.option(
+            "--device",
+            "devices",
+            multiple=True,
+            metavar="NAME",
+            help="Replay only this device of the trace (repeatable; see `ftlab trace info`).",
+        ),
+        click.option(
+            "--device-layout",
+            type=click.Choice(["separate", "merged"]),
+            help="Devices in their own address ranges (default) or one shared space.",
+        ),
+        click.option(
+            "--compact",
+            type=click.Choice(["auto", "always", "never"]),
+            help="Address compaction (default: auto, when the addresses do not fit).",
+        ),
+        click.option(
+            "--blkparse-event",
+            type=click.Choice(["Q", "D", "C"]),
+            help="blkparse event that stands for requests (default: D).",
+        ),
+        click.option(
+            "--skip-bad-lines", is_flag=True, help="Count bad trace lines instead of stopping."
+        ),
+        click.option("--workload", help="Built-in synthetic workload (default: `default`)."),
+        click.option("--preset", help="Configuration preset (see `ftlab config presets`)."),
+        click.option(
+            "--config",
+            "configs",
+            multiple=True,
+            type=click.Path(path_type=Path),
+            help="TOML configuration file (repeatable).",
+        ),
+        click.option("--set", "sets", multiple=True, metavar="KEY=VALUE", help="Override a key."),
+        click.option("--verify", is_flag=True, help="Check every read against a shadow copy."),
+        click.option("--mapping-only", is_flag=True, help="Skip the timing model."),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+def trace_sets(
+    devices: Sequence[str],
+    device_layout: str | None,
+    compact: str | None,
+    blkparse_event: str | None,
+    skip_bad_lines: bool,
+) -> list[str]:
+    """The trace options as `trace.*` overrides (applied before the user's `--set`)."""
+    sets = []
+    if devices:
+        sets.append("trace.devices=" + json.dumps(list(devices)))
+    for key, value in (
+        ("device_layout", device_layout),
+        ("compact", compact),
+        ("blkparse_event", blkparse_event),
+    ):
+        if value:
+            sets.append(f"trace.{key}={json.dumps(value)}")
+    if skip_bad_lines:
+        sets.append("trace.skip_bad_lines=true")
+    return sets
+
+
+def source_kwargs(
+    trace: Path | None,
+    workload: str | None,
+    trace_format: str | None,
+    time_unit: str | None,
+    preset: str | None,
+    configs: Sequence[Path],
+    sets: Sequence[str],
+    extra_sets: list[str],
+    verify: bool,
+    mapping_only: bool,
+) -> dict[str, Any]:
+    if trace is not None and workload is not None:
+        fail("give either --trace or --workload, not both")
+    if trace is None and workload is None:
+        if extra_sets:
+            fail("--device, --compact and the other trace options need --trace")
+        workload = "default"
+    return {
+        "trace": trace,
+        "workload": workload,
+        "preset": preset,
+        "config": configs,
+        "sets": [*extra_sets, *sets],
+        "verify": verify,
+        "mapping_only": mapping_only,
+        "format": trace_format or "",
+        "time_unit": time_unit or "",
+    }
+
+
+def warn_bad_lines(report: dict[str, Any]) -> None:
+    t = report.get("trace")
+    if t and t["diagnostics"]["bad_lines"]:
+        d = t["diagnostics"]
+        click.echo(f"warning: {d['bad_lines']:,} bad trace line(s) skipped; the first:", err=True)
+        for example in d["bad_line_examples"]:
+            click.echo(f"  {example}", err=True)
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(ftlab.__version__, prog_name="ftlab")
 def main() -> None:
@@ -92,41 +240,19 @@ def main() -> None:
 
 @main.command()
 @click.option("--ftl", "ftl_name", default="page", show_default=True, help="FTL scheme.")
-@click.option("--trace", type=click.Path(path_type=Path), help="Trace file to replay.")
-@click.option(
-    "--format",
-    "trace_format",
-    type=click.Choice(TRACE_FORMATS),
-    default="disksim",
-    show_default=True,
-    help="Trace format.",
-)
-@click.option(
-    "--time-unit",
-    type=click.Choice(["ns", "us", "ms", "s"]),
-    default="ns",
-    show_default=True,
-    help="Unit of the trace's timestamps.",
-)
-@click.option("--workload", help="Built-in synthetic workload (default: `default`).")
-@click.option("--preset", help="Configuration preset (see `ftlab config presets`).")
-@click.option(
-    "--config",
-    "configs",
-    multiple=True,
-    type=click.Path(path_type=Path),
-    help="TOML configuration file (repeatable).",
-)
-@click.option("--set", "sets", multiple=True, metavar="KEY=VALUE", help="Override a key.")
-@click.option("--verify", is_flag=True, help="Check every read against a shadow copy.")
-@click.option("--mapping-only", is_flag=True, help="Skip the timing model.")
+@source_options
 @click.option("--json", "json_out", metavar="FILE", help="Write the report as JSON (- for stdout).")
 @click.option("--quiet", "-q", is_flag=True, help="No summary, no progress bar.")
 def run(
     ftl_name: str,
     trace: Path | None,
-    trace_format: str,
-    time_unit: str,
+    trace_format: str | None,
+    time_unit: str | None,
+    devices: Sequence[str],
+    device_layout: str | None,
+    compact: str | None,
+    blkparse_event: str | None,
+    skip_bad_lines: bool,
     workload: str | None,
     preset: str | None,
     configs: Sequence[Path],
@@ -137,37 +263,205 @@ def run(
     quiet: bool,
 ) -> None:
     """Run one FTL scheme over a trace or a synthetic workload and print a summary."""
-    if trace is not None and workload is not None:
-        fail("give either --trace or --workload, not both")
-    if trace is None and workload is None:
-        workload = "default"
-    progress = Progress(None, quiet)
+    kwargs = source_kwargs(
+        trace,
+        workload,
+        trace_format,
+        time_unit,
+        preset,
+        configs,
+        sets,
+        trace_sets(devices, device_layout, compact, blkparse_event, skip_bad_lines),
+        verify,
+        mapping_only,
+    )
+    progress = Progress(quiet)
     try:
-        result = run_core(
-            lambda: ftlab.simulate(
-                ftl_name,
-                trace=trace,
-                workload=workload,
-                preset=preset,
-                config=configs,
+        result = run_core(lambda: ftlab.simulate(ftl_name, progress=progress, **kwargs))
+    finally:
+        progress.close()
+    if json_out == "-":
+        click.echo(result.json, nl=False)
+    elif json_out:
+        Path(json_out).write_text(result.json)
+    if not quiet:
+        warn_bad_lines(result.report)
+    if not quiet and json_out != "-":
+        rows = summary_rows(result.summary)
+        rows[2:2] = trace_rows(result.report)
+        rows.append(("wall time", f"{result.wall_seconds:.3f} s"))
+        click.echo(render_table(["metric", "value"], rows))
+
+
+@main.command()
+@click.option(
+    "--ftl",
+    "ftl_names",
+    metavar="A,B,...",
+    help="Comma-separated schemes (default: every scheme, see `ftlab schemes`).",
+)
+@source_options
+@click.option("--jobs", "-j", type=int, help="Parallel processes (default: one per core).")
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path),
+    help="Write a report folder: table, plots (PNG, SVG), index.html.",
+)
+@click.option("--json", "json_out", metavar="FILE", help="Write every report as one JSON object.")
+@click.option("--quiet", "-q", is_flag=True, help="Only the table.")
+def compare(
+    ftl_names: str | None,
+    trace: Path | None,
+    trace_format: str | None,
+    time_unit: str | None,
+    devices: Sequence[str],
+    device_layout: str | None,
+    compact: str | None,
+    blkparse_event: str | None,
+    skip_bad_lines: bool,
+    workload: str | None,
+    preset: str | None,
+    configs: Sequence[Path],
+    sets: Sequence[str],
+    verify: bool,
+    mapping_only: bool,
+    jobs: int | None,
+    out: Path | None,
+    json_out: str | None,
+    quiet: bool,
+) -> None:
+    """Run several FTL schemes over the same trace or workload; print them side by side."""
+    names = [n.strip() for n in ftl_names.split(",") if n.strip()] if ftl_names else None
+    kwargs = source_kwargs(
+        trace,
+        workload,
+        trace_format,
+        time_unit,
+        preset,
+        configs,
+        sets,
+        trace_sets(devices, device_layout, compact, blkparse_event, skip_bad_lines),
+        verify,
+        mapping_only,
+    )
+    started = time.monotonic()
+
+    def on_done(name: str, result: ftlab.Result) -> None:
+        if not quiet:
+            click.echo(
+                f"{name}: done in {result.wall_seconds:.2f} s "
+                f"({time.monotonic() - started:.1f} s elapsed)",
+                err=True,
+            )
+
+    cmp = run_core(lambda: ftlab.compare(names, jobs=jobs, on_done=on_done, **kwargs))
+    first = next(iter(cmp.results.values()))
+    if not quiet:
+        warn_bad_lines(first.report)
+        click.echo(f"source: {first.summary['source']} ({first.report['mode']})")
+    walls = {n: r.wall_seconds for n, r in cmp.results.items()}
+    header, rows = compare_rows(cmp.summary, walls)
+    click.echo(render_table(header, rows))
+    if json_out:
+        merged = {n: r.report for n, r in cmp.results.items()}
+        Path(json_out).write_text(json.dumps(merged, indent=2) + "\n")
+    if out is not None:
+        index = run_core(lambda: cmp.write_report(out))
+        click.echo(f"report: {index}")
+
+
+@main.group()
+def trace() -> None:
+    """Describe traces and list the formats ftlab reads."""
+
+
+@trace.command("info")
+@click.argument("file", type=click.Path(path_type=Path))
+@click.option(
+    "--format",
+    "trace_format",
+    type=click.Choice(TRACE_FORMATS),
+    help="Trace format (default: recognised from the content).",
+)
+@click.option(
+    "--time-unit",
+    type=click.Choice(["auto", "ns", "100ns", "us", "ms", "s"]),
+    help="Unit of the timestamps (default: the format's own).",
+)
+@click.option("--page-size", default=4096, show_default=True, help="Footprint page size, bytes.")
+@click.option("--device", "devices", multiple=True, metavar="NAME", help="Only this device.")
+@click.option(
+    "--device-layout",
+    type=click.Choice(["separate", "merged"]),
+    help="Count footprint per device (default) or in one shared space.",
+)
+@click.option(
+    "--blkparse-event", type=click.Choice(["Q", "D", "C"]), help="blkparse event (default: D)."
+)
+@click.option("--skip-bad-lines", is_flag=True, help="Count bad lines instead of stopping.")
+@click.option("--json", "json_out", metavar="FILE", help="Write the description as JSON.")
+@click.option("--quiet", "-q", is_flag=True, help="No table, no progress bar.")
+def trace_info(
+    file: Path,
+    trace_format: str | None,
+    time_unit: str | None,
+    page_size: int,
+    devices: Sequence[str],
+    device_layout: str | None,
+    blkparse_event: str | None,
+    skip_bad_lines: bool,
+    json_out: str | None,
+    quiet: bool,
+) -> None:
+    """Requests, read/write/trim mix, sizes, footprint, spans, overwrite factor, devices."""
+    sets = trace_sets(devices, device_layout, None, blkparse_event, skip_bad_lines)
+    if time_unit:
+        sets.append(f"trace.time_unit={json.dumps(time_unit)}")
+    progress = Progress(quiet, unit="records")
+    try:
+        info = run_core(
+            lambda: ftlab.trace_info(
+                file,
+                page_size=page_size,
                 sets=sets,
-                verify=verify,
-                mapping_only=mapping_only,
-                format=trace_format,
-                time_unit=time_unit,
-                progress=progress,
+                format=trace_format or "",
+                progress=lambda done, fraction: progress(done, fraction, "scan"),
             )
         )
     finally:
         progress.close()
-    if json_out == "-":
-        click.echo(result.json)
-    elif json_out:
-        Path(json_out).write_text(result.json + "\n")
-    if not quiet and json_out != "-":
-        rows = summary_rows(result.summary)
-        rows.append(("wall time", f"{result.wall_seconds:.3f} s"))
-        click.echo(render_table(["metric", "value"], rows))
+    if json_out:
+        Path(json_out).write_text(info.json)
+    if quiet:
+        return
+    d = info.info["diagnostics"]
+    if d["bad_lines"]:
+        click.echo(f"warning: {d['bad_lines']:,} bad line(s) skipped; the first:", err=True)
+        for example in d["bad_line_examples"]:
+            click.echo(f"  {example}", err=True)
+    click.echo(render_table(["trace", "value"], trace_info_rows(info.info)))
+    click.echo()
+    click.echo(render_table(["request size (B)", "reads", "writes", "trims"], size_rows(info.info)))
+    click.echo()
+    rows = device_rows(info.info)
+    click.echo(
+        render_table(
+            ["device", "requests", "reads", "writes", "trims", "footprint pages", "max GiB"], rows
+        )
+    )
+    if len(info.info["devices"]) > len(rows):
+        click.echo(f"... and {len(info.info['devices']) - len(rows):,} more devices (see --json)")
+
+
+@trace.command("formats")
+def trace_formats() -> None:
+    """List the trace formats, with an example line of each."""
+    rows = [
+        (name, ", ".join(aliases), unit, example)
+        for name, aliases, _, unit, example in ftlab.trace_formats()
+    ]
+    click.echo(render_table(["format", "aliases", "time unit", "example"], rows))
+    click.echo("\nauto (the default) recognises the format from the content.")
 
 
 @main.group()
@@ -229,7 +523,8 @@ def bench(
     repeat: int,
     no_workloads: bool,
 ) -> None:
-    """Requests per second and peak memory of each scheme, timed and mapping-only."""
+    """Requests per second and peak memory of each scheme, timed and mapping-only; trace
+    reading speed of each text format."""
     from ftlab import _bench
 
     names = [s for s in scheme_list.split(",") if s] if scheme_list else None

@@ -26,3 +26,52 @@ def test_lists() -> None:
     assert "page" in dict(ftlab.schemes())
     assert "small" in dict(ftlab.presets())
     assert "default" in dict(ftlab.workloads())
+
+
+def test_result_frames() -> None:
+    result = ftlab.simulate("page", workload="rand-rw", sets=["workload.requests=20000"])
+    ts = result.time_series
+    assert ts.height == 3  # every 10,000 requests, and the end
+    assert {"request", "memory_bytes", "waf"} <= set(ts.columns)
+    cdf = result.latency_cdf
+    assert set(cdf["op"].unique()) == {"read", "write"}
+    assert cdf["latency_us"].min() >= 0
+    ops = result.flash_ops
+    assert ops.filter((ops["kind"] == "program") & (ops["cause"] == "host"))["count"][0] > 0
+    assert result.memory["component"].to_list() == ["block_counters", "l2p", "valid_bitmap"]
+    assert "<table>" in result._repr_html_()
+
+
+def test_compare_api_table_and_report(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    cmp = ftlab.compare(["page"], workload="zipf", sets=["workload.requests=5000"], jobs=1)
+    table = cmp.table
+    assert table["scheme"].to_list() == ["page"]
+    assert table["waf"][0] == cmp.summary["page"]["waf"]
+    assert set(cmp.time_series["scheme"].unique()) == {"page"}
+    index = cmp.write_report(tmp_path / "r")
+    assert index.read_text().count("<figure>") == 4
+
+
+def test_compare_in_parallel_processes() -> None:
+    from ftlab import _compare
+
+    common = {"workload": "zipf", "sets": ["workload.requests=3000"]}
+    done: list[str] = []
+    results = _compare.run_all(["page", "page"], common, 2, lambda n, r: done.append(n))
+    assert done == ["page", "page"]
+    single = ftlab.simulate("page", workload="zipf", sets=["workload.requests=3000"])
+    assert results["page"].json == single.json
+
+
+def test_compare_errors_name_the_scheme() -> None:
+    with pytest.raises(ftlab.FtlabError, match="nope"):
+        ftlab.compare(["nope"])
+    with pytest.raises(ftlab.FtlabError, match="page: .*workload.read_ratio"):
+        ftlab.compare(["page"], sets=["workload.read_ratio=2"])
+
+
+def test_trace_info_api(traces) -> None:  # type: ignore[no-untyped-def]
+    info = ftlab.trace_info(traces / "ssdsim_hust_financial1" / "example.ascii")
+    assert info.info["requests"] == 10_000
+    assert info.devices.height == len(info.info["devices"]) > 1
+    assert info.size_histogram["reads"].sum() == info.info["read"]["requests"]

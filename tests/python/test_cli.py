@@ -143,3 +143,55 @@ def test_bench_smoke(tmp_path: Path) -> None:
     assert ("trace:t.trace", "timed") in cases and ("default", "mapping-only") in cases
     assert all(r["requests_per_second"] > 0 and r["peak_rss_bytes"] > 0 for r in results["results"])
     assert results["end_to_end_run_seconds"] > 0
+
+
+def test_compare_prints_a_table_and_writes_a_report(tmp_path: Path) -> None:
+    out_dir = tmp_path / "report"
+    merged = tmp_path / "all.json"
+    out = ftlab(
+        "compare", "--ftl", "page", "--workload", "hotcold", *SMALL,
+        "--out", str(out_dir), "--json", str(merged),
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert "DRAM peak" in out.stdout and "WAF" in out.stdout and "page" in out.stdout
+    for name in ("memory_vs_latency", "latency_cdf", "flash_traffic", "memory_over_time"):
+        for ext in ("png", "svg"):
+            assert (out_dir / f"{name}.{ext}").stat().st_size > 1000
+    page = (out_dir / "index.html").read_text()
+    assert "<table>" in page and "latency_cdf.svg" in page and "runs/page.json" in page
+    assert json.loads((out_dir / "runs" / "page.json").read_text())["ftl"] == "page"
+    assert "page" in json.loads(merged.read_text())
+    assert (out_dir / "table.csv").read_text().startswith("scheme,")
+
+
+def test_compare_report_is_deterministic(tmp_path: Path) -> None:
+    folders = [tmp_path / "a", tmp_path / "b"]
+    for folder in folders:
+        out = ftlab("compare", "--workload", "zipf", *SMALL, "--mapping-only", "--out", str(folder))
+        assert out.returncode == 0, out.stderr
+    files = sorted(p.relative_to(folders[0]) for p in folders[0].rglob("*") if p.is_file())
+    assert any(str(f).endswith("memory_vs_waf.svg") for f in files)
+    assert not (folders[0] / "latency_cdf.svg").exists()
+    for f in files:
+        if f.suffix != ".png":
+            assert (folders[0] / f).read_bytes() == (folders[1] / f).read_bytes(), f
+
+
+def test_compare_defaults_to_every_scheme() -> None:
+    out = ftlab("compare", *SMALL, "-q")
+    assert out.returncode == 0, out.stderr
+    listed = ftlab("schemes").stdout.splitlines()[2:]
+    for line in listed:
+        assert line.split()[0] in out.stdout
+
+
+def test_compare_errors() -> None:
+    out = ftlab("compare", "--ftl", "page,nope")
+    assert out.returncode == 2 and "nope" in out.stderr and "Traceback" not in out.stderr
+    out = ftlab("compare", "--ftl", "page", "--set", "gc.threshold=7")
+    assert out.returncode == 2 and "gc.threshold" in out.stderr
+
+
+def test_trace_options_need_a_trace() -> None:
+    out = ftlab("run", "--device", "0")
+    assert out.returncode == 2 and "--trace" in out.stderr

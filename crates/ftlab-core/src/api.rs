@@ -1,5 +1,5 @@
 //! The entry points the front ends call: resolve a configuration, run a scheme over a
-//! trace or a synthetic workload, and measure speed for `ftlab bench`.
+//! trace or a synthetic workload, describe a trace, and measure speed for `ftlab bench`.
 
 use crate::config::{self, Config, Layout};
 use crate::error::{Error, Result};
@@ -8,8 +8,12 @@ use crate::metrics::{Report, SourceInfo};
 use crate::nand::Flash;
 use crate::request::{Request, RequestStream};
 use crate::sim::Simulator;
-use crate::{trace, workload};
+use crate::trace::replay::{Plan, Replay, ReplayState};
+use crate::trace::scan::{self, TraceInfo};
+use crate::trace::{self, DeviceSize, InputProgress, TraceConfig};
+use crate::workload;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 /// Everything a run needs, as the command line gives it.
@@ -22,9 +26,9 @@ pub struct RunOptions {
     pub verify: bool,
     /// A trace file; when absent the configuration's `[workload]` runs.
     pub trace: Option<PathBuf>,
-    /// Trace format name.
+    /// Trace format; empty keeps `trace.format` from the configuration (`auto`).
     pub format: String,
-    /// Time unit of the trace's timestamps ("ns", "us", "ms", "s").
+    /// Unit of the trace's timestamps; empty keeps `trace.time_unit` (`auto`).
     pub time_unit: String,
     /// A built-in workload applied before the configuration files and overrides.
     pub workload: Option<String>,
@@ -36,8 +40,24 @@ pub struct RunOutput {
     pub wall_seconds: f64,
 }
 
+/// Where a run is, for progress bars.
+#[derive(Clone, Copy, Debug)]
+pub struct Progress {
+    /// `scan` (reading a trace through once to plan its replay) or `simulate`.
+    pub phase: &'static str,
+    /// Requests (or trace records, while scanning) done.
+    pub done: u64,
+    /// Share of the work done, when known.
+    pub fraction: Option<f64>,
+}
+
 /// The configuration a run would use.
 pub fn resolve_config(opts: &RunOptions) -> Result<Config> {
+    resolve_config_keys(opts).map(|(cfg, _)| cfg)
+}
+
+/// The configuration and every key its layers set.
+fn resolve_config_keys(opts: &RunOptions) -> Result<(Config, Vec<String>)> {
     let files: Vec<&Path> = opts.config_files.iter().map(PathBuf::as_path).collect();
     let extra = match &opts.workload {
         None => None,
@@ -57,15 +77,34 @@ pub fn resolve_config(opts: &RunOptions) -> Result<Config> {
             )]))
         }
     };
-    config::resolve(opts.preset.as_deref(), extra, &files, &opts.sets)
+    let mut sets = opts.sets.clone();
+    for (key, value) in [("format", &opts.format), ("time_unit", &opts.time_unit)] {
+        if !value.is_empty() {
+            sets.push(format!(
+                "trace.{key}={}",
+                toml::Value::String(value.clone())
+            ));
+        }
+    }
+    config::resolve_with_keys(opts.preset.as_deref(), extra, &files, &sets)
 }
 
-fn source_info(opts: &RunOptions) -> SourceInfo {
+/// Whether the device is fitted to the trace: `trace.device_size = "fit"`, or `auto` when
+/// no layer set a `geometry.*` key.
+fn fit_device(cfg: &Config, keys: &[String]) -> bool {
+    match cfg.trace.device_size {
+        DeviceSize::Fit => true,
+        DeviceSize::Config => false,
+        DeviceSize::Auto => !keys.iter().any(|k| k.starts_with("geometry.")),
+    }
+}
+
+fn source_info(opts: &RunOptions, format: &str) -> SourceInfo {
     match &opts.trace {
         Some(path) => SourceInfo {
             kind: "trace".into(),
             name: path.display().to_string(),
-            format: opts.format.clone(),
+            format: format.to_string(),
         },
         None => SourceInfo {
             kind: "workload".into(),
@@ -75,63 +114,248 @@ fn source_info(opts: &RunOptions) -> SourceInfo {
     }
 }
 
-fn open_source(opts: &RunOptions, cfg: &Config, layout: &Layout) -> Result<RequestStream<'static>> {
-    match &opts.trace {
-        Some(path) => trace::open(path, &opts.format, &opts.time_unit),
-        None => Ok(Box::new(workload::generate(
-            &cfg.workload,
-            layout.logical_bytes(),
-            layout.page_size,
-        )?)),
-    }
-}
+/// How often the progress callback is called, in requests.
+const PROGRESS_EVERY: u64 = 1 << 16;
 
 struct RunVisitor<'a> {
     cfg: &'a Config,
     layout: &'a Layout,
     opts: &'a RunOptions,
     requests: RequestStream<'static>,
-    progress: &'a mut dyn FnMut(u64) -> bool,
+    /// Trace replay: stops early when the trace needs a scan first.
+    replay: Option<(Arc<Mutex<ReplayState>>, InputProgress)>,
+    progress: &'a mut dyn FnMut(&Progress) -> bool,
 }
 
-/// How often the progress callback is called, in requests.
-const PROGRESS_EVERY: u64 = 1 << 16;
+impl RunVisitor<'_> {
+    fn fraction(&self, done: u64) -> Option<f64> {
+        match &self.replay {
+            Some((_, input)) => Some(input.fraction()),
+            None => Some((done as f64 / self.cfg.workload.requests.max(1) as f64).min(1.0)),
+        }
+    }
+}
 
 impl Visitor for RunVisitor<'_> {
-    type Output = Result<Report>;
-    fn visit<F: Ftl>(self, ftl: F, flash: Flash) -> Result<Report> {
+    /// None: the replay needs a scan first.
+    type Output = Result<Option<Report>>;
+    fn visit<F: Ftl>(mut self, ftl: F, flash: Flash) -> Result<Option<Report>> {
         let mut sim = Simulator::new(self.cfg, self.layout, ftl, flash, self.opts.verify);
         let mut count = 0u64;
-        for req in self.requests {
+        let requests = std::mem::replace(&mut self.requests, Box::new(std::iter::empty()));
+        for req in requests {
             sim.submit(&req?)?;
             count += 1;
-            if count.is_multiple_of(PROGRESS_EVERY) && !(self.progress)(count) {
-                return Err(Error::Usage("interrupted".into()));
+            if count.is_multiple_of(PROGRESS_EVERY) {
+                let p = Progress {
+                    phase: "simulate",
+                    done: count,
+                    fraction: self.fraction(count),
+                };
+                if !(self.progress)(&p) {
+                    return Err(Error::Usage("interrupted".into()));
+                }
             }
         }
-        (self.progress)(count);
-        sim.finish(&self.opts.ftl, source_info(self.opts), self.cfg)
+        let mut trace_report = None;
+        if let Some((state, _)) = &self.replay {
+            let state = state
+                .lock()
+                .map_err(|_| Error::Usage("internal: replay state".into()))?;
+            if state.needs_scan {
+                return Ok(None);
+            }
+            trace_report = Some(state.report.clone());
+        }
+        (self.progress)(&Progress {
+            phase: "simulate",
+            done: count,
+            fraction: Some(1.0),
+        });
+        let format = trace_report.as_ref().map_or("", |r| r.format.as_str());
+        let mut report = sim.finish(&self.opts.ftl, source_info(self.opts, format), self.cfg)?;
+        report.trace = trace_report;
+        Ok(Some(report))
     }
 }
 
 /// Runs one scheme. `progress` is called with the number of requests done every 65,536
 /// requests and at the end; returning false stops the run.
 pub fn run(opts: &RunOptions, progress: &mut dyn FnMut(u64) -> bool) -> Result<RunOutput> {
+    run_with_progress(opts, &mut |p: &Progress| {
+        p.phase != "simulate" || progress(p.done)
+    })
+}
+
+/// Scans the trace and plans its replay (fitting the device to it if `fit`).
+fn scan_plan(
+    path: &Path,
+    cfg: &mut Config,
+    fit: bool,
+    progress: &mut dyn FnMut(&Progress) -> bool,
+) -> Result<Plan> {
+    let page_size = cfg.geometry.page_size;
+    let scan = scan::scan(path, &cfg.trace, page_size, &mut |done, fraction| {
+        progress(&Progress {
+            phase: "scan",
+            done,
+            fraction: Some(fraction),
+        })
+    })?;
+    Plan::from_scan(&scan, cfg, fit)
+}
+
+/// Runs one scheme, reporting progress (scan and simulation phases) to `progress`;
+/// returning false stops the run.
+pub fn run_with_progress(
+    opts: &RunOptions,
+    progress: &mut dyn FnMut(&Progress) -> bool,
+) -> Result<RunOutput> {
     let started = Instant::now();
-    let cfg = resolve_config(opts)?;
-    let layout = cfg.validate()?;
-    let requests = open_source(opts, &cfg, &layout)?;
-    let visitor = RunVisitor {
-        cfg: &cfg,
-        layout: &layout,
-        opts,
-        requests,
-        progress,
+    let (mut cfg, keys) = resolve_config_keys(opts)?;
+    let report = match &opts.trace {
+        None => {
+            let layout = cfg.validate()?;
+            let requests = Box::new(workload::generate(
+                &cfg.workload,
+                layout.logical_bytes(),
+                layout.page_size,
+            )?);
+            let visitor = RunVisitor {
+                cfg: &cfg,
+                layout: &layout,
+                opts,
+                requests,
+                replay: None,
+                progress,
+            };
+            ftl::build(&opts.ftl, &cfg, &layout, visitor)??
+                .ok_or_else(|| Error::Usage("internal: workload asked for a scan".into()))?
+        }
+        Some(path) => {
+            let fit = fit_device(&cfg, &keys);
+            let mut plan = if Plan::needs_scan(&cfg.trace, fit) {
+                scan_plan(path, &mut cfg, fit, progress)?
+            } else {
+                Plan::optimistic(&cfg.trace)
+            };
+            loop {
+                let layout = cfg.validate()?;
+                let replay = Replay::open(
+                    path,
+                    &cfg.trace,
+                    plan,
+                    layout.page_size as u64,
+                    layout.logical_pages,
+                )?;
+                let visitor = RunVisitor {
+                    cfg: &cfg,
+                    layout: &layout,
+                    opts,
+                    replay: Some((replay.state(), replay.progress())),
+                    requests: replay.into_stream(),
+                    progress: &mut *progress,
+                };
+                match ftl::build(&opts.ftl, &cfg, &layout, visitor)?? {
+                    Some(report) => break report,
+                    None => plan = scan_plan(path, &mut cfg, false, progress)?,
+                }
+            }
+        }
     };
-    let report = ftl::build(&opts.ftl, &cfg, &layout, visitor)??;
     Ok(RunOutput {
         report,
         wall_seconds: started.elapsed().as_secs_f64(),
+    })
+}
+
+/// The requests a run would simulate, in memory, and the configuration they are for
+/// (its device fitted to the trace if the run would fit it).
+pub fn load_requests(opts: &RunOptions) -> Result<(Vec<Request>, Config)> {
+    let (mut cfg, keys) = resolve_config_keys(opts)?;
+    let Some(path) = &opts.trace else {
+        let layout = cfg.validate()?;
+        let requests = workload::generate(&cfg.workload, layout.logical_bytes(), layout.page_size)?
+            .collect::<Result<Vec<_>>>()?;
+        return Ok((requests, cfg));
+    };
+    let fit = fit_device(&cfg, &keys);
+    let mut ignore = |_: &Progress| true;
+    let mut plan = if Plan::needs_scan(&cfg.trace, fit) {
+        scan_plan(path, &mut cfg, fit, &mut ignore)?
+    } else {
+        Plan::optimistic(&cfg.trace)
+    };
+    loop {
+        let layout = cfg.validate()?;
+        let replay = Replay::open(
+            path,
+            &cfg.trace,
+            plan,
+            layout.page_size as u64,
+            layout.logical_pages,
+        )?;
+        let state = replay.state();
+        let requests: Vec<Request> = replay.collect::<Result<_>>()?;
+        let needs_scan = state.lock().map(|s| s.needs_scan).unwrap_or(false);
+        if !needs_scan {
+            return Ok((requests, cfg));
+        }
+        plan = scan_plan(path, &mut cfg, false, &mut ignore)?;
+    }
+}
+
+/// Describes a trace (`ftlab trace info`): counts, sizes, footprint in pages of
+/// `page_size` bytes, address and time spans, devices. `progress(records, fraction)` is
+/// called every 65,536 records; returning false stops.
+pub fn trace_info(
+    path: &Path,
+    cfg: &TraceConfig,
+    page_size: u64,
+    progress: &mut dyn FnMut(u64, f64) -> bool,
+) -> Result<TraceInfo> {
+    scan::scan(path, cfg, page_size, progress).map(|s| s.info)
+}
+
+/// How fast a trace is read (parsed into records, nothing else).
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct ReadSpeed {
+    pub file: String,
+    pub format: String,
+    pub compression: String,
+    pub bytes: u64,
+    pub lines: u64,
+    pub records: u64,
+    pub seconds: f64,
+    pub lines_per_second: f64,
+    pub bytes_per_second: f64,
+}
+
+/// Reads a whole trace and times it (for `ftlab bench`).
+pub fn read_speed(path: &Path, cfg: &TraceConfig) -> Result<ReadSpeed> {
+    let started = Instant::now();
+    let opened = trace::open(path, cfg)?;
+    let mut source = opened.source;
+    let mut records = 0u64;
+    let mut sum = 0u64;
+    while let Some(rec) = source.next_record()? {
+        records += 1;
+        sum = sum.wrapping_add(rec.offset_bytes ^ rec.time_ns);
+    }
+    std::hint::black_box(sum);
+    let seconds = started.elapsed().as_secs_f64().max(1e-9);
+    let lines = source.diagnostics().lines;
+    let bytes = opened.progress.total;
+    Ok(ReadSpeed {
+        file: path.display().to_string(),
+        format: source.format().to_string(),
+        compression: opened.compression.to_string(),
+        bytes,
+        lines,
+        records,
+        seconds,
+        lines_per_second: lines as f64 / seconds,
+        bytes_per_second: bytes as f64 / seconds,
     })
 }
 
@@ -173,10 +397,9 @@ impl Visitor for BenchVisitor<'_> {
 
 /// Loads the requests, then times the simulation alone.
 pub fn bench(opts: &RunOptions) -> Result<BenchResult> {
-    let cfg = resolve_config(opts)?;
-    let layout = cfg.validate()?;
     let loading = Instant::now();
-    let requests: Vec<Request> = open_source(opts, &cfg, &layout)?.collect::<Result<_>>()?;
+    let (requests, cfg) = load_requests(opts)?;
+    let layout = cfg.validate()?;
     let load_seconds = loading.elapsed().as_secs_f64();
     let simulating = Instant::now();
     let visitor = BenchVisitor {

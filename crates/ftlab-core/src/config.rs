@@ -170,6 +170,8 @@ pub struct Config {
     pub replay: ReplayConfig,
     pub metrics: MetricsConfig,
     pub workload: WorkloadConfig,
+    /// How traces are read and mapped onto the device.
+    pub trace: crate::trace::TraceConfig,
     /// Scheme-specific sections (`[leaftl]`, `[dftl]`, ...), checked by each scheme.
     #[serde(flatten)]
     pub schemes: BTreeMap<String, toml::Table>,
@@ -263,6 +265,7 @@ impl Default for Config {
             replay: ReplayConfig::default(),
             metrics: MetricsConfig::default(),
             workload: WorkloadConfig::default(),
+            trace: crate::trace::TraceConfig::default(),
             schemes: crate::ftl::scheme_defaults(),
         }
     }
@@ -324,6 +327,17 @@ pub fn resolve(
     files: &[&Path],
     sets: &[String],
 ) -> Result<Config> {
+    resolve_with_keys(preset, extra, files, sets).map(|(cfg, _)| cfg)
+}
+
+/// [`resolve`], also returning every key the layers set (`geometry.channels`, ...), in
+/// the order they were set.
+pub fn resolve_with_keys(
+    preset: Option<&str>,
+    extra: Option<toml::Table>,
+    files: &[&Path],
+    sets: &[String],
+) -> Result<(Config, Vec<String>)> {
     let known = toml::Table::try_from(Config::default())
         .map_err(|e| Error::Usage(format!("internal: default configuration: {e}")))?;
     let mut tree = known.clone();
@@ -358,7 +372,7 @@ pub fn resolve(
         Err(e) => return Err(type_error(&known, &tree, &touched, e)),
     };
     cfg.validate()?;
-    Ok(cfg)
+    Ok((cfg, touched))
 }
 
 fn in_file(e: Error, file: &Path) -> Error {
@@ -699,6 +713,7 @@ impl Config {
             ));
         }
         self.workload.validate()?;
+        self.trace.validate()?;
         Ok(Layout {
             channels: g.channels,
             units: units as u32,

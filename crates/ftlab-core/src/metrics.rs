@@ -311,6 +311,9 @@ pub struct Report {
     pub ftlab_version: &'static str,
     pub ftl: String,
     pub source: SourceInfo,
+    /// How a trace was read and mapped onto the device (absent for synthetic workloads).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trace: Option<crate::trace::replay::TraceReport>,
     /// "timed" or "mapping-only".
     pub mode: &'static str,
     pub verify: bool,

@@ -379,6 +379,7 @@ impl<F: Ftl> Simulator<F> {
             ftlab_version: env!("CARGO_PKG_VERSION"),
             ftl: ftl_name.to_string(),
             source,
+            trace: None,
             mode: if timed { "timed" } else { "mapping-only" },
             verify: self.shadow.is_some(),
             device: DeviceInfo::from(&self.layout),

@@ -281,10 +281,7 @@ fn traces() -> Option<PathBuf> {
 /// the trace's hot spots keep their shape) and replayed `passes` times after a full fill:
 /// real access patterns with GC active.
 fn folded_trace(path: &Path, logical_bytes: u64, page: u32, passes: usize) -> Vec<Request> {
-    let trace: Vec<Request> = ftlab_core::trace::open(path, "disksim", "ns")
-        .unwrap()
-        .collect::<ftlab_core::Result<_>>()
-        .unwrap();
+    let trace = load_trace(path, "disksim", "ns");
     let mut reqs: Vec<Request> = (0..logical_bytes / page as u64)
         .map(|p| write(p, 1, page))
         .collect();

@@ -2,7 +2,7 @@
 //! out; long runs release the GIL and stay entirely in Rust.
 
 use ftlab_core::api::{self, RunOptions};
-use ftlab_core::{config, ftl, workload};
+use ftlab_core::{config, ftl, trace, workload};
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
 use std::path::PathBuf;
@@ -43,10 +43,12 @@ fn options(
     }
 }
 
-/// Runs one scheme; returns (report JSON, wall-clock seconds). `progress(n)` is called
-/// with the number of requests done every 65,536 requests.
+/// Runs one scheme; returns (report JSON, wall-clock seconds). `progress(done, fraction,
+/// phase)` is called every 65,536 requests (or trace records while a trace is scanned
+/// first): `phase` is "scan" or "simulate", `fraction` the share done (None if unknown).
+/// An empty `format` or `time_unit` keeps the configuration's (`auto`).
 #[pyfunction]
-#[pyo3(signature = (ftl, trace=None, workload=None, preset=None, config=Vec::new(), sets=Vec::new(), verify=false, format="disksim".to_string(), time_unit="ns".to_string(), progress=None))]
+#[pyo3(signature = (ftl, trace=None, workload=None, preset=None, config=Vec::new(), sets=Vec::new(), verify=false, format=String::new(), time_unit=String::new(), progress=None))]
 #[allow(clippy::too_many_arguments)]
 fn run(
     py: Python<'_>,
@@ -65,18 +67,18 @@ fn run(
         ftl, trace, workload, preset, config, sets, verify, format, time_unit,
     );
     let result = py.allow_threads(|| {
-        let mut callback = |done: u64| -> bool {
+        let mut callback = |p: &api::Progress| -> bool {
             Python::with_gil(|py| {
                 if py.check_signals().is_err() {
                     return false;
                 }
                 match &progress {
-                    Some(cb) => cb.call1(py, (done,)).is_ok(),
+                    Some(cb) => cb.call1(py, (p.done, p.fraction, p.phase)).is_ok(),
                     None => true,
                 }
             })
         };
-        api::run(&opts, &mut callback)
+        api::run_with_progress(&opts, &mut callback)
     });
     let out = result.map_err(to_py)?;
     Ok((out.report.to_json(), out.wall_seconds))
@@ -84,7 +86,7 @@ fn run(
 
 /// Loads the requests into memory, then times the simulation alone; returns JSON.
 #[pyfunction]
-#[pyo3(signature = (ftl, trace=None, workload=None, preset=None, config=Vec::new(), sets=Vec::new(), verify=false, format="disksim".to_string(), time_unit="ns".to_string()))]
+#[pyo3(signature = (ftl, trace=None, workload=None, preset=None, config=Vec::new(), sets=Vec::new(), verify=false, format=String::new(), time_unit=String::new()))]
 #[pyo3(name = "bench")]
 #[allow(clippy::too_many_arguments)]
 fn bench_scheme(
@@ -144,6 +146,74 @@ fn schemes() -> Vec<(String, String)> {
     pairs(ftl::SCHEMES)
 }
 
+/// Describes a trace: returns the `ftlab trace info` JSON. `sets` are `trace.*`
+/// overrides (`trace.format=msr`, `trace.devices=["0"]`, ...) over `config` files;
+/// `progress(records, fraction)` is called every 65,536 records.
+#[pyfunction]
+#[pyo3(signature = (path, page_size=4096, config=Vec::new(), sets=Vec::new(), progress=None))]
+fn trace_info(
+    py: Python<'_>,
+    path: PathBuf,
+    page_size: u64,
+    config: Vec<PathBuf>,
+    sets: Vec<String>,
+    progress: Option<PyObject>,
+) -> PyResult<String> {
+    let opts = RunOptions {
+        config_files: config,
+        sets,
+        ..RunOptions::default()
+    };
+    let cfg = api::resolve_config(&opts).map_err(to_py)?;
+    let result = py.allow_threads(|| {
+        let mut callback = |done: u64, fraction: f64| -> bool {
+            Python::with_gil(|py| {
+                if py.check_signals().is_err() {
+                    return false;
+                }
+                match &progress {
+                    Some(cb) => cb.call1(py, (done, fraction)).is_ok(),
+                    None => true,
+                }
+            })
+        };
+        api::trace_info(&path, &cfg.trace, page_size, &mut callback)
+    });
+    Ok(result.map_err(to_py)?.to_json())
+}
+
+/// Reads a whole trace and times it; returns JSON (lines per second, ...).
+#[pyfunction]
+#[pyo3(signature = (path, sets=Vec::new()))]
+fn read_speed(py: Python<'_>, path: PathBuf, sets: Vec<String>) -> PyResult<String> {
+    let opts = RunOptions {
+        sets,
+        ..RunOptions::default()
+    };
+    let cfg = api::resolve_config(&opts).map_err(to_py)?;
+    let result = py
+        .allow_threads(|| api::read_speed(&path, &cfg.trace))
+        .map_err(to_py)?;
+    serde_json::to_string(&result).map_err(|e| FtlabError::new_err(e.to_string()))
+}
+
+/// (name, aliases, description, time unit, example line) of each trace format.
+#[pyfunction]
+fn trace_formats() -> Vec<(String, Vec<String>, String, String, String)> {
+    trace::FORMATS
+        .iter()
+        .map(|f| {
+            (
+                f.name.to_string(),
+                f.aliases.iter().map(|a| a.to_string()).collect(),
+                f.description.to_string(),
+                f.time_unit.to_string(),
+                f.example.to_string(),
+            )
+        })
+        .collect()
+}
+
 /// (name, description) of each built-in workload.
 #[pyfunction]
 fn workloads() -> Vec<(String, String)> {
@@ -167,5 +237,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(schemes, m)?)?;
     m.add_function(wrap_pyfunction!(workloads, m)?)?;
     m.add_function(wrap_pyfunction!(peak_rss_bytes, m)?)?;
+    m.add_function(wrap_pyfunction!(trace_info, m)?)?;
+    m.add_function(wrap_pyfunction!(read_speed, m)?)?;
+    m.add_function(wrap_pyfunction!(trace_formats, m)?)?;
     Ok(())
 }

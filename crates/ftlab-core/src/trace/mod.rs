@@ -1,72 +1,539 @@
-//! Trace readers: streaming, constant memory in the trace's length, and precise about bad
-//! input (file, line and reason).
+//! Trace readers: streaming (memory constant in the trace's length), auto-detected from the
+//! content, transparent gzip / bzip2 / xz / zstd, and precise about bad input (file, line
+//! and reason; never a panic).
 //!
-//! A text format implements [`LineFormat`], which turns one line into at most one request;
-//! [`LineReader`] does the rest (buffered reading, line splitting, line numbers, CRLF,
-//! blank lines, a last line without a newline, error positions).
+//! A reader yields [`Record`]s: a request as the trace states it, with the device it
+//! addresses. [`replay`] turns records into the simulator's requests (device filter,
+//! per-device address ranges, address compaction, timestamp order); [`scan`] measures a
+//! trace (`ftlab trace info`, device sizing, the compaction table).
+//!
+//! A text format implements [`LineFormat`] (one line in, at most one record out) and
+//! [`LineReader`] does the rest: buffered reading, line splitting, line numbers, CRLF,
+//! blank lines, a last line without a newline, bad-line policy.
 
 mod ascii;
+mod blkparse;
+mod csv;
+mod detect;
+mod extents;
+mod fio;
+mod fiu;
+mod input;
+pub mod replay;
+pub mod scan;
+mod vscsi;
 
 use crate::error::{Error, Result};
-use crate::request::{Request, RequestStream};
-use std::fs::File;
+use crate::request::Op;
+use crate::units;
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
 use std::io::{ErrorKind, Read};
 use std::path::{Path, PathBuf};
 
 pub use ascii::DiskSimAscii;
+pub use extents::{ExtentSet, Extents};
+pub use input::InputProgress;
 
-/// Trace formats: (name, description).
-pub const FORMATS: &[(&str, &str)] = &[
-    (
-        "disksim",
-        "DiskSim / MQSim / SSDSim ASCII: `time dev lba sectors op`, 512-byte sectors, op bit 0 = read",
-    ),
-    ("mqsim", "alias of disksim"),
-    ("ssdsim", "alias of disksim"),
-    ("ascii", "alias of disksim"),
+/// One trace format.
+#[derive(Debug)]
+pub struct Format {
+    pub name: &'static str,
+    pub aliases: &'static [&'static str],
+    pub description: &'static str,
+    /// Unit of the format's timestamps, as `trace.time_unit` names it.
+    pub time_unit: &'static str,
+    /// One record as it appears in a real trace.
+    pub example: &'static str,
+}
+
+/// Every format the readers know, in the order auto-detection tries them.
+pub const FORMATS: &[Format] = &[
+    Format {
+        name: "fio",
+        aliases: &["iolog", "fio-iolog"],
+        description: "fio iolog v2 or v3 (`fio version N iolog` header): [time_us] file action offset length; trim supported",
+        time_unit: "us",
+        example: "878 /dev/nvme0n1 write 0 16384",
+    },
+    Format {
+        name: "blkparse",
+        aliases: &["blktrace"],
+        description: "blkparse default text: maj,min cpu seq time pid action RWBS sector + sectors; D events by default (trace.blkparse_event), RWBS D = discard",
+        time_unit: "s",
+        example: "8,16 2 41121 9.378422879 16766 D W 3428327290 + 8 [flush-8:16]",
+    },
+    Format {
+        name: "fiu",
+        aliases: &["iodedup"],
+        description: "FIU IODedup blkparse: time_ns pid process lba sectors R|W major minor [md5...]",
+        time_unit: "ns",
+        example: "89966811921625 4257 nfsd 488846200 8 W 6 0 2c4787c7671c2f638777c4ab72859ce1",
+    },
+    Format {
+        name: "msr",
+        aliases: &["msr-cambridge"],
+        description: "MSR Cambridge CSV: Timestamp(100 ns FILETIME),Hostname,DiskNumber,Type,Offset,Size,ResponseTime; bytes",
+        time_unit: "100ns",
+        example: "128166385295514663,hm,0,Write,9056014336,2048,2833",
+    },
+    Format {
+        name: "systor",
+        aliases: &["systor17", "snia-systor"],
+        description: "SNIA Systor'17 CSV: Timestamp(s),Response,IOType(R|W),LUN,Offset,Size; bytes; rows not sorted",
+        time_unit: "s",
+        example: "1456095145.133076000,0.000806000,R,0,899056122368,131072",
+    },
+    Format {
+        name: "tencent",
+        aliases: &["tencent-cbs", "cbs"],
+        description: "Tencent CBS CSV: Timestamp(s),Offset,Size,IOType(0 read, 1 write),VolumeID; 512-byte sectors",
+        time_unit: "s",
+        example: "1538323200,4247200,128,1,1058",
+    },
+    Format {
+        name: "spc",
+        aliases: &["umass"],
+        description: "UMass / SPC (Financial, WebSearch): ASU,LBA(512 B),Size(bytes),Opcode(r|w),Timestamp(s)",
+        time_unit: "s",
+        example: "0,303567,3584,w,0.000000",
+    },
+    Format {
+        name: "disksim",
+        aliases: &["mqsim", "ssdsim", "ascii"],
+        description: "DiskSim / MQSim / SSDSim ASCII: time dev lba sectors op; 512-byte sectors, op bit 0 = read; ns (DiskSim's own traces: ms)",
+        time_unit: "ns",
+        example: "26214000 0 303574 7 0",
+    },
+    Format {
+        name: "vscsi",
+        aliases: &["cloudphysics"],
+        description: "CloudPhysics VSCSI binary, version 1 (32-byte) or 2 (40-byte) little-endian records; SCSI READ/WRITE opcodes",
+        time_unit: "us",
+        example: "(binary) sn len nSG opcode=0x2a ver=0x0100 lbn ts_us",
+    },
 ];
 
+/// The format named `name` (or one of its aliases).
+pub fn format_by_name(name: &str) -> Option<&'static Format> {
+    let name = name.to_ascii_lowercase();
+    FORMATS
+        .iter()
+        .find(|f| f.name == name || f.aliases.contains(&name.as_str()))
+}
+
+fn unknown_format(name: &str) -> Error {
+    let names: Vec<&str> = FORMATS.iter().map(|f| f.name).collect();
+    Error::config(
+        "trace.format",
+        format!(
+            "unknown trace format `{name}`; the formats are: auto, {}",
+            names.join(", ")
+        ),
+    )
+}
+
 /// How many nanoseconds one unit of a trace's timestamps is.
-pub fn time_unit_ns(unit: &str) -> Result<f64> {
+pub fn time_unit_ns(unit: &str) -> Result<u64> {
     match unit {
-        "ns" => Ok(1.0),
-        "us" => Ok(1e3),
-        "ms" => Ok(1e6),
-        "s" => Ok(1e9),
-        other => Err(Error::Usage(format!(
-            "unknown time unit `{other}`; use one of ns, us, ms, s"
-        ))),
+        "ns" => Ok(1),
+        "100ns" => Ok(100),
+        "us" => Ok(1_000),
+        "ms" => Ok(1_000_000),
+        "s" => Ok(1_000_000_000),
+        other => Err(Error::config(
+            "trace.time_unit",
+            format!("unknown time unit `{other}`; use auto, ns, 100ns, us, ms or s"),
+        )),
     }
 }
 
-/// Opens a trace file as a stream of requests.
-pub fn open(path: &Path, format: &str, time_unit: &str) -> Result<RequestStream<'static>> {
-    let ns_per_unit = time_unit_ns(time_unit)?;
-    let parser = match format {
-        "disksim" | "mqsim" | "ssdsim" | "ascii" => DiskSimAscii::new(ns_per_unit),
-        other => {
-            let names: Vec<&str> = FORMATS.iter().map(|(n, _)| *n).collect();
-            return Err(Error::Usage(format!(
-                "unknown trace format `{other}`; the formats are: {}",
-                names.join(", ")
-            )));
-        }
-    };
-    let file = File::open(path).map_err(|e| Error::Io {
-        file: path.to_path_buf(),
-        message: format!("cannot open trace: {e}"),
-    })?;
-    Ok(Box::new(LineReader::new(file, path.to_path_buf(), parser)))
+/// Where the devices of a multi-device trace go.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DeviceLayout {
+    /// Each device (volume, LUN, ASU) in its own address range, one after the other.
+    Separate,
+    /// All devices share one address space (what MQSim and SSDSim do).
+    Merged,
 }
 
-/// One text trace format: a line in, at most one request out.
+/// Address compaction: touched pages renumbered densely, in address order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Compact {
+    /// Only when the trace's addresses do not fit the device.
+    Auto,
+    Always,
+    Never,
+}
+
+/// How the simulated device's capacity is chosen for a trace.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DeviceSize {
+    /// Fit the device to the trace unless a preset, a file or an override sets a
+    /// `geometry.*` key.
+    Auto,
+    /// Always fit `geometry.blocks_per_plane` to the trace's footprint.
+    Fit,
+    /// Always use the configured geometry.
+    Config,
+}
+
+/// Timestamps that go backwards.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Order {
+    /// Sort within a window of `trace.sort_window` requests; later stragglers are clamped.
+    Sort,
+    /// Keep the file order; a timestamp earlier than the previous one is raised to it.
+    Clamp,
+}
+
+/// The blkparse event that stands for a request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum BlkEvent {
+    /// Queued: what the file system submitted.
+    Q,
+    /// Issued to the device driver (the default): what the device saw.
+    D,
+    /// Completed.
+    C,
+}
+
+/// How a trace is read and mapped onto the simulated device (`[trace]` keys).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TraceConfig {
+    /// A format name, or `auto` to detect it from the content.
+    pub format: String,
+    /// Unit of the timestamps: `auto` (the format's own) or ns, 100ns, us, ms, s.
+    pub time_unit: String,
+    /// Devices to keep, named as in the trace (`hm_0`, `8,16`, a LUN or volume number);
+    /// empty keeps them all.
+    pub devices: Vec<String>,
+    pub device_layout: DeviceLayout,
+    pub compact: Compact,
+    pub device_size: DeviceSize,
+    pub blkparse_event: BlkEvent,
+    /// Count bad lines and go on instead of stopping at the first.
+    pub skip_bad_lines: bool,
+    pub order: Order,
+    /// Requests held back to sort out-of-order timestamps (`order = "sort"`).
+    pub sort_window: u64,
+    /// Idle gaps longer than this are shortened to it (0: kept as they are).
+    #[serde(with = "units::nanos")]
+    pub max_gap_ns: u64,
+}
+
+impl Default for TraceConfig {
+    fn default() -> Self {
+        TraceConfig {
+            format: "auto".into(),
+            time_unit: "auto".into(),
+            devices: Vec::new(),
+            device_layout: DeviceLayout::Separate,
+            compact: Compact::Auto,
+            device_size: DeviceSize::Auto,
+            blkparse_event: BlkEvent::D,
+            skip_bad_lines: false,
+            order: Order::Sort,
+            sort_window: 65_536,
+            max_gap_ns: 0,
+        }
+    }
+}
+
+impl TraceConfig {
+    /// Checks the values a reader needs before opening a file.
+    pub fn validate(&self) -> Result<()> {
+        if self.format != "auto" && format_by_name(&self.format).is_none() {
+            return Err(unknown_format(&self.format));
+        }
+        if self.time_unit != "auto" {
+            time_unit_ns(&self.time_unit)?;
+        }
+        if self.sort_window == 0 {
+            return Err(Error::config("trace.sort_window", "must be at least 1"));
+        }
+        if self.sort_window > 1 << 26 {
+            return Err(Error::config(
+                "trace.sort_window",
+                "must be at most 67,108,864 requests",
+            ));
+        }
+        Ok(())
+    }
+
+    fn unit_override(&self) -> Result<Option<u64>> {
+        match self.time_unit.as_str() {
+            "auto" => Ok(None),
+            unit => time_unit_ns(unit).map(Some),
+        }
+    }
+}
+
+/// One request as a trace states it, before it is mapped onto the device.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Record {
+    /// Timestamp in nanoseconds, on the trace's own clock.
+    pub time_ns: u64,
+    pub offset_bytes: u64,
+    pub len_bytes: u64,
+    /// Device index in [`Devices`] (order of first appearance).
+    pub dev: u32,
+    pub op: Op,
+}
+
+/// Largest request a record may describe (the simulator's request length is 32-bit).
+pub const MAX_REQUEST_BYTES: u64 = u32::MAX as u64;
+
+/// The devices a trace names, numbered in order of first appearance.
+#[derive(Default)]
+pub struct Devices {
+    names: Vec<String>,
+    index: HashMap<Box<[u8]>, u32>,
+    last: usize,
+}
+
+/// At most this many distinct devices in one trace.
+pub const MAX_DEVICES: usize = 1 << 20;
+
+impl Devices {
+    /// The index of device `name`, adding it if new.
+    #[inline]
+    pub fn id(&mut self, name: &[u8]) -> std::result::Result<u32, String> {
+        if let Some(n) = self.names.get(self.last) {
+            if n.as_bytes() == name {
+                return Ok(self.last as u32);
+            }
+        }
+        self.slow_id(name)
+    }
+
+    fn slow_id(&mut self, name: &[u8]) -> std::result::Result<u32, String> {
+        let id = match self.index.get(name) {
+            Some(&id) => id,
+            None => {
+                if self.names.len() >= MAX_DEVICES {
+                    return Err(format!("more than {MAX_DEVICES} devices in one trace"));
+                }
+                let id = self.names.len() as u32;
+                self.names.push(String::from_utf8_lossy(name).into_owned());
+                self.index.insert(name.into(), id);
+                id
+            }
+        };
+        self.last = id as usize;
+        Ok(id)
+    }
+
+    pub fn name(&self, id: u32) -> &str {
+        &self.names[id as usize]
+    }
+
+    pub fn len(&self) -> usize {
+        self.names.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.names.is_empty()
+    }
+
+    pub fn names(&self) -> &[String] {
+        &self.names
+    }
+}
+
+/// Bad lines skipped and lines that held no request.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Diagnostics {
+    /// Lines (or binary records) read.
+    pub lines: u64,
+    /// Lines or records that described no request: headers, comments, other blkparse
+    /// events, fio file actions, non-data SCSI commands.
+    pub lines_without_request: u64,
+    /// Bad lines skipped (`trace.skip_bad_lines`).
+    pub bad_lines: u64,
+    /// The first few bad lines, as `FILE:LINE: reason`.
+    pub bad_line_examples: Vec<String>,
+}
+
+/// How many bad lines are quoted in reports.
+pub const BAD_LINE_EXAMPLES: usize = 5;
+
+impl Diagnostics {
+    fn bad(&mut self, message: String) {
+        self.bad_lines += 1;
+        if self.bad_line_examples.len() < BAD_LINE_EXAMPLES {
+            self.bad_line_examples.push(message);
+        }
+    }
+}
+
+/// A stream of trace records.
+pub trait RecordSource: Send {
+    /// The next record; `Ok(None)` at the end. An error names the file and line.
+    fn next_record(&mut self) -> Result<Option<Record>>;
+    fn devices(&self) -> &Devices;
+    fn diagnostics(&self) -> &Diagnostics;
+    /// Line (or binary record) number of the last record returned.
+    fn line(&self) -> u64;
+    fn file(&self) -> &Path;
+    /// The format's name.
+    fn format(&self) -> &'static str;
+}
+
+/// An opened trace: its records, and what was learned opening it.
+pub struct Opened {
+    pub source: Box<dyn RecordSource>,
+    /// `gzip`, `bzip2`, `xz`, `zstd` or `none`.
+    pub compression: &'static str,
+    /// Bytes of the file read so far, for progress.
+    pub progress: InputProgress,
+}
+
+/// Opens a trace file: decompresses it if needed, detects its format unless
+/// `cfg.format` names one, and returns its records.
+pub fn open(path: &Path, cfg: &TraceConfig) -> Result<Opened> {
+    cfg.validate()?;
+    open_input(input::open(path)?, path, cfg)
+}
+
+/// Like [`open`], from bytes in memory (named `label` in messages).
+pub fn open_bytes(bytes: Vec<u8>, label: &Path, cfg: &TraceConfig) -> Result<Opened> {
+    cfg.validate()?;
+    let total = bytes.len() as u64;
+    let input = input::from_reader(Box::new(std::io::Cursor::new(bytes)), label, total)?;
+    open_input(input, label, cfg)
+}
+
+fn open_input(input: input::Input, path: &Path, cfg: &TraceConfig) -> Result<Opened> {
+    let format = if cfg.format == "auto" {
+        detect::detect(path, &input.sample, cfg)?
+    } else {
+        format_by_name(&cfg.format).ok_or_else(|| unknown_format(&cfg.format))?
+    };
+    let settings = Settings {
+        unit_override: cfg.unit_override()?,
+        blkparse_event: cfg.blkparse_event,
+    };
+    let source: Box<dyn RecordSource> = if format.name == "vscsi" {
+        Box::new(vscsi::VscsiReader::new(
+            input.reader,
+            path.to_path_buf(),
+            &settings,
+            cfg.skip_bad_lines,
+        ))
+    } else {
+        let parser = Parser::new(format.name, &settings);
+        Box::new(LineReader::new(
+            input.reader,
+            path.to_path_buf(),
+            parser,
+            cfg.skip_bad_lines,
+        ))
+    };
+    Ok(Opened {
+        source,
+        compression: input.compression,
+        progress: input.progress,
+    })
+}
+
+/// Reader settings that come from the configuration.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Settings {
+    /// Nanoseconds per timestamp unit, overriding the format's own.
+    pub unit_override: Option<u64>,
+    pub blkparse_event: BlkEvent,
+}
+
+/// One text trace format: a line in, at most one record out.
 pub trait LineFormat {
-    /// Parses one line (without its line ending). `Ok(None)` skips the line (a comment or
-    /// a record that is not a request); `Err` is the reason the line is bad.
-    fn parse(&mut self, line: &[u8]) -> std::result::Result<Option<Request>, String>;
+    /// Parses line number `line_no` (without its line ending). `Ok(None)` skips the line
+    /// (a header, comment or record that is not a request); `Err` says why it is bad.
+    fn parse(
+        &mut self,
+        line: &[u8],
+        line_no: u64,
+        devices: &mut Devices,
+    ) -> std::result::Result<Option<Record>, String>;
+
+    /// The format's name, as [`FORMATS`] lists it.
+    fn format_name(&self) -> &'static str;
+}
+
+/// The text formats, dispatched statically.
+pub(crate) enum Parser {
+    DiskSim(ascii::DiskSimAscii),
+    Msr(csv::Msr),
+    Systor(csv::Systor),
+    Tencent(csv::Tencent),
+    Spc(csv::Spc),
+    Fiu(fiu::Fiu),
+    Blkparse(blkparse::Blkparse),
+    Fio(fio::Fio),
+}
+
+impl Parser {
+    /// The parser of text format `name` (a canonical name from [`FORMATS`]).
+    pub(crate) fn new(name: &str, s: &Settings) -> Parser {
+        let unit = |native: u64| s.unit_override.unwrap_or(native);
+        match name {
+            "msr" => Parser::Msr(csv::Msr::new(unit(100))),
+            "systor" => Parser::Systor(csv::Systor::new(unit(1_000_000_000))),
+            "tencent" => Parser::Tencent(csv::Tencent::new(unit(1_000_000_000))),
+            "spc" => Parser::Spc(csv::Spc::new(unit(1_000_000_000))),
+            "fiu" => Parser::Fiu(fiu::Fiu::new(unit(1))),
+            "blkparse" => Parser::Blkparse(blkparse::Blkparse::new(
+                unit(1_000_000_000),
+                s.blkparse_event,
+            )),
+            "fio" => Parser::Fio(fio::Fio::new(s.unit_override)),
+            _ => Parser::DiskSim(ascii::DiskSimAscii::new(unit(1))),
+        }
+    }
+}
+
+impl LineFormat for Parser {
+    #[inline]
+    fn parse(
+        &mut self,
+        line: &[u8],
+        line_no: u64,
+        devices: &mut Devices,
+    ) -> std::result::Result<Option<Record>, String> {
+        match self {
+            Parser::DiskSim(p) => p.parse(line, line_no, devices),
+            Parser::Msr(p) => p.parse(line, line_no, devices),
+            Parser::Systor(p) => p.parse(line, line_no, devices),
+            Parser::Tencent(p) => p.parse(line, line_no, devices),
+            Parser::Spc(p) => p.parse(line, line_no, devices),
+            Parser::Fiu(p) => p.parse(line, line_no, devices),
+            Parser::Blkparse(p) => p.parse(line, line_no, devices),
+            Parser::Fio(p) => p.parse(line, line_no, devices),
+        }
+    }
+
+    fn format_name(&self) -> &'static str {
+        match self {
+            Parser::DiskSim(_) => "disksim",
+            Parser::Msr(_) => "msr",
+            Parser::Systor(_) => "systor",
+            Parser::Tencent(_) => "tencent",
+            Parser::Spc(_) => "spc",
+            Parser::Fiu(_) => "fiu",
+            Parser::Blkparse(_) => "blkparse",
+            Parser::Fio(_) => "fio",
+        }
+    }
 }
 
 const CHUNK: usize = 1 << 20;
+/// A line longer than this is an error (a binary file read as text, most likely).
+const MAX_LINE: usize = 1 << 20;
 
 /// Splits a byte stream into lines and feeds them to a [`LineFormat`].
 pub struct LineReader<R, P> {
@@ -81,10 +548,13 @@ pub struct LineReader<R, P> {
     eof: bool,
     line: u64,
     failed: bool,
+    skip_bad: bool,
+    devices: Devices,
+    diagnostics: Diagnostics,
 }
 
 impl<R: Read, P: LineFormat> LineReader<R, P> {
-    pub fn new(input: R, file: PathBuf, parser: P) -> Self {
+    pub fn new(input: R, file: PathBuf, parser: P, skip_bad: bool) -> Self {
         LineReader {
             input,
             file,
@@ -95,6 +565,9 @@ impl<R: Read, P: LineFormat> LineReader<R, P> {
             eof: false,
             line: 0,
             failed: false,
+            skip_bad,
+            devices: Devices::default(),
+            diagnostics: Diagnostics::default(),
         }
     }
 
@@ -105,6 +578,12 @@ impl<R: Read, P: LineFormat> LineReader<R, P> {
         self.end -= self.pos;
         self.pos = 0;
         if self.end == self.buf.len() {
+            if self.buf.len() > MAX_LINE {
+                return Err(self.bad(format!(
+                    "line longer than {} MiB (is this a text trace?)",
+                    MAX_LINE >> 20
+                )));
+            }
             self.buf.resize(self.buf.len() * 2, 0);
         }
         loop {
@@ -156,47 +635,97 @@ impl<R: Read, P: LineFormat> LineReader<R, P> {
     fn bad(&self, message: String) -> Error {
         Error::Trace {
             file: self.file.clone(),
-            line: self.line,
+            line: self.line.max(1),
             message,
         }
     }
-}
 
-impl<R: Read, P: LineFormat> Iterator for LineReader<R, P> {
-    type Item = Result<Request>;
-
-    fn next(&mut self) -> Option<Result<Request>> {
-        if self.failed {
-            return None;
-        }
+    fn next_inner(&mut self) -> Result<Option<Record>> {
         loop {
-            let (start, mut end) = match self.next_line() {
-                Ok(Some(range)) => range,
-                Ok(None) => return None,
-                Err(e) => {
-                    self.failed = true;
-                    return Some(Err(e));
-                }
+            let Some((start, mut end)) = self.next_line()? else {
+                return Ok(None);
             };
             if end > start && self.buf[end - 1] == b'\r' {
                 end -= 1;
             }
-            match self.parser.parse(&self.buf[start..end]) {
-                Ok(Some(req)) => return Some(Ok(req)),
-                Ok(None) => continue,
+            let line = &self.buf[start..end];
+            self.diagnostics.lines += 1;
+            let parsed = self
+                .parser
+                .parse(line, self.line, &mut self.devices)
+                .and_then(|r| match r {
+                    Some(r) if r.len_bytes > MAX_REQUEST_BYTES => Err(format!(
+                        "a request of {} bytes is larger than the 4 GiB a request may have",
+                        r.len_bytes
+                    )),
+                    Some(r) if r.offset_bytes.checked_add(r.len_bytes).is_none() => {
+                        Err("the request ends beyond 2^64 bytes".to_string())
+                    }
+                    other => Ok(other),
+                });
+            match parsed {
+                Ok(Some(rec)) => return Ok(Some(rec)),
+                Ok(None) => {
+                    if line.iter().any(|b| !b.is_ascii_whitespace()) {
+                        self.diagnostics.lines_without_request += 1;
+                    }
+                }
                 Err(message) => {
-                    self.failed = true;
-                    return Some(Err(self.bad(message)));
+                    let err = self.bad(message);
+                    if !self.skip_bad {
+                        return Err(err);
+                    }
+                    self.diagnostics.bad(err.to_string());
                 }
             }
         }
     }
 }
 
+impl<R: Read + Send, P: LineFormat + Send> RecordSource for LineReader<R, P> {
+    fn next_record(&mut self) -> Result<Option<Record>> {
+        if self.failed {
+            return Ok(None);
+        }
+        let r = self.next_inner();
+        if r.is_err() {
+            self.failed = true;
+        }
+        r
+    }
+
+    fn devices(&self) -> &Devices {
+        &self.devices
+    }
+
+    fn diagnostics(&self) -> &Diagnostics {
+        &self.diagnostics
+    }
+
+    fn line(&self) -> u64 {
+        self.line
+    }
+
+    fn file(&self) -> &Path {
+        &self.file
+    }
+
+    fn format(&self) -> &'static str {
+        self.parser.format_name()
+    }
+}
+
 /// Splits a line into whitespace-separated fields (spaces and tabs).
+#[inline]
 pub(crate) fn fields(line: &[u8]) -> impl Iterator<Item = &[u8]> {
     line.split(|&b| b == b' ' || b == b'\t')
         .filter(|f| !f.is_empty())
+}
+
+/// Splits a CSV line (no quoting: trace CSVs have none) into trimmed fields.
+#[inline]
+pub(crate) fn csv_fields(line: &[u8]) -> impl Iterator<Item = &[u8]> {
+    line.split(|&b| b == b',').map(|f| f.trim_ascii())
 }
 
 /// A field as text for error messages, shortened if long.
@@ -210,21 +739,16 @@ pub(crate) fn show(field: &[u8]) -> String {
 }
 
 /// An unsigned decimal integer field.
+#[inline]
 pub(crate) fn parse_u64(field: &[u8], name: &str) -> std::result::Result<u64, String> {
     if field.is_empty() || field.len() > 20 {
-        return Err(format!(
-            "{name} `{}` is not an unsigned integer",
-            show(field)
-        ));
+        return Err(not_unsigned(field, name));
     }
     let mut v: u64 = 0;
     for &b in field {
         let d = b.wrapping_sub(b'0');
         if d > 9 {
-            return Err(format!(
-                "{name} `{}` is not an unsigned integer",
-                show(field)
-            ));
+            return Err(not_unsigned(field, name));
         }
         v = v
             .checked_mul(10)
@@ -234,53 +758,104 @@ pub(crate) fn parse_u64(field: &[u8], name: &str) -> std::result::Result<u64, St
     Ok(v)
 }
 
-/// A non-negative timestamp field (integer or decimal) scaled to nanoseconds.
-pub(crate) fn parse_time_ns(field: &[u8], ns_per_unit: f64) -> std::result::Result<u64, String> {
-    if let Ok(v) = parse_u64(field, "time") {
-        if ns_per_unit == 1.0 {
-            return Ok(v);
-        }
-        return scale_time(v as f64, ns_per_unit, field);
+#[cold]
+fn not_unsigned(field: &[u8], name: &str) -> String {
+    if field.is_empty() {
+        format!("{name} is empty")
+    } else {
+        format!("{name} `{}` is not an unsigned integer", show(field))
     }
+}
+
+/// A count of 512-byte sectors, or a sector address, in bytes.
+#[inline]
+pub(crate) fn sectors_to_bytes(sectors: u64, name: &str) -> std::result::Result<u64, String> {
+    sectors
+        .checked_mul(512)
+        .ok_or_else(|| format!("{name} {sectors} is beyond any device"))
+}
+
+/// A non-negative timestamp (integer or decimal) times `ns_per_unit`, in nanoseconds.
+/// Decimals are converted exactly (no floating point) unless written with an exponent.
+#[inline]
+pub(crate) fn parse_time_ns(field: &[u8], ns_per_unit: u64) -> std::result::Result<u64, String> {
+    let (int, frac) = match field.iter().position(|&b| b == b'.') {
+        Some(i) => (&field[..i], &field[i + 1..]),
+        None => (field, &field[field.len()..]),
+    };
+    let digits = |s: &[u8]| s.iter().all(u8::is_ascii_digit);
+    if !int.is_empty() && int.len() <= 20 && digits(int) && digits(frac) {
+        let whole = parse_u64(int, "time")?;
+        let mut ns = whole
+            .checked_mul(ns_per_unit)
+            .ok_or_else(|| time_out_of_range(field))?;
+        if !frac.is_empty() {
+            // Up to 18 fraction digits count; beyond that they are below a nanosecond
+            // for any unit up to seconds.
+            let used = &frac[..frac.len().min(18)];
+            let mut f: u128 = 0;
+            for &b in used {
+                f = f * 10 + (b - b'0') as u128;
+            }
+            let scale = 10u128.pow(used.len() as u32);
+            let part = (f * ns_per_unit as u128 + scale / 2) / scale;
+            ns = ns
+                .checked_add(part as u64)
+                .ok_or_else(|| time_out_of_range(field))?;
+        }
+        return Ok(ns);
+    }
+    parse_time_float(field, ns_per_unit)
+}
+
+#[cold]
+fn parse_time_float(field: &[u8], ns_per_unit: u64) -> std::result::Result<u64, String> {
     let text = std::str::from_utf8(field)
         .map_err(|_| format!("time `{}` is not a number", show(field)))?;
     let v: f64 = text
         .parse()
         .map_err(|_| format!("time `{}` is not a number", show(field)))?;
-    scale_time(v, ns_per_unit, field)
-}
-
-fn scale_time(v: f64, ns_per_unit: f64, field: &[u8]) -> std::result::Result<u64, String> {
-    let ns = (v * ns_per_unit).round();
+    let ns = (v * ns_per_unit as f64).round();
     if !(ns.is_finite() && ns >= 0.0 && ns < u64::MAX as f64) {
-        return Err(format!(
-            "time `{}` is negative or out of range",
-            show(field)
-        ));
+        return Err(time_out_of_range(field));
     }
     Ok(ns as u64)
+}
+
+#[cold]
+fn time_out_of_range(field: &[u8]) -> String {
+    format!("time `{}` is negative or out of range", show(field))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::request::Op;
 
-    fn read(text: &[u8]) -> Vec<Result<Request>> {
-        LineReader::new(text, PathBuf::from("t.trace"), DiskSimAscii::new(1.0)).collect()
+    fn read(text: &[u8]) -> Vec<Result<Record>> {
+        let mut r = LineReader::new(text, PathBuf::from("t.trace"), DiskSimAscii::new(1), false);
+        let mut out = Vec::new();
+        loop {
+            match r.next_record() {
+                Ok(Some(rec)) => out.push(Ok(rec)),
+                Ok(None) => break,
+                Err(e) => out.push(Err(e)),
+            }
+        }
+        out
     }
 
     #[test]
     fn lines_crlf_blank_and_missing_final_newline() {
         let reqs = read(b"0 0 8 8 0\r\n\n   \n# comment\n5 0 16 8 1");
-        let reqs: Vec<Request> = reqs.into_iter().map(|r| r.unwrap()).collect();
+        let reqs: Vec<Record> = reqs.into_iter().map(|r| r.unwrap()).collect();
         assert_eq!(reqs.len(), 2);
         assert_eq!(
             reqs[1],
-            Request {
+            Record {
                 time_ns: 5,
                 offset_bytes: 16 * 512,
                 len_bytes: 4096,
+                dev: 0,
                 op: Op::Read
             }
         );
@@ -295,6 +870,27 @@ mod tests {
     }
 
     #[test]
+    fn skip_bad_lines_counts_and_quotes_the_first_few() {
+        let mut text = Vec::new();
+        for i in 0..10 {
+            text.extend_from_slice(format!("{i} 0 8 8 0\n{i} 0 bad 8 0\n").as_bytes());
+        }
+        let mut r = LineReader::new(&text[..], PathBuf::from("t"), DiskSimAscii::new(1), true);
+        let mut n = 0;
+        while r.next_record().unwrap().is_some() {
+            n += 1;
+        }
+        assert_eq!(n, 10);
+        let d = r.diagnostics();
+        assert_eq!(d.bad_lines, 10);
+        assert_eq!(d.bad_line_examples.len(), BAD_LINE_EXAMPLES);
+        assert_eq!(
+            d.bad_line_examples[1],
+            "t:4: lba `bad` is not an unsigned integer"
+        );
+    }
+
+    #[test]
     fn lines_longer_than_the_buffer_are_read_whole() {
         let mut text = vec![b' '; CHUNK + 100];
         text.extend_from_slice(b"7 0 1 1 1\n");
@@ -304,13 +900,21 @@ mod tests {
     }
 
     #[test]
+    fn absurdly_long_lines_are_an_error_not_a_memory_hog() {
+        let text = vec![b'1'; 3 * MAX_LINE];
+        let out = read(&text);
+        let err = out.last().unwrap().clone().unwrap_err().to_string();
+        assert!(err.contains("line longer than"), "{err}");
+    }
+
+    #[test]
     fn chunk_boundaries_do_not_split_requests() {
         let mut text = Vec::new();
         let n = 200_000u64;
         for i in 0..n {
             text.extend_from_slice(format!("{i} 0 {} 8 {}\n", i * 8, i % 2).as_bytes());
         }
-        let reqs: Vec<Request> = read(&text).into_iter().map(|r| r.unwrap()).collect();
+        let reqs: Vec<Record> = read(&text).into_iter().map(|r| r.unwrap()).collect();
         assert_eq!(reqs.len() as u64, n);
         for (i, r) in reqs.iter().enumerate() {
             assert_eq!(r.offset_bytes, i as u64 * 4096);
@@ -319,17 +923,37 @@ mod tests {
 
     #[test]
     fn time_units_and_decimals() {
-        assert_eq!(parse_time_ns(b"1.5", 1e6), Ok(1_500_000));
-        assert_eq!(parse_time_ns(b"3", 1e3), Ok(3000));
-        assert_eq!(parse_time_ns(b"2e3", 1.0), Ok(2000));
-        assert!(parse_time_ns(b"-1", 1.0).is_err());
-        assert!(parse_time_ns(b"nan", 1.0).is_err());
+        assert_eq!(parse_time_ns(b"1.5", 1_000_000), Ok(1_500_000));
+        assert_eq!(parse_time_ns(b"3", 1000), Ok(3000));
+        assert_eq!(parse_time_ns(b"2e3", 1), Ok(2000));
+        assert_eq!(
+            parse_time_ns(b"1456095145.133076000", 1_000_000_000),
+            Ok(1_456_095_145_133_076_000)
+        );
+        assert_eq!(parse_time_ns(b"0.000001850", 1_000_000_000), Ok(1850));
+        assert_eq!(parse_time_ns(b"7.", 1_000), Ok(7000));
+        assert_eq!(parse_time_ns(b"0.0000000004", 1_000_000_000), Ok(0));
+        assert!(parse_time_ns(b"-1", 1).is_err());
+        assert!(parse_time_ns(b"nan", 1).is_err());
+        assert!(parse_time_ns(b"", 1).is_err());
+        assert!(parse_time_ns(b"99999999999999999999", 1000).is_err());
         assert!(time_unit_ns("fortnight").is_err());
     }
 
     #[test]
-    fn missing_file_names_the_file() {
-        let err = open(Path::new("/nonexistent/x.trace"), "disksim", "ns")
+    fn devices_are_numbered_in_order_of_appearance() {
+        let mut d = Devices::default();
+        assert_eq!(d.id(b"b"), Ok(0));
+        assert_eq!(d.id(b"a"), Ok(1));
+        assert_eq!(d.id(b"b"), Ok(0));
+        assert_eq!(d.id(b"a"), Ok(1));
+        assert_eq!(d.names(), ["b", "a"]);
+    }
+
+    #[test]
+    fn missing_file_and_unknown_format_are_named() {
+        let cfg = TraceConfig::default();
+        let err = open(Path::new("/nonexistent/x.trace"), &cfg)
             .err()
             .unwrap()
             .to_string();
@@ -337,10 +961,11 @@ mod tests {
             err.starts_with("/nonexistent/x.trace: cannot open trace"),
             "{err}"
         );
-        let err = open(Path::new("x"), "msr-nope", "ns")
-            .err()
-            .unwrap()
-            .to_string();
+        let cfg = TraceConfig {
+            format: "msr-nope".into(),
+            ..TraceConfig::default()
+        };
+        let err = open(Path::new("x"), &cfg).err().unwrap().to_string();
         assert!(err.contains("unknown trace format"), "{err}");
     }
 }

@@ -1,0 +1,337 @@
+//! The CSV trace formats of the SNIA IOTTA repository and the UMass trace repository.
+//! None quotes its fields; a header line (first field `Timestamp` or `ASU`) is skipped.
+//!
+//! - MSR Cambridge (Narayanan et al., FAST'08): `Timestamp,Hostname,DiskNumber,Type,Offset,Size,ResponseTime`;
+//!   timestamps in Windows FILETIME ticks (100 ns), Type `Read`/`Write`, bytes. The device
+//!   is `Hostname_DiskNumber` (`hm_0`), as the trace files are named.
+//! - SNIA Systor'17 (Lee et al.): `Timestamp,Response,IOType,LUN,Offset,Size`; Unix
+//!   seconds with fractions, IOType `R`/`W`, bytes; the device is the LUN. Rows are not
+//!   strictly time-ordered (see `trace.order`).
+//! - Tencent CBS (OSCA, ATC'20): `Timestamp,Offset,Size,IOType,VolumeID`; Unix seconds,
+//!   512-byte sectors, IOType 0 = read, 1 = write; offsets are per volume.
+//! - UMass / SPC (Financial, WebSearch): `ASU,LBA,Size,Opcode,Timestamp[,...]`; LBA in
+//!   512-byte sectors, Size in bytes, Opcode `r`/`w`, seconds; the device is the ASU.
+
+use super::{
+    csv_fields, parse_time_ns, parse_u64, sectors_to_bytes, show, Devices, LineFormat, Record,
+};
+use crate::request::Op;
+
+/// Up to `N` trimmed CSV fields; missing ones name the expected layout.
+#[inline]
+fn split<'a, const N: usize>(line: &'a [u8], layout: &str) -> Result<[&'a [u8]; N], String> {
+    let mut out: [&[u8]; N] = [&[]; N];
+    let mut it = csv_fields(line);
+    for (i, slot) in out.iter_mut().enumerate() {
+        *slot = it
+            .next()
+            .ok_or_else(|| format!("{} field(s) where {N} are expected (`{layout}`)", i.max(1)))?;
+    }
+    Ok(out)
+}
+
+fn is_header(first: &[u8]) -> bool {
+    first.eq_ignore_ascii_case(b"timestamp") || first.eq_ignore_ascii_case(b"asu")
+}
+
+fn is_blank(line: &[u8]) -> bool {
+    line.iter().all(u8::is_ascii_whitespace) || line.first() == Some(&b'#')
+}
+
+pub struct Msr {
+    ns_per_unit: u64,
+    device: Vec<u8>,
+}
+
+impl Msr {
+    pub fn new(ns_per_unit: u64) -> Self {
+        Msr {
+            ns_per_unit,
+            device: Vec::new(),
+        }
+    }
+}
+
+const MSR_LAYOUT: &str = "Timestamp,Hostname,DiskNumber,Type,Offset,Size,ResponseTime";
+
+impl LineFormat for Msr {
+    fn parse(
+        &mut self,
+        line: &[u8],
+        _: u64,
+        devices: &mut Devices,
+    ) -> Result<Option<Record>, String> {
+        if is_blank(line) {
+            return Ok(None);
+        }
+        let [time, host, disk, kind, offset, size] = split::<6>(line, MSR_LAYOUT)?;
+        if is_header(time) {
+            return Ok(None);
+        }
+        let op = if kind.eq_ignore_ascii_case(b"read") {
+            Op::Read
+        } else if kind.eq_ignore_ascii_case(b"write") {
+            Op::Write
+        } else {
+            return Err(format!("Type `{}` is neither Read nor Write", show(kind)));
+        };
+        parse_u64(disk, "DiskNumber")?;
+        self.device.clear();
+        self.device.extend_from_slice(host);
+        self.device.push(b'_');
+        self.device.extend_from_slice(disk);
+        Ok(Some(Record {
+            time_ns: parse_time_ns(time, self.ns_per_unit)?,
+            offset_bytes: parse_u64(offset, "Offset")?,
+            len_bytes: parse_u64(size, "Size")?,
+            dev: devices.id(&self.device)?,
+            op,
+        }))
+    }
+
+    fn format_name(&self) -> &'static str {
+        "msr"
+    }
+}
+
+pub struct Systor {
+    ns_per_unit: u64,
+}
+
+impl Systor {
+    pub fn new(ns_per_unit: u64) -> Self {
+        Systor { ns_per_unit }
+    }
+}
+
+impl LineFormat for Systor {
+    fn parse(
+        &mut self,
+        line: &[u8],
+        _: u64,
+        devices: &mut Devices,
+    ) -> Result<Option<Record>, String> {
+        if is_blank(line) {
+            return Ok(None);
+        }
+        let [time, _response, kind, lun, offset, size] =
+            split::<6>(line, "Timestamp,Response,IOType,LUN,Offset,Size")?;
+        if is_header(time) {
+            return Ok(None);
+        }
+        let op = match kind {
+            b"R" | b"r" => Op::Read,
+            b"W" | b"w" => Op::Write,
+            _ => return Err(format!("IOType `{}` is neither R nor W", show(kind))),
+        };
+        parse_u64(lun, "LUN")?;
+        Ok(Some(Record {
+            time_ns: parse_time_ns(time, self.ns_per_unit)?,
+            offset_bytes: parse_u64(offset, "Offset")?,
+            len_bytes: parse_u64(size, "Size")?,
+            dev: devices.id(lun)?,
+            op,
+        }))
+    }
+
+    fn format_name(&self) -> &'static str {
+        "systor"
+    }
+}
+
+pub struct Tencent {
+    ns_per_unit: u64,
+}
+
+impl Tencent {
+    pub fn new(ns_per_unit: u64) -> Self {
+        Tencent { ns_per_unit }
+    }
+}
+
+impl LineFormat for Tencent {
+    fn parse(
+        &mut self,
+        line: &[u8],
+        _: u64,
+        devices: &mut Devices,
+    ) -> Result<Option<Record>, String> {
+        if is_blank(line) {
+            return Ok(None);
+        }
+        let [time, offset, size, kind, volume] =
+            split::<5>(line, "Timestamp,Offset,Size,IOType,VolumeID")?;
+        if is_header(time) {
+            return Ok(None);
+        }
+        let op = match kind {
+            b"0" => Op::Read,
+            b"1" => Op::Write,
+            _ => {
+                return Err(format!(
+                    "IOType `{}` is neither 0 (read) nor 1 (write)",
+                    show(kind)
+                ))
+            }
+        };
+        parse_u64(volume, "VolumeID")?;
+        Ok(Some(Record {
+            time_ns: parse_time_ns(time, self.ns_per_unit)?,
+            offset_bytes: sectors_to_bytes(parse_u64(offset, "Offset")?, "Offset")?,
+            len_bytes: sectors_to_bytes(parse_u64(size, "Size")?, "Size")?,
+            dev: devices.id(volume)?,
+            op,
+        }))
+    }
+
+    fn format_name(&self) -> &'static str {
+        "tencent"
+    }
+}
+
+pub struct Spc {
+    ns_per_unit: u64,
+}
+
+impl Spc {
+    pub fn new(ns_per_unit: u64) -> Self {
+        Spc { ns_per_unit }
+    }
+}
+
+impl LineFormat for Spc {
+    fn parse(
+        &mut self,
+        line: &[u8],
+        _: u64,
+        devices: &mut Devices,
+    ) -> Result<Option<Record>, String> {
+        if is_blank(line) {
+            return Ok(None);
+        }
+        let [asu, lba, size, kind, time] = split::<5>(line, "ASU,LBA,Size,Opcode,Timestamp")?;
+        if is_header(asu) {
+            return Ok(None);
+        }
+        let op = match kind {
+            b"r" | b"R" => Op::Read,
+            b"w" | b"W" => Op::Write,
+            _ => return Err(format!("Opcode `{}` is neither r nor w", show(kind))),
+        };
+        parse_u64(asu, "ASU")?;
+        Ok(Some(Record {
+            time_ns: parse_time_ns(time, self.ns_per_unit)?,
+            offset_bytes: sectors_to_bytes(parse_u64(lba, "LBA")?, "LBA")?,
+            len_bytes: parse_u64(size, "Size")?,
+            dev: devices.id(asu)?,
+            op,
+        }))
+    }
+
+    fn format_name(&self) -> &'static str {
+        "spc"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn one<P: LineFormat>(p: &mut P, line: &str) -> Result<Option<Record>, String> {
+        p.parse(line.as_bytes(), 1, &mut Devices::default())
+    }
+
+    #[test]
+    fn msr() {
+        let mut p = Msr::new(100);
+        let r = one(&mut p, "128166385295514663,hm,0,Write,9056014336,2048,2833")
+            .unwrap()
+            .unwrap();
+        assert_eq!(r.time_ns, 12_816_638_529_551_466_300);
+        assert_eq!(
+            (r.offset_bytes, r.len_bytes, r.op),
+            (9_056_014_336, 2048, Op::Write)
+        );
+        let mut devices = Devices::default();
+        p.parse(b"1,web,3,Read,0,512,1", 1, &mut devices).unwrap();
+        assert_eq!(devices.names(), ["web_3"]);
+        assert_eq!(
+            one(
+                &mut p,
+                "Timestamp,Hostname,DiskNumber,Type,Offset,Size,ResponseTime"
+            ),
+            Ok(None)
+        );
+        assert!(one(&mut p, "1,hm,0,Trim,0,512,1")
+            .unwrap_err()
+            .contains("Type `Trim`"));
+        assert!(one(&mut p, "1,hm,0,Read")
+            .unwrap_err()
+            .contains("4 field(s) where 6"));
+        assert!(one(&mut p, "1,hm,0,Read,x,512,1")
+            .unwrap_err()
+            .contains("Offset `x`"));
+    }
+
+    #[test]
+    fn systor() {
+        let mut p = Systor::new(1_000_000_000);
+        let r = one(
+            &mut p,
+            "1456095145.133076000,0.000806000,R,0,899056122368,131072",
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!(r.time_ns, 1_456_095_145_133_076_000);
+        assert_eq!(
+            (r.offset_bytes, r.len_bytes, r.op),
+            (899_056_122_368, 131_072, Op::Read)
+        );
+        // The response time may be empty.
+        assert!(one(&mut p, "1.5,,W,2,0,4096").unwrap().is_some());
+        assert_eq!(
+            one(&mut p, "Timestamp,Response,IOType,LUN,Offset,Size"),
+            Ok(None)
+        );
+        assert!(one(&mut p, "1.5,,X,2,0,4096")
+            .unwrap_err()
+            .contains("IOType `X`"));
+    }
+
+    #[test]
+    fn tencent() {
+        let mut p = Tencent::new(1_000_000_000);
+        let r = one(&mut p, "1538323200,4247200,128,1,1058")
+            .unwrap()
+            .unwrap();
+        assert_eq!(r.time_ns, 1_538_323_200_000_000_000);
+        assert_eq!(
+            (r.offset_bytes, r.len_bytes, r.op),
+            (4_247_200 * 512, 65_536, Op::Write)
+        );
+        assert_eq!(one(&mut p, "1,0,8,0,7").unwrap().unwrap().op, Op::Read);
+        assert!(one(&mut p, "1,0,8,2,7").unwrap_err().contains("IOType `2`"));
+        assert!(one(&mut p, "1,0,8,0,vol")
+            .unwrap_err()
+            .contains("VolumeID `vol`"));
+    }
+
+    #[test]
+    fn spc() {
+        let mut p = Spc::new(1_000_000_000);
+        let r = one(&mut p, "0,303567,3584,w,0.026214").unwrap().unwrap();
+        assert_eq!(r.time_ns, 26_214_000);
+        assert_eq!(
+            (r.offset_bytes, r.len_bytes, r.op),
+            (303_567 * 512, 3584, Op::Write)
+        );
+        assert_eq!(
+            one(&mut p, "5,1,512,R,1.0,extra").unwrap().unwrap().op,
+            Op::Read
+        );
+        assert!(one(&mut p, "0,1,512,x,0")
+            .unwrap_err()
+            .contains("Opcode `x`"));
+        assert!(one(&mut p, "0,1,512,r").unwrap_err().contains("where 5"));
+    }
+}

@@ -1,0 +1,488 @@
+//! Every trace format read from the real excerpts in `../shared/traces` (or
+//! `$FTLAB_SHARED/traces`), with request counts and read ratios checked against counts made
+//! here independently of the readers (plain string splitting, as the traces' README does).
+//! Skipped, with a message, where the folder is absent.
+
+use ftlab_core::api::{self, RunOptions};
+use ftlab_core::trace::replay::{Plan, Replay};
+use ftlab_core::trace::scan::scan;
+use ftlab_core::trace::{self, Record, TraceConfig};
+use ftlab_core::{Op, Request};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+fn traces() -> Option<PathBuf> {
+    let dir = match std::env::var_os("FTLAB_SHARED") {
+        Some(s) => PathBuf::from(s).join("traces"),
+        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/traces"),
+    };
+    if dir.is_dir() {
+        Some(dir)
+    } else {
+        eprintln!(
+            "skipped: {} not found (set FTLAB_SHARED to run the real-trace tests)",
+            dir.display()
+        );
+        None
+    }
+}
+
+fn config(format: &str) -> TraceConfig {
+    TraceConfig {
+        format: format.into(),
+        ..TraceConfig::default()
+    }
+}
+
+fn records(path: &Path, cfg: &TraceConfig) -> (Vec<Record>, String, Vec<String>) {
+    let opened = trace::open(path, cfg).unwrap_or_else(|e| panic!("{e}"));
+    let mut source = opened.source;
+    let mut out = Vec::new();
+    while let Some(r) = source.next_record().unwrap_or_else(|e| panic!("{e}")) {
+        out.push(r);
+    }
+    let devices = source.devices().names().to_vec();
+    (out, source.format().to_string(), devices)
+}
+
+/// Requests and reads of a text trace, counted by `classify` (None: not a request).
+/// Lines are split at commas if `csv`, else at white space.
+fn count_lines(
+    path: &Path,
+    csv: bool,
+    classify: impl Fn(&[&str]) -> Option<bool>,
+) -> (usize, usize) {
+    let text = std::fs::read_to_string(path).unwrap();
+    let mut n = 0;
+    let mut reads = 0;
+    for line in text.lines() {
+        let fields: Vec<&str> = if csv {
+            line.split(',').collect()
+        } else {
+            line.split_whitespace().collect()
+        };
+        if let Some(is_read) = classify(&fields) {
+            n += 1;
+            reads += is_read as usize;
+        }
+    }
+    (n, reads)
+}
+
+fn check(path: &Path, format: &str, expected: (usize, usize), cfg: &TraceConfig) -> Vec<Record> {
+    let (recs, detected, _) = records(path, cfg);
+    assert_eq!(detected, format, "{}", path.display());
+    let reads = recs.iter().filter(|r| r.op == Op::Read).count();
+    assert_eq!((recs.len(), reads), expected, "{}", path.display());
+    recs
+}
+
+#[test]
+fn msr_cambridge() {
+    let Some(dir) = traces() else { return };
+    let path = dir.join("msr_cambridge_caffeine_sample/msr-cambridge1-sample.csv");
+    let expected = count_lines(&path, true, |f| Some(f[3] == "Read"));
+    assert_eq!(expected.0, 1000);
+    let recs = check(&path, "msr", expected, &config("auto"));
+    // 128166385295514663,hm,0,Write,9056014336,2048,2833
+    assert_eq!(
+        recs[0],
+        Record {
+            time_ns: 128_166_385_295_514_663 * 100,
+            offset_bytes: 9_056_014_336,
+            len_bytes: 2048,
+            dev: 0,
+            op: Op::Write
+        }
+    );
+    let (_, _, devices) = records(&path, &config("msr"));
+    assert_eq!(devices, ["hm_0"]);
+}
+
+#[test]
+fn systor17_plain_and_gzip() {
+    let Some(dir) = traces() else { return };
+    for name in ["systor17-traces-sample", "systor17-additional-sample"] {
+        let plain = dir.join(format!("snia_systor17_caffeine_sample/{name}.csv"));
+        let expected = count_lines(&plain, true, |f| (f[0] != "Timestamp").then(|| f[2] == "R"));
+        assert_eq!(expected.0, 999);
+        let a = check(&plain, "systor", expected, &config("auto"));
+        let gz = plain.with_extension("csv.gz");
+        let b = check(&gz, "systor", expected, &config("auto"));
+        assert_eq!(a, b);
+    }
+}
+
+#[test]
+fn tencent_cbs_plain_and_bzip2() {
+    let Some(dir) = traces() else { return };
+    let plain = dir.join("tencent_cbs_caffeine_sample/cloud_storage-sample");
+    let expected = count_lines(&plain, true, |f| Some(f[3] == "0"));
+    assert_eq!(expected.0, 50_000);
+    let a = check(&plain, "tencent", expected, &config("auto"));
+    let b = check(
+        &plain.with_extension("bz2"),
+        "tencent",
+        expected,
+        &config("auto"),
+    );
+    assert_eq!(a, b);
+    let (_, _, devices) = records(&plain, &config("auto"));
+    let text = std::fs::read_to_string(&plain).unwrap();
+    let mut volumes: Vec<&str> = text
+        .lines()
+        .map(|l| l.rsplit(',').next().unwrap())
+        .collect();
+    volumes.sort_unstable();
+    volumes.dedup();
+    assert_eq!(devices.len(), volumes.len());
+}
+
+#[test]
+fn cloudphysics_vscsi() {
+    let Some(dir) = traces() else { return };
+    let path = dir.join("cloudphysics_libCacheSim/cloudPhysicsIO.vscsi");
+    let bytes = std::fs::read(&path).unwrap();
+    let mut expected = (0, 0);
+    for rec in bytes.chunks_exact(32) {
+        let opcode = u16::from_le_bytes([rec[12], rec[13]]);
+        if [0x08, 0x28, 0xa8, 0x88, 0x0a, 0x2a, 0xaa, 0x8a].contains(&opcode) {
+            expected.0 += 1;
+            expected.1 += [0x08, 0x28, 0xa8, 0x88].contains(&opcode) as usize;
+        }
+    }
+    assert_eq!(expected.0, 113_872);
+    let recs = check(&path, "vscsi", expected, &config("auto"));
+    // The CSV copy of the same trace: same operations, sizes and addresses.
+    let csv =
+        std::fs::read_to_string(dir.join("cloudphysics_libCacheSim/cloudPhysicsIO.csv")).unwrap();
+    for (rec, line) in recs.iter().zip(csv.lines().skip(1)).take(1000) {
+        let f: Vec<&str> = line.split(',').collect();
+        assert_eq!(rec.op == Op::Read, f[2] == "28");
+        assert_eq!(rec.len_bytes, f[3].parse::<u64>().unwrap());
+        assert_eq!(rec.offset_bytes, f[4].parse::<u64>().unwrap() * 512);
+        assert_eq!(rec.time_ns / 1_000_000_000, f[1].parse::<u64>().unwrap());
+    }
+}
+
+#[test]
+fn disksim_family() {
+    let Some(dir) = traces() else { return };
+    let ascii = |f: &[&str]| (f.len() >= 5).then(|| f[4].parse::<u64>().unwrap() & 1 == 1);
+    for (file, requests) in [
+        ("mqsim_umass_websearch_tpcc/wsrch-small.trace", 24_783),
+        ("mqsim_umass_websearch_tpcc/tpcc-small.trace", 6_999),
+        ("ssdsim_hust_financial1/example.ascii", 10_000),
+        ("disksim_hpl_validation/ascii.trace", 100_000),
+    ] {
+        let path = dir.join(file);
+        let expected = count_lines(&path, false, ascii);
+        assert_eq!(expected.0, requests, "{file}");
+        check(&path, "disksim", expected, &config("auto"));
+    }
+    // DiskSim's own trace is in milliseconds.
+    let path = dir.join("disksim_hpl_validation/ascii.trace");
+    let cfg = TraceConfig {
+        time_unit: "ms".into(),
+        ..TraceConfig::default()
+    };
+    let (recs, _, devices) = records(&path, &cfg);
+    assert_eq!(recs[0].time_ns, 13_191_135); // 13.191135 ms
+    assert!(devices.len() > 10);
+}
+
+#[test]
+fn fiu_iodedup() {
+    let Some(dir) = traces() else { return };
+    let path =
+        dir.join("fiu_mail_excerpt/DERIVED_cheetah.cs.fiu.edu-110108-113008.1.head10000.blkparse");
+    let expected = count_lines(&path, false, |f| Some(f[5] == "R"));
+    assert_eq!(expected.0, 10_000);
+    let recs = check(&path, "fiu", expected, &config("auto"));
+    assert!(recs.iter().all(|r| r.len_bytes == 4096));
+}
+
+#[test]
+fn blkparse_d_q_and_c_events() {
+    let Some(dir) = traces() else { return };
+    let path = dir.join("apress_blktrace_hdd/blktrace.txt");
+    for (event, name) in [
+        (trace::BlkEvent::D, "D"),
+        (trace::BlkEvent::Q, "Q"),
+        (trace::BlkEvent::C, "C"),
+    ] {
+        let expected = count_lines(&path, false, |f| {
+            (f.len() >= 10 && f[5] == name && f[8] == "+" && f[9] != "0")
+                .then(|| f[6].contains('R'))
+        });
+        let cfg = TraceConfig {
+            blkparse_event: event,
+            ..TraceConfig::default()
+        };
+        check(&path, "blkparse", expected, &cfg);
+    }
+    // README: 170 D events, 45.9% reads; 15,524 Q.
+    let (recs, _, devices) = records(&path, &TraceConfig::default());
+    assert_eq!((recs.len(), devices), (170, vec!["8,16".to_string()]));
+    // With the closing summary, D N pass-through events and flushes.
+    let path = dir.join("wiscsee_blkparse/blkparse-output.txt");
+    let expected = count_lines(&path, false, |f| {
+        (f.len() >= 10 && f[5] == "D" && f[8] == "+").then(|| f[6].contains('R'))
+    });
+    assert_eq!(expected, (673, 161));
+    check(&path, "blkparse", expected, &config("auto"));
+}
+
+fn write_file(name: &str, content: &[u8]) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("ftlab-traces-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(name);
+    std::fs::File::create(&path)
+        .unwrap()
+        .write_all(content)
+        .unwrap();
+    path
+}
+
+/// No real SPC file or fio iolog exists in the shared traces: Financial1's head (as
+/// SSDSim ships it) is written back in those formats, and must read back the same.
+#[test]
+fn spc_and_fio_from_financial1() {
+    let Some(dir) = traces() else { return };
+    let source = dir.join("ssdsim_hust_financial1/example.ascii");
+    let (recs, _, devices) = records(&source, &config("disksim"));
+    let mut spc = String::new();
+    let mut fio = String::from("fio version 3 iolog\n");
+    for r in &recs {
+        let op = if r.op == Op::Read { 'r' } else { 'w' };
+        let asu = &devices[r.dev as usize];
+        let t = r.time_ns as f64 / 1e9;
+        spc += &format!(
+            "{asu},{},{},{op},{t:.6}\n",
+            r.offset_bytes / 512,
+            r.len_bytes
+        );
+        let action = if r.op == Op::Read { "read" } else { "write" };
+        fio += &format!(
+            "{} asu{asu} {action} {} {}\n",
+            r.time_ns / 1000,
+            r.offset_bytes,
+            r.len_bytes
+        );
+    }
+    let spc_path = write_file("financial1.spc", spc.as_bytes());
+    let (back, format, spc_devices) = records(&spc_path, &config("auto"));
+    assert_eq!((format.as_str(), spc_devices), ("spc", devices.clone()));
+    for (a, b) in recs.iter().zip(&back) {
+        assert_eq!(
+            (a.offset_bytes, a.len_bytes, a.op, a.dev),
+            (b.offset_bytes, b.len_bytes, b.op, b.dev)
+        );
+        assert!(a.time_ns.abs_diff(b.time_ns) <= 500);
+    }
+    let fio_path = write_file("financial1.iolog", fio.as_bytes());
+    let (back, format, _) = records(&fio_path, &config("auto"));
+    assert_eq!((format.as_str(), back.len()), ("fio", recs.len()));
+    assert!(recs.iter().zip(&back).all(|(a, b)| (
+        a.offset_bytes,
+        a.len_bytes,
+        a.op,
+        a.time_ns / 1000
+    ) == (
+        b.offset_bytes,
+        b.len_bytes,
+        b.op,
+        b.time_ns / 1000
+    )));
+}
+
+#[test]
+fn xz_and_zstd_read_transparently() {
+    let Some(dir) = traces() else { return };
+    let plain = dir.join("mqsim_umass_websearch_tpcc/tpcc-small.trace");
+    let text = std::fs::read(&plain).unwrap();
+    let mut xz = xz2::write::XzEncoder::new(Vec::new(), 1);
+    xz.write_all(&text).unwrap();
+    let xz_path = write_file("tpcc.trace.xz", &xz.finish().unwrap());
+    let zst_path = write_file("tpcc.trace.zst", &zstd::encode_all(&text[..], 1).unwrap());
+    let (a, _, _) = records(&plain, &config("auto"));
+    for path in [xz_path, zst_path] {
+        let (b, format, _) = records(&path, &config("auto"));
+        assert_eq!(format, "disksim");
+        assert_eq!(a, b);
+    }
+}
+
+fn load(opts: &RunOptions) -> Vec<Request> {
+    api::load_requests(opts).unwrap_or_else(|e| panic!("{e}")).0
+}
+
+/// The optimistic replay (started without a scan, restarted when the trace needs one)
+/// gives exactly the requests of a replay planned from a scan.
+#[test]
+fn optimistic_replay_equals_planned_replay() {
+    let Some(dir) = traces() else { return };
+    let path = dir.join("ssdsim_hust_financial1/example.ascii"); // 22 ASUs
+    let opts = RunOptions {
+        trace: Some(path.clone()),
+        preset: Some("small".into()),
+        ..RunOptions::default()
+    };
+    let optimistic = load(&opts);
+    let mut cfg = api::resolve_config(&opts).unwrap();
+    let scanned = scan(&path, &cfg.trace, 4096, &mut |_, _| true).unwrap();
+    let plan = Plan::from_scan(&scanned, &mut cfg, false).unwrap();
+    assert!(!plan.is_optimistic());
+    let layout = cfg.validate().unwrap();
+    let planned: Vec<Request> = Replay::open(&path, &cfg.trace, plan, 4096, layout.logical_pages)
+        .unwrap()
+        .collect::<ftlab_core::Result<_>>()
+        .unwrap();
+    assert_eq!(optimistic, planned);
+    assert_eq!(planned.len(), 10_000);
+}
+
+/// A 4.6 TiB volume onto a small device: compaction keeps every request's pages
+/// consecutive and its offset within the page, and runs verified.
+#[test]
+fn compaction_and_auto_sizing_on_a_huge_volume() {
+    let Some(dir) = traces() else { return };
+    let path = dir.join("snia_systor17_caffeine_sample/systor17-additional-sample.csv.gz");
+    let (recs, _, _) = records(&path, &config("auto"));
+    let opts = RunOptions {
+        ftl: "page".into(),
+        trace: Some(path.clone()),
+        verify: true,
+        sets: vec!["trace.order=\"clamp\"".into()],
+        ..RunOptions::default()
+    };
+    let (reqs, cfg) = api::load_requests(&opts).unwrap();
+    let layout = cfg.validate().unwrap();
+    assert_eq!(reqs.len(), recs.len());
+    let info = scan(&path, &cfg.trace, 4096, &mut |_, _| true)
+        .unwrap()
+        .info;
+    assert!(info.max_end_bytes > 4 << 40);
+    assert!(layout.logical_pages >= info.footprint_pages);
+    assert!(layout.logical_pages < info.footprint_pages + 4 * 3 * 64 * 20);
+    for (r, q) in recs.iter().zip(&reqs) {
+        assert_eq!(r.offset_bytes % 4096, q.offset_bytes % 4096);
+        assert_eq!(r.len_bytes, q.len_bytes as u64);
+        assert!(q.offset_bytes + q.len_bytes as u64 <= layout.logical_bytes());
+    }
+    let out = api::run(&opts, &mut |_| true).unwrap();
+    let t = out.report.trace.unwrap();
+    assert!(t.compacted && t.device_sized_to_trace);
+    assert_eq!(t.footprint_pages, Some(info.footprint_pages));
+    assert_eq!(out.report.metrics.host.requests, 999);
+}
+
+/// Systor rows are not in time order: sorted within the window, the replayed times never
+/// go back and nothing is lost.
+#[test]
+fn unsorted_timestamps_are_sorted() {
+    let Some(dir) = traces() else { return };
+    let path = dir.join("snia_systor17_caffeine_sample/systor17-traces-sample.csv");
+    let info = scan(&path, &TraceConfig::default(), 4096, &mut |_, _| true)
+        .unwrap()
+        .info;
+    assert!(info.timestamp_inversions > 0);
+    let opts = RunOptions {
+        ftl: "page".into(),
+        trace: Some(path.clone()),
+        ..RunOptions::default()
+    };
+    let reqs = load(&opts);
+    assert_eq!(reqs.len(), 999);
+    assert!(reqs.windows(2).all(|w| w[0].time_ns <= w[1].time_ns));
+    assert_eq!(reqs[0].time_ns, 0);
+    assert_eq!(
+        reqs.last().unwrap().time_ns,
+        info.max_time_ns - info.min_time_ns
+    );
+    let out = api::run(&opts, &mut |_| true).unwrap();
+    let t = out.report.trace.unwrap();
+    assert!(t.reordered > 0);
+    assert_eq!(t.clamped, 0);
+}
+
+#[test]
+fn device_filter_keeps_one_volume() {
+    let Some(dir) = traces() else { return };
+    let path = dir.join("tencent_cbs_caffeine_sample/cloud_storage-sample");
+    let expected = count_lines(&path, true, |f| (f[4] == "1063").then_some(f[3] == "0"));
+    let opts = RunOptions {
+        ftl: "page".into(),
+        trace: Some(path.clone()),
+        verify: true,
+        sets: vec!["trace.devices=[\"1063\"]".into()],
+        ..RunOptions::default()
+    };
+    let out = api::run(&opts, &mut |_| true).unwrap();
+    let host = &out.report.metrics.host;
+    assert_eq!(
+        (host.requests as usize, host.read_requests as usize),
+        expected
+    );
+    assert_eq!(out.report.trace.unwrap().devices, ["1063"]);
+    let opts = RunOptions {
+        sets: vec!["trace.devices=[\"1063\", \"nope\"]".into()],
+        ..opts
+    };
+    let err = api::run(&opts, &mut |_| true).err().unwrap().to_string();
+    assert!(
+        err.contains("trace.devices") && err.contains("nope"),
+        "{err}"
+    );
+}
+
+/// Every real trace replays with verification on a device fitted to it, with GC active
+/// on the write-heavy ones.
+#[test]
+fn every_real_trace_replays_verified() {
+    let Some(dir) = traces() else { return };
+    for (file, extra) in [
+        (
+            "msr_cambridge_caffeine_sample/msr-cambridge1-sample.csv",
+            vec![],
+        ),
+        (
+            "tencent_cbs_caffeine_sample/cloud_storage-sample.bz2",
+            vec![],
+        ),
+        ("cloudphysics_libCacheSim/cloudPhysicsIO.vscsi", vec![]),
+        ("mqsim_umass_websearch_tpcc/wsrch-small.trace", vec![]),
+        (
+            "fiu_mail_excerpt/DERIVED_cheetah.cs.fiu.edu-110108-113008.1.head10000.blkparse",
+            vec![],
+        ),
+        (
+            "apress_blktrace_hdd/blktrace.txt",
+            vec!["trace.blkparse_event=\"Q\"".to_string()],
+        ),
+        ("wiscsee_blkparse/blkparse-output.txt", vec![]),
+        (
+            "disksim_hpl_validation/ascii.trace",
+            vec!["trace.time_unit=\"ms\"".to_string()],
+        ),
+    ] {
+        let opts = RunOptions {
+            ftl: "page".into(),
+            trace: Some(dir.join(file)),
+            verify: true,
+            sets: [extra, vec!["replay.timing=false".into()]].concat(),
+            ..RunOptions::default()
+        };
+        let out = api::run(&opts, &mut |_| true).unwrap_or_else(|e| panic!("{file}: {e}"));
+        assert!(out.report.metrics.host.requests > 0, "{file}");
+    }
+    // The write-heavy CloudPhysics trace fills its fitted device: GC runs.
+    let opts = RunOptions {
+        ftl: "page".into(),
+        trace: Some(dir.join("cloudphysics_libCacheSim/cloudPhysicsIO.vscsi")),
+        verify: true,
+        ..RunOptions::default()
+    };
+    let out = api::run(&opts, &mut |_| true).unwrap();
+    assert!(out.report.metrics.gc.invocations > 0);
+}

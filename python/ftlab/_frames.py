@@ -1,0 +1,124 @@
+"""Reports as polars DataFrames (imported only when a frame is asked for)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import polars as pl
+
+if TYPE_CHECKING:
+    from ftlab import Result
+
+CAUSES = ["host", "gc", "translation", "misprediction", "merge"]
+
+
+def time_series(report: dict[str, Any]) -> pl.DataFrame:
+    ts = report["metrics"]["time_series"]
+    frame = pl.DataFrame(ts, schema={k: pl.UInt64 for k in ts})
+    written = pl.col("host_pages_written").cast(pl.Float64)
+    return frame.with_columns(
+        pl.when(written > 0)
+        .then(pl.col("flash_programs").cast(pl.Float64) / written)
+        .otherwise(None)
+        .alias("waf")
+    )
+
+
+def latency_cdf(report: dict[str, Any]) -> pl.DataFrame:
+    rows: dict[str, list[Any]] = {"op": [], "quantile": [], "latency_us": []}
+    latency = report["metrics"].get("latency") or {}
+    for op in ("read", "write"):
+        stats = latency.get(op)
+        if not stats or not stats["count"]:
+            continue
+        for q, ns in stats["cdf"]:
+            rows["op"].append(op)
+            rows["quantile"].append(float(q))
+            rows["latency_us"].append(ns / 1000.0)
+    return pl.DataFrame(
+        rows, schema={"op": pl.Utf8, "quantile": pl.Float64, "latency_us": pl.Float64}
+    )
+
+
+def flash_ops(report: dict[str, Any]) -> pl.DataFrame:
+    flash = report["metrics"]["flash"]
+    rows: dict[str, list[Any]] = {"kind": [], "cause": [], "count": []}
+    for kind, key in (("read", "reads"), ("program", "programs"), ("erase", "erases")):
+        for cause in CAUSES:
+            rows["kind"].append(kind)
+            rows["cause"].append(cause)
+            rows["count"].append(flash[key][cause])
+    return pl.DataFrame(rows, schema={"kind": pl.Utf8, "cause": pl.Utf8, "count": pl.UInt64})
+
+
+def memory(report: dict[str, Any]) -> pl.DataFrame:
+    m = report["metrics"]["memory_bytes"]
+    names = sorted(set(m["final_components"]) | set(m["peak_components"]))
+    return pl.DataFrame(
+        {
+            "component": names,
+            "final_bytes": [m["final_components"].get(n, 0) for n in names],
+            "peak_bytes": [m["peak_components"].get(n, 0) for n in names],
+        },
+        schema={"component": pl.Utf8, "final_bytes": pl.UInt64, "peak_bytes": pl.UInt64},
+    )
+
+
+def concat_with_scheme(frames: dict[str, pl.DataFrame]) -> pl.DataFrame:
+    parts = [f.with_columns(pl.lit(name).alias("scheme")) for name, f in frames.items()]
+    if not parts:
+        return pl.DataFrame()
+    out = pl.concat(parts, how="vertical")
+    return out.select(["scheme", *[c for c in out.columns if c != "scheme"]])
+
+
+def compare_table(results: dict[str, Result]) -> pl.DataFrame:
+    """One row per scheme, the columns of `ftlab compare`'s table, in base units."""
+    rows = []
+    for name, r in results.items():
+        s = r.summary
+        rows.append(
+            {
+                "scheme": name,
+                "dram_peak_bytes": s["memory_peak_bytes"],
+                "dram_final_bytes": s["memory_final_bytes"],
+                "waf": s["waf"],
+                "gc_invocations": s["gc_invocations"],
+                "gc_pages_moved": s["gc_pages_moved"],
+                "read_mean_us": s["read_mean_us"],
+                "read_p99_us": s["read_p99_us"],
+                "write_mean_us": s["write_mean_us"],
+                "write_p99_us": s["write_p99_us"],
+                "gc_reads": s["gc_reads"],
+                "translation_reads": s["translation_reads"],
+                "misprediction_reads": s["misprediction_reads"],
+                "merge_reads": s["merge_reads"],
+                "translation_programs": s["translation_programs"],
+                "flash_programs": s["flash_programs"],
+                "flash_erases": s["flash_erases"],
+                "iops": s["iops"],
+                "wall_seconds": r.wall_seconds,
+            }
+        )
+    schema = {
+        "scheme": pl.Utf8,
+        "dram_peak_bytes": pl.UInt64,
+        "dram_final_bytes": pl.UInt64,
+        "waf": pl.Float64,
+        "gc_invocations": pl.UInt64,
+        "gc_pages_moved": pl.UInt64,
+        "read_mean_us": pl.Float64,
+        "read_p99_us": pl.Float64,
+        "write_mean_us": pl.Float64,
+        "write_p99_us": pl.Float64,
+        "gc_reads": pl.UInt64,
+        "translation_reads": pl.UInt64,
+        "misprediction_reads": pl.UInt64,
+        "merge_reads": pl.UInt64,
+        "translation_programs": pl.UInt64,
+        "flash_programs": pl.UInt64,
+        "flash_erases": pl.UInt64,
+        "iops": pl.Float64,
+        "wall_seconds": pl.Float64,
+    }
+    return pl.DataFrame(rows, schema=schema)
