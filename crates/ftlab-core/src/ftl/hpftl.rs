@@ -189,7 +189,7 @@ impl HpFtl {
             hashed_free: (layout.total_blocks as u64 - POOL_TARGET as u64) * ppb,
             soft_pages: (cfg.gc.threshold * physical).ceil() as u64,
             hard_pages: (cfg.gc.hard_threshold * physical).ceil() as u64,
-            hasher: Md5Hasher::new(0, layout.total_blocks),
+            hasher: Md5Hasher::new(0, layout.total_blocks, layout.logical_pages),
             hash_functions,
             secondary_hid: hash_functions + 1,
             layout: *layout,
