@@ -281,10 +281,7 @@ fn traces() -> Option<PathBuf> {
 /// the trace's hot spots keep their shape) and replayed `passes` times after a full fill:
 /// real access patterns with GC active.
 fn folded_trace(path: &Path, logical_bytes: u64, page: u32, passes: usize) -> Vec<Request> {
-    let trace: Vec<Request> = ftlab_core::trace::open(path, "disksim", "ns")
-        .unwrap()
-        .collect::<ftlab_core::Result<_>>()
-        .unwrap();
+    let trace = load_trace(path, "auto", "auto");
     let mut reqs: Vec<Request> = (0..logical_bytes / page as u64)
         .map(|p| write(p, 1, page))
         .collect();
@@ -310,14 +307,32 @@ fn real_traces_verify_with_gc_active() {
         eprintln!("skipped: ../shared/traces not found (set FTLAB_SHARED)");
         return;
     };
+    // (file, passes): every format with writes, each replayed until it overwrites the device.
     let files = [
-        "ssdsim_hust_financial1/example.ascii",
-        "mqsim_umass_websearch_tpcc/tpcc-small.trace",
+        ("ssdsim_hust_financial1/example.ascii", 3),
+        ("mqsim_umass_websearch_tpcc/tpcc-small.trace", 3),
+        ("msr_cambridge_caffeine_sample/msr-cambridge1-sample.csv", 8),
+        (
+            "snia_systor17_caffeine_sample/systor17-traces-sample.csv.gz",
+            8,
+        ),
+        ("tencent_cbs_caffeine_sample/cloud_storage-sample.bz2", 1),
+        ("cloudphysics_libCacheSim/cloudPhysicsIO.vscsi", 1),
+        (
+            "fiu_mail_excerpt/DERIVED_cheetah.cs.fiu.edu-110108-113008.1.head10000.blkparse",
+            4,
+        ),
+        ("wiscsee_blkparse/blkparse-output.txt", 40),
     ];
-    for file in files {
+    for (file, passes) in files {
         let cfg = small_config((2, 1, 2, 1), 64, 32, 0.1);
         let layout = cfg.validate().unwrap();
-        let reqs = folded_trace(&dir.join(file), layout.logical_bytes(), layout.page_size, 3);
+        let reqs = folded_trace(
+            &dir.join(file),
+            layout.logical_bytes(),
+            layout.page_size,
+            passes,
+        );
         let writes = reqs.iter().filter(|r| r.op == Op::Write).count();
         assert!(writes as u64 > layout.logical_pages, "{file}");
         for scheme in SCHEMES {

@@ -20,9 +20,10 @@ and WAF are those of the workload after the fill. The quick mode shrinks the dev
 blocks (930 MiB logical, the smallest that leaves S-FTL room for its translation blocks) and
 writes the logical space once. The thesis's workloads (DBbench, YCSB-A, TPC-C, Varmail,
 Fileserver) are not available; synthetic stand-ins with the same sequentiality are used.
-The real traces in ../shared/traces that the DiskSim ASCII reader reads are folded onto the
-930 MiB device (page offset modulo its logical size, requests capped at 64 pages) and
-replayed until they have written 4x its logical space (2x in quick mode).
+One file of each real trace in ../shared/traces is read as `ftlab run` reads it (format
+detected, addresses compacted), folded onto the 930 MiB device (page offset modulo its
+logical size, requests capped at 64 pages) and replayed until it has written 4x its logical
+space (quick mode: the first two traces, 2x).
 S-FTL gets a DRAM budget of 0.435 of a 4-byte page table, as in the thesis.
 """
 
@@ -36,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 import ftlab
+from ftlab import _core
 from ftlab._bench import shared_dir
 from ftlab._format import render_table
 
@@ -54,6 +56,18 @@ THESIS_MEMORY = {
 }
 THESIS_SHIFT_GC = {1: 2.6, 8: 0.87}
 SFTL_DRAM_FRACTION = 0.435
+# One write-bearing file of each real trace in ../shared/traces (the first two are small).
+REAL_TRACES = [
+    "ssdsim_hust_financial1/example.ascii",
+    "mqsim_umass_websearch_tpcc/tpcc-small.trace",
+    "msr_cambridge_caffeine_sample/msr-cambridge1-sample.csv",
+    "snia_systor17_caffeine_sample/systor17-traces-sample.csv.gz",
+    "tencent_cbs_caffeine_sample/cloud_storage-sample.bz2",
+    "cloudphysics_libCacheSim/cloudPhysicsIO.vscsi",
+    "fiu_mail_excerpt/DERIVED_cheetah.cs.fiu.edu-110108-113008.1.head10000.blkparse",
+    "disksim_hpl_validation/ascii.trace",
+    "wiscsee_blkparse/blkparse-output.txt",
+]
 
 # (op, first page, pages): op 0 = write, 1 = read.
 Request = tuple[int, int, int]
@@ -119,17 +133,18 @@ def _write_trace(path: Path, requests: Iterator[Request]) -> None:
 
 
 def _real_trace(source: Path, pages: int, writes: int) -> Iterator[Request]:
-    """A DiskSim/MQSim/SSDSim ASCII trace folded onto `pages` logical pages and replayed
-    until it has written `writes` pages."""
+    """A real trace (any format ftlab reads, its addresses compacted as `ftlab run` would)
+    folded onto `pages` logical pages and replayed until it has written `writes` pages."""
+    records, _ = _core.trace_requests(
+        source, preset=PRESET, sets=SMALL_DEVICE + ['trace.device_size="fit"']
+    )
     trace: list[tuple[int, int, int]] = []
-    for line in source.read_text().splitlines():
-        fields = line.split()
-        if len(fields) < 5 or line.startswith("#"):
+    for _, offset, length, op in records:
+        if op == 2:
             continue
-        lba, sectors, op = int(fields[2]), int(fields[3]), int(fields[4]) & 1
-        first = (lba // SECTORS_PER_PAGE) % pages
-        n = max(1, min(64, -(-(lba % SECTORS_PER_PAGE + sectors) // SECTORS_PER_PAGE)))
-        trace.append((op, min(first, pages - n), n))
+        first = offset // PAGE_BYTES
+        n = max(1, min(64, -(-(offset % PAGE_BYTES + length) // PAGE_BYTES)))
+        trace.append((op, min(first % pages, pages - n), n))
     if not any(op == 0 for op, _, _ in trace):
         return
     written = 0
@@ -245,10 +260,7 @@ def run(out_dir: Path, quick: bool) -> None:
             _write_trace(path, _chain(_fill(pages), generator(pages, writes, rng)))
             workloads[name] = (path, sets, fill)
         shared = shared_dir()
-        real = [
-            "ssdsim_hust_financial1/example.ascii",
-            "mqsim_umass_websearch_tpcc/tpcc-small.trace",
-        ]
+        real = REAL_TRACES[:2] if quick else REAL_TRACES
         notes: list[str] = []
         if shared is None:
             notes.append("../shared/traces not found: real traces skipped")
@@ -259,10 +271,17 @@ def run(out_dir: Path, quick: bool) -> None:
                 if not source.is_file():
                     notes.append(f"{rel} not found: skipped")
                     continue
-                name = Path(rel).stem
+                name = rel.split("/")[0]
                 path = Path(tmp) / f"{name}.trace"
-                body = _real_trace(source, small_pages, (2 if quick else 4) * small_pages)
-                _write_trace(path, _chain(_fill(small_pages), body))
+                try:
+                    body = list(_real_trace(source, small_pages, (2 if quick else 4) * small_pages))
+                except ftlab.FtlabError as e:
+                    notes.append(f"{rel}: {e}: skipped")
+                    continue
+                if not body:
+                    notes.append(f"{rel} has no writes: skipped")
+                    continue
+                _write_trace(path, _chain(_fill(small_pages), iter(body)))
                 workloads[name] = (path, SMALL_DEVICE + CLOSED_LOOP, -(-small_pages // 128))
         for name, (path, wl_sets, wl_fill) in workloads.items():
             results[name] = {s: _simulate(s, path, wl_sets, wl_fill) for s in SCHEMES}

@@ -13,40 +13,48 @@ use crate::error::{Error, Result};
 use crate::ftl::MemoryBreakdown;
 use md5::{Digest, Md5};
 
-/// md5 of `lpa >> lpa_shift`, computed once per logical page access (the last digest is
-/// kept, so a sequential run sharing one shifted address costs one md5).
+/// md5 of `lpa >> lpa_shift`, computed once per logical page access. The simulator keeps
+/// recent digests in a small direct-mapped cache (a sequential run sharing one shifted
+/// address, or a page read soon after it was written, costs one md5); a controller would
+/// hash in hardware, so the cache is not modelled DRAM.
 #[derive(Clone, Debug)]
 pub struct Md5Hasher {
     lpa_shift: u32,
     modulus: u32,
     /// ceil(2^64 / modulus), for the remainder by multiplication.
     inverse: u64,
-    cached_key: u64,
-    cached: u128,
+    cache: Vec<(u64, u128)>,
+    cache_mask: usize,
 }
 
+/// Most entries of the digest cache (512 KiB: it must stay in the CPU caches to pay).
+const DIGEST_CACHE_MAX: u64 = 1 << 14;
+
 impl Md5Hasher {
-    /// Hashes onto `modulus` (physical or virtual) blocks, at least 2.
-    pub fn new(lpa_shift: u32, modulus: u32) -> Self {
+    /// Hashes the addresses of `logical_pages` onto `modulus` (physical or virtual)
+    /// blocks, at least 2.
+    pub fn new(lpa_shift: u32, modulus: u32, logical_pages: u64) -> Self {
         debug_assert!(modulus >= 2);
+        let keys = (logical_pages >> lpa_shift).max(1);
+        let entries = keys.next_power_of_two().min(DIGEST_CACHE_MAX) as usize;
         Md5Hasher {
             lpa_shift,
             modulus,
             inverse: (u64::MAX / modulus as u64).wrapping_add(1),
-            cached_key: u64::MAX,
-            cached: 0,
+            cache: vec![(u64::MAX, 0); entries],
+            cache_mask: entries - 1,
         }
     }
 
     #[inline]
     pub fn digest(&mut self, lpa: u32) -> u128 {
         let key = (lpa as u64) >> self.lpa_shift;
-        if key != self.cached_key {
+        let slot = &mut self.cache[key as usize & self.cache_mask];
+        if slot.0 != key {
             let d = Md5::digest(key.to_le_bytes());
-            self.cached = u128::from_be_bytes(d.into());
-            self.cached_key = key;
+            *slot = (key, u128::from_be_bytes(d.into()));
         }
-        self.cached
+        slot.1
     }
 
     /// The block chosen by hash function `hid` (1-based) for a digest.
@@ -155,7 +163,7 @@ mod tests {
     #[test]
     fn target_is_the_remainder_of_the_shifted_digest() {
         for modulus in [2u32, 3, 7, 320, 4064, 9008, 9016, 1 << 20, u32::MAX / 2 + 7] {
-            let mut h = Md5Hasher::new(0, modulus);
+            let mut h = Md5Hasher::new(0, modulus, 1 << 20);
             for lpa in [0u32, 1, 77, 123_456, u32::MAX] {
                 let d = h.digest(lpa);
                 for hid in 1..=63 {
@@ -168,12 +176,12 @@ mod tests {
 
     #[test]
     fn shifted_addresses_share_a_digest() {
-        let mut h = Md5Hasher::new(8, 1000);
+        let mut h = Md5Hasher::new(8, 1000, 1 << 20);
         let a = h.digest(256);
         assert_eq!(h.digest(511), a);
         assert_ne!(h.digest(512), a);
         // md5 of 1u64 as little-endian bytes, read big-endian.
-        let mut plain = Md5Hasher::new(0, 1000);
+        let mut plain = Md5Hasher::new(0, 1000, 16);
         assert_eq!(
             plain.digest(1),
             u128::from_be_bytes(Md5::digest(1u64.to_le_bytes()).into())

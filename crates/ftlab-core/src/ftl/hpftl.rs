@@ -179,7 +179,7 @@ impl HpFtl {
             candidate_entries: 0,
             compaction_marks: vec![u64::MAX; layout.logical_pages as usize],
             compactions: 0,
-            compact_at: 2 * hash_functions as u64 * capacity,
+            compact_at: 4 * hash_functions as u64 * capacity,
             role,
             pool,
             next_unit: 0,
@@ -189,7 +189,7 @@ impl HpFtl {
             hashed_free: (layout.total_blocks as u64 - POOL_TARGET as u64) * ppb,
             soft_pages: (cfg.gc.threshold * physical).ceil() as u64,
             hard_pages: (cfg.gc.hard_threshold * physical).ceil() as u64,
-            hasher: Md5Hasher::new(0, layout.total_blocks),
+            hasher: Md5Hasher::new(0, layout.total_blocks, layout.logical_pages),
             hash_functions,
             secondary_hid: hash_functions + 1,
             layout: *layout,
@@ -287,7 +287,7 @@ impl HpFtl {
             total += list.len() as u64;
         }
         self.candidate_entries = total;
-        self.compact_at = self.compact_at.max(2 * total);
+        self.compact_at = self.compact_at.max(3 * total);
     }
 
     /// Moves secondary-table pages that one of their hash functions maps to `block` into

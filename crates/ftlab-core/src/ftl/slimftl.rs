@@ -109,7 +109,7 @@ impl SlimFtl {
             shared_out_max,
             free: FreeBlocks::all(layout),
             next_unit: 0,
-            hasher: Md5Hasher::new(c.lpa_shift, vbas),
+            hasher: Md5Hasher::new(c.lpa_shift, vbas, layout.logical_pages),
             hash_functions: (1 << c.hid_bits) - 1,
             vbas,
             layout: *layout,
