@@ -24,6 +24,19 @@ TRACE_PRESET = "small"
 WORKLOAD_PRESET = "default"
 MODES = {"timed": [], "mapping-only": ["replay.timing=false"]}
 
+# Settings a scheme is benchmarked with, on top of the preset (its paper's configuration).
+# LeaFTL: error bound 4 behind the reference's sorted 8 MiB flush with group filtering (the
+# workload preset has no write buffer: it gets an 8 MiB one).
+SCHEME_SETS: dict[str, list[str]] = {
+    "leaftl": [
+        "leaftl.gamma=4",
+        "buffer.flush=sorted",
+        "buffer.flush_bytes=8MiB",
+        "buffer.flush_group_pages=256",
+    ],
+}
+WORKLOAD_SCHEME_SETS: dict[str, list[str]] = {"leaftl": ["buffer.size_bytes=8MiB"]}
+
 
 class BenchError(Exception):
     pass
@@ -135,7 +148,7 @@ def run_all(
                         "mode": mode,
                         "trace": str(bench_trace),
                         "preset": TRACE_PRESET,
-                        "sets": sets,
+                        "sets": sets + SCHEME_SETS.get(scheme, []),
                     }
                 )
     if workloads:
@@ -150,7 +163,10 @@ def run_all(
                             "mode": mode,
                             "builtin": name,
                             "preset": WORKLOAD_PRESET,
-                            "sets": sets + extra,
+                            "sets": sets
+                            + extra
+                            + WORKLOAD_SCHEME_SETS.get(scheme, [])
+                            + SCHEME_SETS.get(scheme, []),
                         }
                     )
     rows = []

@@ -5,7 +5,14 @@
 //! flush may also filter by group (LeaFTL's reference): of the flush candidates, the groups
 //! of `flush_group_pages` logical pages holding the most candidates go first, up to
 //! `flush_group_fill` of the flush size, and the rest stay buffered. Reads that hit the
-//! buffer are served from it. The buffer allocates nothing after construction.
+//! buffer are served from it.
+//!
+//! With `cache_reads` the buffer is a data cache (LeaFTL's evaluation shares one DRAM
+//! between it and the mapping table): pages read from flash are kept clean, in their own
+//! least-recently-used order; a write or a read needing a slot takes the least recently
+//! used clean page's, and dirty pages are flushed only when the buffer holds nothing clean
+//! (a read never forces a flush: it is then not cached). The buffer allocates nothing after
+//! construction.
 
 use crate::config::{BufferConfig, FlushOrder};
 use std::collections::HashMap;
@@ -55,18 +62,26 @@ pub enum Buffered {
 struct Slot {
     lpa: u32,
     seq: u32,
-    /// Towards the most recently written end.
+    /// Towards the most recently used end of its list.
     newer: u32,
-    /// Towards the least recently written end.
+    /// Towards the least recently used end of its list.
     older: u32,
+    /// Written and not yet flushed (else a clean copy of a page read).
+    dirty: bool,
 }
+
+/// The two lists: dirty pages in least-recently-written order, clean pages in
+/// least-recently-read order.
+const DIRTY: usize = 0;
+const CLEAN: usize = 1;
 
 pub struct WriteBuffer {
     slots: Vec<Slot>,
     index: LpaMap<u32>,
     free: Vec<u32>,
-    newest: u32,
-    oldest: u32,
+    newest_of: [u32; 2],
+    oldest_of: [u32; 2],
+    cache_reads: bool,
     flush_pages: usize,
     sorted: bool,
     group_pages: u32,
@@ -100,13 +115,15 @@ impl WriteBuffer {
                     seq: 0,
                     newer: NIL,
                     older: NIL,
+                    dirty: true,
                 };
                 capacity
             ],
             index,
             free: (0..capacity as u32).rev().collect(),
-            newest: NIL,
-            oldest: NIL,
+            newest_of: [NIL; 2],
+            oldest_of: [NIL; 2],
+            cache_reads: cfg.cache_reads,
             flush_pages,
             sorted,
             group_pages: if sorted {
@@ -134,7 +151,18 @@ impl WriteBuffer {
     }
 
     pub fn is_full(&self) -> bool {
-        self.free.is_empty()
+        self.free.is_empty() && self.oldest_of[CLEAN] == NIL
+    }
+
+    /// Dirty pages buffered.
+    pub fn dirty_len(&self) -> usize {
+        let mut n = 0;
+        let mut s = self.oldest_of[DIRTY];
+        while s != NIL {
+            n += 1;
+            s = self.slots[s as usize].newer;
+        }
+        n
     }
 
     pub fn contains(&self, lpa: u32) -> bool {
@@ -147,55 +175,115 @@ impl WriteBuffer {
         self.index.get(&lpa).map(|&s| self.slots[s as usize].seq)
     }
 
+    #[inline]
+    fn list_of(&self, s: u32) -> usize {
+        if self.slots[s as usize].dirty {
+            DIRTY
+        } else {
+            CLEAN
+        }
+    }
+
     fn unlink(&mut self, s: u32) {
+        let list = self.list_of(s);
         let Slot { newer, older, .. } = self.slots[s as usize];
         if newer != NIL {
             self.slots[newer as usize].older = older;
         } else {
-            self.newest = older;
+            self.newest_of[list] = older;
         }
         if older != NIL {
             self.slots[older as usize].newer = newer;
         } else {
-            self.oldest = newer;
+            self.oldest_of[list] = newer;
         }
     }
 
     fn push_newest(&mut self, s: u32) {
+        let list = self.list_of(s);
+        let newest = self.newest_of[list];
         self.slots[s as usize].newer = NIL;
-        self.slots[s as usize].older = self.newest;
-        if self.newest != NIL {
-            self.slots[self.newest as usize].newer = s;
+        self.slots[s as usize].older = newest;
+        if newest != NIL {
+            self.slots[newest as usize].newer = s;
         } else {
-            self.oldest = s;
+            self.oldest_of[list] = s;
         }
-        self.newest = s;
+        self.newest_of[list] = s;
     }
 
-    /// Buffers a write, replacing a buffered copy of the same page, or taking a free slot.
-    /// When the buffer is full and does not hold the page, nothing is written and
-    /// [`Buffered::Full`] asks the caller to [`WriteBuffer::evict`] first.
+    /// A slot for a new page: a free one, else the least recently used clean page's.
+    fn take_slot(&mut self) -> Option<u32> {
+        if let Some(s) = self.free.pop() {
+            return Some(s);
+        }
+        let s = self.oldest_of[CLEAN];
+        if s == NIL {
+            return None;
+        }
+        self.unlink(s);
+        self.index.remove(&self.slots[s as usize].lpa);
+        Some(s)
+    }
+
+    fn fill(&mut self, s: u32, lpa: u32, seq: u32, dirty: bool) {
+        let slot = &mut self.slots[s as usize];
+        (slot.lpa, slot.seq, slot.dirty) = (lpa, seq, dirty);
+        self.push_newest(s);
+    }
+
+    /// Buffers a write, replacing a buffered copy of the same page, or taking a free slot
+    /// (or a clean page's). When the buffer is full of dirty pages and does not hold the
+    /// page, nothing is written and [`Buffered::Full`] asks the caller to
+    /// [`WriteBuffer::evict`] first.
     #[inline]
     pub fn write(&mut self, lpa: u32, seq: u32) -> Buffered {
         use std::collections::hash_map::Entry;
         match self.index.entry(lpa) {
             Entry::Occupied(e) => {
                 let s = *e.get();
-                self.slots[s as usize].seq = seq;
                 self.unlink(s);
-                self.push_newest(s);
-                Buffered::Replaced
+                self.fill(s, lpa, seq, true);
+                return Buffered::Replaced;
             }
             Entry::Vacant(e) => {
-                let Some(s) = self.free.pop() else {
-                    return Buffered::Full;
-                };
-                e.insert(s);
-                self.slots[s as usize].lpa = lpa;
-                self.slots[s as usize].seq = seq;
-                self.push_newest(s);
-                Buffered::Inserted
+                if let Some(s) = self.free.pop() {
+                    e.insert(s);
+                    self.fill(s, lpa, seq, true);
+                    return Buffered::Inserted;
+                }
             }
+        }
+        let Some(s) = self.take_slot() else {
+            return Buffered::Full;
+        };
+        self.index.insert(lpa, s);
+        self.fill(s, lpa, seq, true);
+        Buffered::Inserted
+    }
+
+    /// A host read: the buffered copy's sequence number, if any (a clean copy becomes the
+    /// most recently used).
+    #[inline]
+    pub fn read(&mut self, lpa: u32) -> Option<u32> {
+        let &s = self.index.get(&lpa)?;
+        if !self.slots[s as usize].dirty {
+            self.unlink(s);
+            self.push_newest(s);
+        }
+        Some(self.slots[s as usize].seq)
+    }
+
+    /// Keeps a clean copy of a page just read from flash (`cache_reads` only), in a free
+    /// slot or the least recently used clean page's; never flushes for it.
+    #[inline]
+    pub fn cache_read(&mut self, lpa: u32, seq: u32) {
+        if !self.cache_reads || self.index.contains_key(&lpa) {
+            return;
+        }
+        if let Some(s) = self.take_slot() {
+            self.index.insert(lpa, s);
+            self.fill(s, lpa, seq, false);
         }
     }
 
@@ -225,7 +313,7 @@ impl WriteBuffer {
     /// while their total stays within `group_fill` of the flush size, at least one group.
     fn take_groups(&mut self) -> &[(u32, u32)] {
         self.candidates.clear();
-        let mut s = self.oldest;
+        let mut s = self.oldest_of[DIRTY];
         while s != NIL && self.candidates.len() < self.flush_pages {
             let slot = &self.slots[s as usize];
             let rank = self.candidates.len() as u32;
@@ -273,7 +361,7 @@ impl WriteBuffer {
         &self.batch
     }
 
-    /// Removes every page (end of run), in eviction order.
+    /// Removes every dirty page (end of run), in eviction order.
     pub fn drain(&mut self) -> &[(u32, u32)] {
         self.batch.reserve(self.len());
         self.take(usize::MAX)
@@ -281,8 +369,8 @@ impl WriteBuffer {
 
     fn take(&mut self, limit: usize) -> &[(u32, u32)] {
         self.batch.clear();
-        while self.batch.len() < limit && self.oldest != NIL {
-            let s = self.oldest;
+        while self.batch.len() < limit && self.oldest_of[DIRTY] != NIL {
+            let s = self.oldest_of[DIRTY];
             let Slot { lpa, seq, .. } = self.slots[s as usize];
             self.unlink(s);
             self.index.remove(&lpa);
@@ -318,6 +406,7 @@ mod tests {
             flush: FlushOrder::Sorted,
             flush_group_pages: 10,
             flush_group_fill: 0.75,
+            cache_reads: false,
         };
         let mut b = WriteBuffer::new(&cfg, 4096).unwrap();
         // Groups: 0 -> {1, 2}, 1 -> {11, 12, 13}, 2 -> {25}, 3 -> {31, 32}.
@@ -378,6 +467,44 @@ mod tests {
         }
         assert_eq!(b.evict(), &[(3, 1), (7, 0)]);
         assert_eq!(b.len(), 2);
+    }
+
+    #[test]
+    fn cached_reads_give_way_to_writes_and_never_force_a_flush() {
+        let cfg = BufferConfig {
+            size_bytes: 3 * 4096,
+            cache_reads: true,
+            ..BufferConfig::default()
+        };
+        let mut b = WriteBuffer::new(&cfg, 4096).unwrap();
+        b.cache_read(1, 10);
+        b.cache_read(2, 20);
+        assert_eq!(b.write(3, 30), Buffered::Inserted);
+        assert_eq!(b.len(), 3);
+        assert!(!b.is_full()); // a write would take a clean slot
+        assert_eq!(b.read(1), Some(10)); // 2 is now the least recently used clean page
+        assert_eq!(b.write(4, 40), Buffered::Inserted);
+        assert_eq!(b.get(2), None);
+        assert_eq!(b.write(1, 11), Buffered::Replaced); // the clean copy becomes dirty
+        assert_eq!(b.dirty_len(), 3);
+        b.cache_read(5, 50); // no clean slot left: not cached
+        assert_eq!(b.get(5), None);
+        assert_eq!(b.write(6, 60), Buffered::Full);
+        assert_eq!(b.evict(), &[(3, 30)]);
+        b.cache_read(7, 70);
+        assert_eq!(b.drain(), &[(4, 40), (1, 11)]);
+        assert_eq!(b.get(7), Some(70));
+        // Without cache_reads nothing is kept.
+        let mut b = WriteBuffer::new(
+            &BufferConfig {
+                cache_reads: false,
+                ..cfg
+            },
+            4096,
+        )
+        .unwrap();
+        b.cache_read(1, 10);
+        assert_eq!(b.get(1), None);
     }
 
     #[test]

@@ -120,6 +120,9 @@ pub struct BufferConfig {
     pub flush_group_pages: u64,
     /// Share of the flush size the group filtering may fill (at least one group is taken).
     pub flush_group_fill: f64,
+    /// Also keep clean copies of pages read from flash (a data cache, as in LeaFTL's
+    /// evaluation); they give way to writes before any dirty page is flushed.
+    pub cache_reads: bool,
 }
 
 /// DRAM available to the mapping (used by the schemes that cache their map).
@@ -238,6 +241,7 @@ impl Default for BufferConfig {
             flush: FlushOrder::Lru,
             flush_group_pages: 0,
             flush_group_fill: 0.875,
+            cache_reads: false,
         }
     }
 }

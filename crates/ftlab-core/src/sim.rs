@@ -231,7 +231,7 @@ impl<F: Ftl> Simulator<F> {
     /// scheme spends to learn that it is unmapped, as a real controller answers it with zeros
     /// from the map; host reads of such pages are counted in `unmapped_reads`.
     fn read_page(&mut self, index: u64, lpa: u32, host_read: bool) -> Result<()> {
-        let served = match self.buffer.as_ref().and_then(|b| b.get(lpa)) {
+        let served = match self.buffer.as_mut().and_then(|b| b.read(lpa)) {
             Some(seq) => {
                 self.host.buffer_read_hits += 1;
                 Served::Buffer(seq)
@@ -259,6 +259,10 @@ impl<F: Ftl> Simulator<F> {
                     served: describe_served(served),
                 });
             }
+        }
+        if let (Served::Flash(oob), true, Some(buffer)) = (served, host_read, self.buffer.as_mut())
+        {
+            buffer.cache_read(lpa, oob.seq);
         }
         Ok(())
     }

@@ -99,6 +99,11 @@ fn verifies_with_gc_for_every_gamma() -> Result<()> {
     for gamma in [0, 1, 4, 16] {
         for buffer in [0, 64, 256] {
             let mut cfg = leaftl_config(gamma, buffer);
+            if buffer == 64 && gamma == 0 {
+                if let Some(section) = cfg.schemes.get_mut("leaftl") {
+                    section.insert("placement".into(), toml::Value::String("stripe".into()));
+                }
+            }
             if buffer == 256 {
                 cfg.buffer.flush_bytes = 128 * 4096;
                 cfg.buffer.flush_group_pages = 256;
@@ -141,6 +146,7 @@ proptest! {
         budget in prop::sample::select(&[0u64, 2308, 6000]),
         buffer_pages in prop::sample::select(&[0u64, 3, 40]),
         stripe in prop::sample::select(&[0u32, 1, 5]),
+        striped_placement in any::<bool>(),
         ops in prop::collection::vec((0u8..10, any::<u32>(), 1u32..6), 200..1500),
     ) {
         let mut cfg = leaftl_config(gamma, buffer_pages);
@@ -153,6 +159,8 @@ proptest! {
         cfg.dram.budget_bytes = budget;
         if let Some(section) = cfg.schemes.get_mut("leaftl") {
             section.insert("stripe_pages".into(), toml::Value::Integer(stripe.min(ppb) as i64));
+            let placement = if striped_placement { "stripe" } else { "block" };
+            section.insert("placement".into(), toml::Value::String(placement.into()));
         }
         let layout = cfg.validate().unwrap();
         let lp = layout.logical_pages;
@@ -169,4 +177,22 @@ proptest! {
         let report = run("leaftl", &cfg, &reqs, true);
         prop_assert!(report.is_ok(), "{:?}", report.err());
     }
+}
+
+/// One DRAM split between a read-caching data cache and the mapping cache, as LeaFTL's
+/// evaluation compares schemes: every scheme still serves exactly what was written.
+#[test]
+fn data_cache_with_cached_reads_verifies() -> Result<()> {
+    for scheme in ["page", "leaftl", "dftl", "sftl"] {
+        let mut cfg = leaftl_config(4, 96);
+        cfg.ftl.over_provisioning = 0.2;
+        cfg.buffer.cache_reads = true;
+        cfg.buffer.flush_bytes = 32 * 4096;
+        cfg.dram.budget_bytes = if scheme == "page" { 0 } else { 8 * 1024 };
+        let reqs = mixed(&cfg, 20_000, 5, true);
+        let report = run(scheme, &cfg, &reqs, true)?;
+        let host = &report.metrics.host;
+        assert!(host.buffer_read_hits > 0, "{scheme}: no read hit");
+    }
+    Ok(())
 }

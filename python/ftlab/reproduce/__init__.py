@@ -34,6 +34,11 @@ EXPERIMENTS["slimftl"] = (
     "SlimFTL thesis (SNU 2020): HPFTL and SlimFTL vs the page-level FTL: mapping size, "
     "IOPS, GCs, WAF, LPA-shift sweep",
 )
+EXPERIMENTS["leaftl"] = (
+    "ftlab.reproduce.leaftl",
+    "LeaFTL (ASPLOS'23) vs DFTL and S-FTL on the real traces: mapping memory, error bound "
+    "sweep, latency with one DRAM, lookup levels",
+)
 
 
 def run(name: str, out_dir: Path, quick: bool = False) -> None:

@@ -58,14 +58,29 @@ pub const GROUP_PAGES: u32 = 256;
 /// The largest compacted group in the 8-byte encoding: 256 segments and 256 CRB entries.
 pub const MAX_GROUP_BYTES: u64 = 256 * 8 + 256;
 
-/// How the CRB is charged in memory.
+/// How the members of irregular segments are charged in memory.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum CrbAccounting {
-    /// The paper's layout: 1 byte per listed offset.
+    /// The paper's CRB layout: 1 byte per listed offset.
     Entries,
-    /// The reference artifact's formula: 1 byte per run boundary of the membership bitmap.
+    /// The reference artifact's formula (leaftl.md section 3.8), the default: the
+    /// membership bitmap run-length encoded, 1 byte per run boundary inside the segment.
     Runs,
+}
+
+/// Where a flush's pages go.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Placement {
+    /// A block at a time (up to `stripe_pages` pages) on one parallel unit, then the next:
+    /// the artifact's allocation; segments are learned over physical page numbers.
+    Block,
+    /// Page by page over the parallel units (as a superblock stripe); segments are learned
+    /// over positions in stripe order, which stay consecutive while the units' open blocks
+    /// are aligned. A page's OOB neighbours then lie on other dies, so only accurate
+    /// segments are learned (γ has no effect).
+    Stripe,
 }
 
 /// The `[leaftl]` configuration section.
@@ -81,8 +96,9 @@ pub struct LeaftlConfig {
     pub compaction_interval_bytes: u64,
     /// Most recently read OOB areas kept in controller memory (0: none).
     pub oob_cache_pages: u32,
-    /// Consecutive pages of a flush written to one parallel unit before moving to the
-    /// next (0: a whole block).
+    pub placement: Placement,
+    /// Block placement: consecutive pages of a flush written to one parallel unit before
+    /// moving to the next (0: a whole block).
     pub stripe_pages: u32,
     pub crb_accounting: CrbAccounting,
     /// Measure the CPU time of learning and lookups (wall-clock: the report is then not
@@ -97,8 +113,9 @@ impl Default for LeaftlConfig {
             max_levels: 10,
             compaction_interval_bytes: 1 << 30,
             oob_cache_pages: 16,
+            placement: Placement::Block,
             stripe_pages: 0,
-            crb_accounting: CrbAccounting::Entries,
+            crb_accounting: CrbAccounting::Runs,
             cpu_timing: false,
         }
     }
@@ -146,6 +163,41 @@ impl Backing {
             Backing::Dram(a) => a.memory(out),
             Backing::Flash(s) => s.memory(out),
         }
+    }
+}
+
+/// Positions in stripe order: page `o` of block index `b` of unit `u` is position
+/// `(b x pages_per_block + o) x units + u`, so that pages written round-robin over units
+/// whose open blocks are aligned (a superblock) have consecutive positions.
+#[derive(Clone, Copy, Debug)]
+struct StripeOrder {
+    units: u32,
+    blocks_per_unit: u32,
+    pages_per_block: u32,
+}
+
+impl StripeOrder {
+    fn new(layout: &Layout) -> Self {
+        StripeOrder {
+            units: layout.units,
+            blocks_per_unit: layout.blocks_per_unit,
+            pages_per_block: layout.pages_per_block,
+        }
+    }
+
+    #[inline]
+    fn position(&self, ppn: Ppn) -> u32 {
+        let block = ppn / self.pages_per_block;
+        let offset = ppn % self.pages_per_block;
+        let (unit, index) = (block / self.blocks_per_unit, block % self.blocks_per_unit);
+        (index * self.pages_per_block + offset) * self.units + unit
+    }
+
+    #[inline]
+    fn page(&self, position: u32) -> Ppn {
+        let (unit, row) = (position % self.units, position / self.units);
+        let (index, offset) = (row / self.pages_per_block, row % self.pages_per_block);
+        (unit * self.blocks_per_unit + index) * self.pages_per_block + offset
     }
 }
 
@@ -254,6 +306,8 @@ pub struct LeaFtl {
     flash_free: Vec<u32>,
     pages_per_group: u32,
     backing: Backing,
+    /// Stripe placement: segments map to positions in stripe order.
+    stripe_order: Option<StripeOrder>,
     /// One bit per physical page: the first page a batch programmed in its block.
     batch_start: Vec<u64>,
     /// Recently read OOB areas (page, erase count of its block then), oldest first.
@@ -331,17 +385,23 @@ impl LeaFtl {
                 groups as u32 * pages_per_group,
             )?)
         };
-        let stripe = if lcfg.stripe_pages == 0 {
-            layout.pages_per_block
-        } else {
-            lcfg.stripe_pages
+        let stripe = match (lcfg.placement, lcfg.stripe_pages) {
+            (Placement::Stripe, _) => 1,
+            (Placement::Block, 0) => layout.pages_per_block,
+            (Placement::Block, n) => n,
         };
         backing.alloc().set_host_stripe(stripe);
         backing.alloc().set_sorted_relocation(true);
         let extra = layout.oob_size as u64 - OOB_HEADER_BYTES;
         Ok(LeaFtl {
             layout: *layout,
-            learner: Learner::new(lcfg.gamma, codec),
+            learner: Learner::new(
+                match lcfg.placement {
+                    Placement::Block => lcfg.gamma,
+                    Placement::Stripe => 0,
+                },
+                codec,
+            ),
             window: (extra / 4 / 2) as u32,
             index: vec![NONE; groups],
             groups: Vec::new(),
@@ -356,6 +416,7 @@ impl LeaFtl {
             flash_free: Vec::new(),
             pages_per_group,
             backing,
+            stripe_order: (lcfg.placement == Placement::Stripe).then(|| StripeOrder::new(layout)),
             batch_start: vec![0; (layout.physical_pages as usize).div_ceil(64)],
             oob_cache: Vec::with_capacity(lcfg.oob_cache_pages as usize),
             batch: Vec::new(),
@@ -628,6 +689,15 @@ impl LeaFtl {
         }
     }
 
+    /// The physical page of a predicted position.
+    #[inline]
+    fn page_of(&self, predicted: u32) -> Ppn {
+        match &self.stripe_order {
+            None => predicted,
+            Some(order) => order.page(predicted),
+        }
+    }
+
     // ----- OOB windows -----
 
     /// The pages whose logical addresses the OOB of `p` holds: its neighbours within the
@@ -720,7 +790,7 @@ impl LeaFtl {
         let Some((seg, _)) = self.find_within_budget(lpa, flash)? else {
             return Ok(None);
         };
-        let p = seg.predict((lpa % GROUP_PAGES) as u8);
+        let p = self.page_of(seg.predict((lpa % GROUP_PAGES) as u8));
         if seg.accurate {
             return Ok(Some(p));
         }
@@ -779,12 +849,23 @@ impl LeaFtl {
             }
             self.points.clear();
             for (w, &(run_lo, run_hi)) in written[i..j].iter().zip(&self.runs[i..j]) {
-                self.points.push(Point {
-                    x: (w.lpa % GROUP_PAGES) as u8,
-                    y: w.ppn,
-                    run_lo,
-                    run_hi,
-                });
+                let point = match &self.stripe_order {
+                    None => Point {
+                        x: (w.lpa % GROUP_PAGES) as u8,
+                        y: w.ppn,
+                        run_lo,
+                        run_hi,
+                    },
+                    // In stripe order the learner has error bound 0: every prediction is
+                    // exact and no OOB is read, so runs do not matter.
+                    Some(order) => Point {
+                        x: (w.lpa % GROUP_PAGES) as u8,
+                        y: order.position(w.ppn),
+                        run_lo: 0,
+                        run_hi: u32::MAX,
+                    },
+                };
+                self.points.push(point);
             }
             self.learned.clear();
             self.learner.learn(&self.points, &mut self.learned);
@@ -907,7 +988,9 @@ impl LeaFtl {
                 None => true,
                 Some(w) => w.ppn + 1 != ppn || flash.block_of(w.ppn) != flash.block_of(ppn),
             };
-            if new_run {
+            // Block placement learns a run as soon as it ends; stripe placement learns the
+            // whole batch at the end (its runs are in stripe order, across units).
+            if new_run && self.stripe_order.is_none() {
                 self.learn_pending(flash);
             }
             self.mark_programmed(flash, ppn, new_run);
@@ -923,9 +1006,17 @@ impl Ftl for LeaFtl {
     fn read(&mut self, lpa: u32, flash: &mut Flash) -> Result<Option<Oob>> {
         let started = self.cfg.cpu_timing.then(Instant::now);
         let found = if self.cached() {
+            let translation = |f: &Flash| {
+                f.stats.reads[Cause::Translation as usize]
+                    + f.stats.programs[Cause::Translation as usize]
+            };
+            let before = translation(flash);
             let found = self.find_within_budget(lpa, flash)?;
-            // A miss waits for the write-back of the groups it pushes out.
-            flash.chain();
+            if translation(flash) != before {
+                // A miss: the data read waits for the group's translation read and for
+                // the write-back of the groups it pushes out.
+                flash.chain();
+            }
             found
         } else {
             self.find(lpa, flash)?
@@ -937,10 +1028,10 @@ impl Ftl for LeaFtl {
             return Ok(None);
         };
         let x = (lpa % GROUP_PAGES) as u8;
+        let p = self.page_of(seg.predict(x));
         let c = &mut self.counters;
         c.lookups += 1;
         c.levels[level.min(LEVEL_BUCKETS)] += 1;
-        let p = seg.predict(x);
         if seg.accurate {
             return Ok(Some(flash.read(p, Cause::Host)?));
         }
@@ -1035,6 +1126,7 @@ impl Ftl for LeaFtl {
         out.push(("segments_approximate_consecutive", s.kinds[2] as f64));
         out.push(("segments_approximate_irregular", s.kinds[3] as f64));
         out.push(("crb_entries", s.crb_entries as f64));
+        out.push(("crb_run_boundaries", s.crb_runs as f64));
         out.push(("groups_resident", self.resident_groups() as f64));
         out.push(("lookups", c.lookups as f64));
         out.push(("approximate_lookups", c.approximate_lookups as f64));
