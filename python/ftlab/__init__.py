@@ -168,6 +168,9 @@ class CompareResult:
     """
 
     results: dict[str, Result]
+    #: When the device was fitted to the trace: its `geometry.blocks_per_plane`, chosen
+    #: once for every scheme.
+    fitted_blocks_per_plane: int | None = None
 
     @property
     def summary(self) -> dict[str, dict[str, Any]]:
@@ -226,13 +229,14 @@ def compare(
     on_done: Callable[[str, Result], object] | None = None,
 ) -> CompareResult:
     """Runs several schemes (default: every scheme the core has) over the same trace or
-    workload, in parallel processes (`jobs`, default: one per core, at most one per
-    scheme). Other arguments are those of `simulate`. `on_done(name, result)` is called
+    workload, on the same device, in parallel processes (`jobs`, default: one per core, at
+    most one per scheme). A device fitted to a trace is fitted once, large enough for
+    every scheme. Other arguments are those of `simulate`. `on_done(name, result)` is called
     as each scheme finishes. Raises FtlabError naming the scheme that failed.
     """
     from ftlab import _compare
 
-    names = list(ftls) if ftls else [name for name, _ in schemes()]
+    names = list(dict.fromkeys(ftls)) if ftls else [name for name, _ in schemes()]
     known = {name for name, _ in schemes()}
     unknown = [n for n in names if n not in known]
     if unknown:
@@ -252,8 +256,19 @@ def compare(
         "format": format,
         "time_unit": time_unit,
     }
+    # One device for every scheme: when the device is fitted to the trace, fit it once,
+    # to what every scheme accepts (map-on-flash schemes need more spare space).
+    blocks = _core.fitted_blocks_per_plane(names, **common)
+    if blocks is not None:
+        common["sets"] = [
+            *common["sets"],
+            f"geometry.blocks_per_plane={blocks}",
+            'trace.device_size="config"',
+        ]
     outputs = _compare.run_all(names, common, jobs, on_done)
-    return CompareResult(results={name: outputs[name] for name in names})
+    return CompareResult(
+        results={name: outputs[name] for name in names}, fitted_blocks_per_plane=blocks
+    )
 
 
 @dataclass
@@ -357,6 +372,8 @@ def summarize(report: dict[str, Any]) -> dict[str, Any]:
         "compacted": trace.get("compacted") if trace else None,
         "device_sized_to_trace": trace.get("device_sized_to_trace") if trace else None,
         "bad_lines": trace["diagnostics"]["bad_lines"] if trace else None,
+        # Demand-cached schemes only.
+        "cache_hit_ratio": m["scheme"].get("cache_hit_ratio"),
     }
 
 

@@ -67,6 +67,11 @@ def summary_rows(s: dict[str, Any]) -> list[tuple[str, str]]:
         ),
         ("misprediction reads", number(s["misprediction_reads"])),
         ("GC reads", number(s["gc_reads"])),
+        *(
+            [("mapping-cache hit ratio", number(s["cache_hit_ratio"], 4))]
+            if s.get("cache_hit_ratio") is not None
+            else []
+        ),
         ("WAF", number(s["waf"])),
         ("GC invocations / pages moved", f"{s['gc_invocations']:,} / {s['gc_pages_moved']:,}"),
         (
@@ -137,7 +142,7 @@ def compare_rows(
 ) -> tuple[list[str], list[tuple[str, ...]]]:
     """The side-by-side table of `ftlab compare`: DRAM, WAF, GC, latency, extra flash
     reads by cause (beyond the host's own)."""
-    rows = []
+    rows: list[tuple[str, ...]] = []
     for name, s in summaries.items():
         rows.append(
             (
@@ -264,11 +269,11 @@ def size_rows(info: dict[str, Any]) -> list[tuple[str, str, str, str]]:
 
 
 def device_rows(info: dict[str, Any], limit: int = 20) -> list[tuple[str, ...]]:
-    rows = []
+    rows: list[tuple[str, ...]] = []
     for d in info["devices"][:limit]:
         rows.append(
             (
-                d["name"],
+                str(d["name"]),
                 f"{d['requests']:,}",
                 f"{d['reads']:,}",
                 f"{d['writes']:,}",

@@ -174,9 +174,11 @@ def _source(cmp: CompareResult) -> str:
         text += f" ({src['format']})"
     text += (
         f"; device {device['logical_bytes'] / 2**30:,.2f} GiB logical, "
-        f"{device['page_size']:,} B pages; {first['mode']}"
+        f"{device['page_size']:,} B pages"
     )
-    return text
+    if cmp.fitted_blocks_per_plane is not None:
+        text += " (fitted to the trace, the same for every scheme)"
+    return text + f"; {first['mode']}"
 
 
 def write(cmp: CompareResult, folder: Path) -> Path:

@@ -359,6 +359,12 @@ def compare(
     if not quiet:
         warn_bad_lines(first.report)
         click.echo(f"source: {first.summary['source']} ({first.report['mode']})")
+        if cmp.fitted_blocks_per_plane is not None:
+            logical = first.report["device"]["logical_bytes"] / 2**20
+            click.echo(
+                f"device fitted to the trace, the same for every scheme: "
+                f"{cmp.fitted_blocks_per_plane:,} blocks per plane, {logical:,.1f} MiB logical"
+            )
     walls = {n: r.wall_seconds for n, r in cmp.results.items()}
     header, rows = compare_rows(cmp.summary, walls)
     click.echo(render_table(header, rows))

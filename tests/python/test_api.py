@@ -66,7 +66,7 @@ def test_compare_in_parallel_processes() -> None:
 def test_compare_errors_name_the_scheme() -> None:
     with pytest.raises(ftlab.FtlabError, match="nope"):
         ftlab.compare(["nope"])
-    with pytest.raises(ftlab.FtlabError, match="page: .*workload.read_ratio"):
+    with pytest.raises(ftlab.FtlabError, match="workload.read_ratio"):
         ftlab.compare(["page"], sets=["workload.read_ratio=2"])
 
 
@@ -75,3 +75,14 @@ def test_trace_info_api(traces) -> None:  # type: ignore[no-untyped-def]
     assert info.info["requests"] == 10_000
     assert info.devices.height == len(info.info["devices"]) > 1
     assert info.size_histogram["reads"].sum() == info.info["read"]["requests"]
+
+
+def test_compare_fits_one_device_for_every_scheme(traces) -> None:  # type: ignore[no-untyped-def]
+    path = traces / "ssdsim_hust_financial1" / "example.ascii"
+    cmp = ftlab.compare(["page"], trace=path, mapping_only=True)
+    single = ftlab.simulate("page", trace=path, mapping_only=True)
+    bpp = single.report["config"]["geometry"]["blocks_per_plane"]
+    assert cmp.fitted_blocks_per_plane == bpp
+    assert cmp.results["page"].report["metrics"] == single.report["metrics"]
+    with_preset = ftlab.compare(["page"], trace=path, preset="small", mapping_only=True)
+    assert with_preset.fitted_blocks_per_plane is None

@@ -239,12 +239,16 @@ pub fn run_with_progress(
             } else {
                 Plan::optimistic(&cfg.trace)
             };
+            // A scheme may need more spare space than the geometry rules ask for (map
+            // on flash: translation blocks); a device fitted to the trace grows until
+            // the scheme accepts it.
+            let mut grown = 0;
             loop {
                 let layout = cfg.validate()?;
                 let replay = Replay::open(
                     path,
                     &cfg.trace,
-                    plan,
+                    plan.clone(),
                     layout.page_size as u64,
                     layout.logical_pages,
                 )?;
@@ -256,9 +260,16 @@ pub fn run_with_progress(
                     requests: replay.into_stream(),
                     progress: &mut *progress,
                 };
-                match ftl::build(&opts.ftl, &cfg, &layout, visitor)?? {
-                    Some(report) => break report,
-                    None => plan = scan_plan(path, &mut cfg, false, progress)?,
+                match ftl::build(&opts.ftl, &cfg, &layout, visitor) {
+                    Err(e) if plan.is_fitted() && needs_more_spare(&e) && grown < MAX_GROWTH => {
+                        grown += 1;
+                        grow(&mut cfg);
+                    }
+                    Err(e) => return Err(e),
+                    Ok(output) => match output? {
+                        Some(report) => break report,
+                        None => plan = scan_plan(path, &mut cfg, false, progress)?,
+                    },
                 }
             }
         }
@@ -267,6 +278,55 @@ pub fn run_with_progress(
         report,
         wall_seconds: started.elapsed().as_secs_f64(),
     })
+}
+
+/// Times a fitted device may grow for a scheme that needs more spare space.
+const MAX_GROWTH: u32 = 64;
+
+/// The error of a scheme that needs more spare space than the device has.
+fn needs_more_spare(e: &Error) -> bool {
+    matches!(e, Error::Config { key, .. } if key == "ftl.over_provisioning")
+}
+
+fn grow(cfg: &mut Config) {
+    let bpp = cfg.geometry.blocks_per_plane;
+    cfg.geometry.blocks_per_plane = bpp.saturating_add((bpp / 16).max(1));
+}
+
+struct Nothing;
+
+impl Visitor for Nothing {
+    type Output = ();
+    fn visit<F: Ftl>(self, _: F, _: Flash) {}
+}
+
+/// For comparing schemes on one device: when a run of `opts` would fit the device to its
+/// trace, the `geometry.blocks_per_plane` that fits the trace and that every scheme of
+/// `schemes` accepts (some need more spare space); None when the device is not fitted.
+pub fn fitted_blocks_per_plane(opts: &RunOptions, schemes: &[String]) -> Result<Option<u32>> {
+    let (mut cfg, keys) = resolve_config_keys(opts)?;
+    let Some(path) = &opts.trace else {
+        return Ok(None);
+    };
+    if !fit_device(&cfg, &keys) {
+        return Ok(None);
+    }
+    scan_plan(path, &mut cfg, true, &mut |_| true)?;
+    for scheme in schemes {
+        let mut grown = 0;
+        loop {
+            let layout = cfg.validate()?;
+            match ftl::build(scheme, &cfg, &layout, Nothing) {
+                Err(e) if needs_more_spare(&e) && grown < MAX_GROWTH => {
+                    grown += 1;
+                    grow(&mut cfg);
+                }
+                Err(e) => return Err(e),
+                Ok(()) => break,
+            }
+        }
+    }
+    Ok(Some(cfg.geometry.blocks_per_plane))
 }
 
 /// The requests a run would simulate, in memory, and the configuration they are for

@@ -11,6 +11,8 @@ use std::collections::VecDeque;
 #[derive(Clone, Debug)]
 pub struct FreeBlocks {
     per_unit: Vec<VecDeque<u32>>,
+    /// Free blocks over all units.
+    total: usize,
 }
 
 impl FreeBlocks {
@@ -22,7 +24,10 @@ impl FreeBlocks {
                 (first..first + layout.blocks_per_unit).collect()
             })
             .collect();
-        FreeBlocks { per_unit }
+        FreeBlocks {
+            per_unit,
+            total: layout.total_blocks as usize,
+        }
     }
 
     #[inline]
@@ -30,19 +35,23 @@ impl FreeBlocks {
         self.per_unit[unit as usize].len()
     }
 
+    #[inline]
     pub fn total(&self) -> usize {
-        self.per_unit.iter().map(VecDeque::len).sum()
+        self.total
     }
 
     #[inline]
     pub fn pop(&mut self, unit: u32) -> Option<u32> {
-        self.per_unit[unit as usize].pop_front()
+        let block = self.per_unit[unit as usize].pop_front();
+        self.total -= block.is_some() as usize;
+        block
     }
 
     /// Returns an erased block to its unit's pool.
     #[inline]
     pub fn push(&mut self, layout: &Layout, block: u32) {
         self.per_unit[layout.unit_of_block(block) as usize].push_back(block);
+        self.total += 1;
     }
 }
 
@@ -78,5 +87,120 @@ pub fn select_victim(
             }
             best.map(|(_, b)| b)
         }
+    }
+}
+
+impl FreeBlocks {
+    /// No block free (a scheme that hands its blocks out itself fills the pools with `push`).
+    pub fn empty(layout: &Layout) -> Self {
+        FreeBlocks {
+            per_unit: vec![VecDeque::new(); layout.units as usize],
+            total: 0,
+        }
+    }
+
+    /// Pops from the first unit, in round-robin order from `*next_unit`, that holds more
+    /// than `keep` free blocks, and advances `*next_unit` past it. Spreads a scheme's
+    /// allocations over the parallel units while each unit keeps a reserve.
+    pub fn pop_round_robin(&mut self, next_unit: &mut u32, keep: usize) -> Option<u32> {
+        let units = self.per_unit.len() as u32;
+        for _ in 0..units {
+            let unit = *next_unit;
+            *next_unit = (unit + 1) % units;
+            if self.per_unit[unit as usize].len() > keep {
+                return self.pop(unit);
+            }
+        }
+        None
+    }
+}
+
+/// Full blocks bucketed by valid-page count: greedy victim selection over a whole device in
+/// O(1), for schemes whose victims are not confined to one parallel unit (a device-wide scan
+/// per garbage collection would dominate their run time). Within a count, blocks leave in
+/// the order they entered it, so the choice is deterministic.
+#[derive(Clone, Debug)]
+pub struct GreedyIndex {
+    /// First and last block of each valid-count bucket (`NO_BLOCK` when empty).
+    head: Vec<u32>,
+    tail: Vec<u32>,
+    next: Vec<u32>,
+    prev: Vec<u32>,
+    /// Valid count each block is filed under, `NO_BLOCK` when the block is not indexed.
+    filed: Vec<u32>,
+    /// No non-empty bucket lies below this one.
+    lowest: usize,
+}
+
+const NO_BLOCK: u32 = u32::MAX;
+
+impl GreedyIndex {
+    pub fn new(blocks: u32, pages_per_block: u32) -> Self {
+        let buckets = pages_per_block as usize + 1;
+        GreedyIndex {
+            head: vec![NO_BLOCK; buckets],
+            tail: vec![NO_BLOCK; buckets],
+            next: vec![NO_BLOCK; blocks as usize],
+            prev: vec![NO_BLOCK; blocks as usize],
+            filed: vec![NO_BLOCK; blocks as usize],
+            lowest: buckets,
+        }
+    }
+
+    #[inline]
+    pub fn contains(&self, block: u32) -> bool {
+        self.filed[block as usize] != NO_BLOCK
+    }
+
+    /// Files `block` under `valid` valid pages.
+    pub fn insert(&mut self, block: u32, valid: u32) {
+        debug_assert!(!self.contains(block));
+        let (b, v) = (block as usize, valid as usize);
+        self.filed[b] = valid;
+        self.next[b] = NO_BLOCK;
+        self.prev[b] = self.tail[v];
+        match self.tail[v] {
+            NO_BLOCK => self.head[v] = block,
+            t => self.next[t as usize] = block,
+        }
+        self.tail[v] = block;
+        self.lowest = self.lowest.min(v);
+    }
+
+    /// Takes `block` out of the index (no-op if it is not filed).
+    pub fn remove(&mut self, block: u32) {
+        let b = block as usize;
+        let v = self.filed[b];
+        if v == NO_BLOCK {
+            return;
+        }
+        let (p, n) = (self.prev[b], self.next[b]);
+        match p {
+            NO_BLOCK => self.head[v as usize] = n,
+            p => self.next[p as usize] = n,
+        }
+        match n {
+            NO_BLOCK => self.tail[v as usize] = p,
+            n => self.prev[n as usize] = p,
+        }
+        self.filed[b] = NO_BLOCK;
+    }
+
+    /// One page of `block` was invalidated (no-op if the block is not filed).
+    #[inline]
+    pub fn page_invalidated(&mut self, block: u32) {
+        let v = self.filed[block as usize];
+        if v != NO_BLOCK && v > 0 {
+            self.remove(block);
+            self.insert(block, v - 1);
+        }
+    }
+
+    /// The filed block with the fewest valid pages, if it has fewer than `below`.
+    pub fn min_below(&mut self, below: u32) -> Option<(u32, u32)> {
+        while self.lowest < self.head.len() && self.head[self.lowest] == NO_BLOCK {
+            self.lowest += 1;
+        }
+        (self.lowest < below as usize).then(|| (self.head[self.lowest], self.lowest as u32))
     }
 }

@@ -756,4 +756,22 @@ impl Config {
     pub fn scheme_section(&self, scheme: &str) -> toml::Table {
         self.schemes.get(scheme).cloned().unwrap_or_default()
     }
+
+    /// A scheme's section read into its typed configuration (a serde struct with defaults);
+    /// a value of the wrong type is an error naming `scheme.key`.
+    pub fn scheme_config<T: serde::de::DeserializeOwned>(&self, scheme: &str) -> Result<T> {
+        let table = self.scheme_section(scheme);
+        toml::Value::Table(table.clone())
+            .try_into()
+            .map_err(|e: toml::de::Error| {
+                let culprit = table.iter().find(|(k, v)| {
+                    let one = toml::Table::from_iter([(k.to_string(), (*v).clone())]);
+                    toml::Value::Table(one).try_into::<T>().is_err()
+                });
+                match culprit {
+                    Some((k, _)) => Error::config(format!("{scheme}.{k}"), e.message().to_string()),
+                    None => Error::config(scheme, e.message().to_string()),
+                }
+            })
+    }
 }

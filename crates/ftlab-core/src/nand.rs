@@ -170,6 +170,9 @@ pub struct Flash {
     cursor: u64,
     request_done: u64,
     ack_host_programs_on_transfer: bool,
+    /// While set, operations occupy their die and channel but the request does not wait
+    /// for them (work a controller does in the background).
+    background: bool,
     /// Logical time: host pages written so far. Used for block ages, so that mapping-only
     /// and timed runs take the same decisions.
     pub clock: u64,
@@ -236,6 +239,7 @@ impl Flash {
             cursor: 0,
             request_done: 0,
             ack_host_programs_on_transfer: false,
+            background: false,
             clock: 0,
             stats: FlashStats::default(),
         })
@@ -395,6 +399,21 @@ impl Flash {
         self.ack_host_programs_on_transfer = on;
     }
 
+    /// While set, operations are issued in the background: they take their die and channel
+    /// time (later operations queue behind them) but the current request does not wait for
+    /// them to complete.
+    #[inline]
+    pub fn set_background(&mut self, on: bool) {
+        self.background = on;
+    }
+
+    #[inline]
+    fn waits_for(&mut self, done: u64) {
+        if !self.background {
+            self.request_done = self.request_done.max(done);
+        }
+    }
+
     pub fn is_timed(&self) -> bool {
         self.timeline.is_some()
     }
@@ -434,7 +453,7 @@ impl Flash {
             if let Some(t) = self.timeline.as_mut() {
                 done = t.read(die, channel, ready).done;
             }
-            self.request_done = self.request_done.max(done);
+            self.waits_for(done);
         }
         Ok((self.oob(ppn), done))
     }
@@ -512,7 +531,7 @@ impl Flash {
                 } else {
                     span.done
                 };
-                self.request_done = self.request_done.max(ack);
+                self.waits_for(ack);
             }
         }
         Ok(())
@@ -574,7 +593,7 @@ impl Flash {
             let (die, _) = self.location(block);
             if let Some(t) = self.timeline.as_mut() {
                 let done = t.erase(die, self.cursor).done;
-                self.request_done = self.request_done.max(done);
+                self.waits_for(done);
             }
         }
         Ok(())

@@ -81,6 +81,21 @@ fn every_budget_serves_every_read_right_with_gc() {
             let m = &report.metrics;
             assert!(m.gc.invocations > 0, "{scheme} at {bytes} B: GC never ran");
             assert!(counter(&report, "cache_lookups") > 0.0);
+            // The cache never holds more than the budget: the peak total less the parts
+            // that do not change (directory and GC bookkeeping).
+            let fixed: u64 = ["gtd", "directory", "valid_bitmap", "block_counters"]
+                .iter()
+                .filter_map(|c| m.memory_bytes.final_components.get(*c))
+                .sum();
+            let cache = m.memory_bytes.peak_total - fixed;
+            assert!(cache > 0, "{scheme}: no cache in {:?}", m.memory_bytes);
+            if cfg.dram.budget_bytes != 0 {
+                assert!(
+                    cache <= cfg.dram.budget_bytes,
+                    "{scheme}: {cache} > {}",
+                    cfg.dram.budget_bytes
+                );
+            }
             if bytes != 0 && bytes <= 256 {
                 assert!(
                     m.flash.programs.translation > 0,
@@ -419,4 +434,116 @@ fn selective_hot_range_beyond_the_device_names_the_key() {
     );
     let err = run("selective", &cfg, &[], false).unwrap_err().to_string();
     assert!(err.contains("selective.hot_ranges"), "{err}");
+}
+
+#[test]
+fn selective_background_write_back_shortens_the_evicting_request() {
+    let mut means = Vec::new();
+    for background in [false, true] {
+        let mut cfg = device();
+        cfg.dram.budget_bytes = 512;
+        with_key(
+            &mut cfg,
+            "selective",
+            "background_writeback",
+            toml::Value::Boolean(background),
+        );
+        let layout = cfg.validate().unwrap();
+        let lp = layout.logical_pages;
+        // Writes on an idle device, alternating between far-apart pages: every one evicts a
+        // dirty block.
+        let reqs: Vec<Request> = (0..400u64)
+            .map(|i| Request {
+                time_ns: i * 100_000_000,
+                ..write(if i % 2 == 0 { i % 64 } else { lp - 1 - i % 64 }, 1, 512)
+            })
+            .collect();
+        let report = run("selective", &cfg, &reqs, false).unwrap();
+        assert!(counter(&report, "dirty_evictions") > 300.0);
+        means.push(report.metrics.latency.as_ref().unwrap().write.mean_ns);
+    }
+    // In the foreground the evicting write waits for the write-back's program too.
+    let program = 500_000.0;
+    assert!(means[0] - means[1] > 0.8 * program, "{means:?}");
+}
+
+#[test]
+fn mapping_only_takes_the_same_decisions_as_timed() {
+    for scheme in SCHEMES {
+        let mut reports = Vec::new();
+        for timing in [true, false] {
+            let mut cfg = device();
+            cfg.dram.budget_bytes = budget(scheme, 300);
+            cfg.replay.timing = timing;
+            let reqs = churn(&cfg, 3000, 12);
+            reports.push(run(scheme, &cfg, &reqs, false).unwrap());
+        }
+        let (timed, mapping) = (&reports[0].metrics, &reports[1].metrics);
+        assert_eq!(
+            timed.flash.programs.total, mapping.flash.programs.total,
+            "{scheme}"
+        );
+        assert_eq!(
+            timed.flash.reads.total, mapping.flash.reads.total,
+            "{scheme}"
+        );
+        assert_eq!(timed.gc.pages_moved, mapping.gc.pages_moved, "{scheme}");
+        for (name, value) in &mapping.scheme {
+            assert_eq!(timed.scheme[name], *value, "{scheme}: {name}");
+        }
+        assert!(timed.scheme.contains_key("miss_delay_ns_total"));
+        assert!(!mapping.scheme.contains_key("miss_delay_ns_total"));
+    }
+}
+
+#[test]
+fn tpftl_selective_prefetch_turns_on_for_sequential_misses() {
+    // 18 translation pages of 256 entries, a cache of about 90 entries.
+    let mut cfg = small_config((2, 1, 2, 1), 96, 16, 0.25);
+    cfg.geometry.page_size = 512;
+    cfg.dram.budget_bytes = 300;
+    with_key(
+        &mut cfg,
+        "tpftl",
+        "request_prefetch",
+        toml::Value::Boolean(false),
+    );
+    let layout = cfg.validate().unwrap();
+    let lp = layout.logical_pages;
+    // Every page written once (so translation pages exist), then scattered single-page
+    // reads that spread the cache over many nodes, then a sequential scan of single pages.
+    let mut reqs: Vec<Request> = (0..lp).map(|p| write(p, 1, 512)).collect();
+    reqs.extend((0..200).map(|i| read((i * 389) % lp, 1, 512)));
+    reqs.extend((0..2000).map(|p| read(p, 1, 512)));
+    let on = run("tpftl", &cfg, &reqs, false).unwrap();
+    assert!(counter(&on, "prefetched_entries") > 100.0);
+    with_key(
+        &mut cfg,
+        "tpftl",
+        "selective_prefetch",
+        toml::Value::Boolean(false),
+    );
+    let off = run("tpftl", &cfg, &reqs, false).unwrap();
+    assert_eq!(counter(&off, "prefetched_entries"), 0.0);
+    assert!(counter(&on, "translation_reads_miss") < counter(&off, "translation_reads_miss"));
+}
+
+#[test]
+fn a_value_of_the_wrong_type_names_its_key() {
+    for (scheme, key, value) in [
+        (
+            "dftl",
+            "protected_fraction",
+            toml::Value::String("x".into()),
+        ),
+        ("dftl", "replacement", toml::Value::String("fifo".into())),
+        ("tpftl", "request_prefetch", toml::Value::Integer(3)),
+        ("sftl", "bits_per_entry", toml::Value::Boolean(true)),
+        ("selective", "hot_ranges", toml::Value::Integer(3)),
+    ] {
+        let mut cfg = device();
+        with_key(&mut cfg, scheme, key, value);
+        let err = run(scheme, &cfg, &[], false).unwrap_err().to_string();
+        assert!(err.contains(&format!("{scheme}.{key}")), "{err}");
+    }
 }

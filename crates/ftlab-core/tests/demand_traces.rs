@@ -6,7 +6,7 @@ mod common;
 
 use common::*;
 use ftlab_core::config::Config;
-use ftlab_core::{trace, Request};
+use ftlab_core::Request;
 use std::path::{Path, PathBuf};
 
 fn traces_dir() -> Option<PathBuf> {
@@ -18,10 +18,7 @@ fn traces_dir() -> Option<PathBuf> {
 }
 
 fn load(path: &Path, time_unit: &str) -> Vec<Request> {
-    trace::open(path, "disksim", time_unit)
-        .unwrap()
-        .map(|r| r.unwrap())
-        .collect()
+    load_trace(path, "disksim", time_unit)
 }
 
 /// A device of four parallel units whose logical space just holds `span_bytes`.

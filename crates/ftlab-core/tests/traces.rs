@@ -505,3 +505,32 @@ fn every_real_trace_replays_verified() {
     let out = api::run(&opts, &mut |_| true).unwrap();
     assert!(out.report.metrics.gc.invocations > 0);
 }
+
+/// Unaligned and multi-page requests touch every page they overlap, compacted or not:
+/// bytes 512..5632 are pages 0 and 1 (both partial); 8192..20480 pages 2..4 (whole).
+#[test]
+fn unaligned_requests_split_into_pages_with_and_without_compaction() {
+    let text = b"0 0 1 10 0\n1 0 16 24 0\n2 0 1 10 1\n3 5 1099511627 40 0\n";
+    // The last request: another device far away (about 512 GiB).
+    let path = write_file("unaligned.trace", text);
+    for (compact, fit) in [("always", "fit"), ("auto", "fit"), ("never", "config")] {
+        let opts = RunOptions {
+            ftl: "page".into(),
+            trace: Some(path.clone()),
+            verify: true,
+            sets: vec![
+                format!("trace.compact=\"{compact}\""),
+                format!("trace.device_size=\"{fit}\""),
+                "trace.device_layout=\"merged\"".into(),
+                "trace.devices=[\"0\"]".into(),
+            ],
+            ..RunOptions::default()
+        };
+        let out = api::run(&opts, &mut |_| true).unwrap_or_else(|e| panic!("{compact}: {e}"));
+        let host = &out.report.metrics.host;
+        assert_eq!(host.requests, 3, "{compact}");
+        assert_eq!(host.pages_written, 2 + 3, "{compact}");
+        assert_eq!(host.partial_page_writes, 2, "{compact}");
+        assert_eq!(host.pages_read, 2, "{compact}");
+    }
+}

@@ -108,6 +108,38 @@ fn bench_scheme(
     serde_json::to_string(&result).map_err(|e| FtlabError::new_err(e.to_string()))
 }
 
+/// When the runs would fit the device to the trace: the `geometry.blocks_per_plane` that
+/// every scheme of `ftls` accepts (so that `compare` puts them all on one device).
+#[pyfunction]
+#[pyo3(signature = (ftls, trace=None, workload=None, preset=None, config=Vec::new(), sets=Vec::new(), verify=false, format=String::new(), time_unit=String::new()))]
+#[allow(clippy::too_many_arguments)]
+fn fitted_blocks_per_plane(
+    py: Python<'_>,
+    ftls: Vec<String>,
+    trace: Option<PathBuf>,
+    workload: Option<String>,
+    preset: Option<String>,
+    config: Vec<PathBuf>,
+    sets: Vec<String>,
+    verify: bool,
+    format: String,
+    time_unit: String,
+) -> PyResult<Option<u32>> {
+    let opts = options(
+        String::new(),
+        trace,
+        workload,
+        preset,
+        config,
+        sets,
+        verify,
+        format,
+        time_unit,
+    );
+    py.allow_threads(|| api::fitted_blocks_per_plane(&opts, &ftls))
+        .map_err(to_py)
+}
+
 /// The resolved configuration as TOML.
 #[pyfunction]
 #[pyo3(signature = (preset=None, workload=None, config=Vec::new(), sets=Vec::new()))]
@@ -226,6 +258,49 @@ fn peak_rss_bytes() -> u64 {
     api::peak_rss_bytes()
 }
 
+/// The requests a run over `trace` would simulate, after the configuration's trace
+/// handling (format detection, device layout, address compaction): a list of
+/// (time_ns, offset_bytes, len_bytes, op) with op 0 = write, 1 = read, 2 = trim, and the
+/// logical pages of the (possibly fitted) device. For experiments that transform real
+/// traces (fold them onto a device, repeat them).
+#[pyfunction]
+#[pyo3(signature = (trace, preset=None, sets=Vec::new()))]
+#[allow(clippy::type_complexity)]
+fn trace_requests(
+    py: Python<'_>,
+    trace: PathBuf,
+    preset: Option<String>,
+    sets: Vec<String>,
+) -> PyResult<(Vec<(u64, u64, u32, u8)>, u64)> {
+    let opts = options(
+        "page".into(),
+        Some(trace),
+        None,
+        preset,
+        Vec::new(),
+        sets,
+        false,
+        String::new(),
+        String::new(),
+    );
+    let (requests, cfg) = py
+        .allow_threads(|| api::load_requests(&opts))
+        .map_err(to_py)?;
+    let layout = cfg.validate().map_err(to_py)?;
+    let out = requests
+        .iter()
+        .map(|r| {
+            let op = match r.op {
+                ftlab_core::Op::Write => 0,
+                ftlab_core::Op::Read => 1,
+                ftlab_core::Op::Trim => 2,
+            };
+            (r.time_ns, r.offset_bytes, r.len_bytes, op)
+        })
+        .collect();
+    Ok((out, layout.logical_pages))
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("FtlabError", m.py().get_type::<FtlabError>())?;
@@ -240,5 +315,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(trace_info, m)?)?;
     m.add_function(wrap_pyfunction!(read_speed, m)?)?;
     m.add_function(wrap_pyfunction!(trace_formats, m)?)?;
+    m.add_function(wrap_pyfunction!(fitted_blocks_per_plane, m)?)?;
+    m.add_function(wrap_pyfunction!(trace_requests, m)?)?;
     Ok(())
 }

@@ -12,13 +12,33 @@ import importlib
 from pathlib import Path
 
 # name -> (module, one-line description). Schemes register their experiments here.
-EXPERIMENTS: dict[str, tuple[str, str]] = {
-    "leaftl": (
-        "ftlab.reproduce.leaftl",
-        "LeaFTL (ASPLOS'23) vs DFTL and S-FTL on the real traces: mapping memory, error bound "
-        "sweep, latency with one DRAM, lookup levels",
-    ),
-}
+EXPERIMENTS: dict[str, tuple[str, str]] = {}
+EXPERIMENTS["selective"] = (
+    "ftlab.reproduce.selective_tradeoff",
+    "selective mapping-table loading: throughput at 25-75% of the table (IJASC'21 fig. 6a)",
+)
+EXPERIMENTS["selective-hints"] = (
+    "ftlab.reproduce.selective_hints",
+    "selective mapping-table loading: IOPS gain of journal hints (IJASC'21 fig. 6b)",
+)
+EXPERIMENTS["dftl"] = (
+    "ftlab.reproduce.dftl_tpftl",
+    "DFTL against TPFTL on real traces: translation writes and mean latency (EuroSys'15)",
+)
+EXPERIMENTS["demand-hit-ratio"] = (
+    "ftlab.reproduce.demand_hit_ratio",
+    "hit ratio of DFTL, S-FTL, TPFTL and selective loading against the DRAM budget",
+)
+EXPERIMENTS["slimftl"] = (
+    "ftlab.reproduce.slimftl",
+    "SlimFTL thesis (SNU 2020): HPFTL and SlimFTL vs the page-level FTL: mapping size, "
+    "IOPS, GCs, WAF, LPA-shift sweep",
+)
+EXPERIMENTS["leaftl"] = (
+    "ftlab.reproduce.leaftl",
+    "LeaFTL (ASPLOS'23) vs DFTL and S-FTL on the real traces: mapping memory, error bound "
+    "sweep, latency with one DRAM, lookup levels",
+)
 
 
 def run(name: str, out_dir: Path, quick: bool = False) -> None:

@@ -65,6 +65,9 @@ pub struct OnFlashTable {
     pub lpa_bytes: u64,
     pub ppa_bytes: u64,
     timed: bool,
+    /// Whole-unit write-backs run in the background: the request that evicts does not wait
+    /// for them (they still take their dies' time).
+    background_writeback: bool,
     /// Units holding staged GC updates, and their marks.
     staged: Vec<u32>,
     staged_mark: Vec<bool>,
@@ -93,10 +96,17 @@ impl OnFlashTable {
             lpa_bytes: address_bytes(layout.logical_pages),
             ppa_bytes,
             timed: cfg.replay.timing,
+            background_writeback: false,
             staged: Vec::new(),
             staged_mark: vec![false; units as usize],
             stats: DemandStats::default(),
         })
+    }
+
+    /// Makes whole-unit write-backs (those without a read) background work, as an evict
+    /// thread does them.
+    pub fn set_background_writeback(&mut self, on: bool) {
+        self.background_writeback = on;
     }
 
     /// Number of translation units.
@@ -204,8 +214,15 @@ impl OnFlashTable {
             &mut self.flash_table[r.start as usize..r.end as usize],
             r.start,
         );
-        self.stats.writeback_writes += self.write_unit(u, flash)?;
-        flash.chain();
+        if self.background_writeback && !read_first {
+            flash.set_background(true);
+            let written = self.write_unit(u, flash);
+            flash.set_background(false);
+            self.stats.writeback_writes += written?;
+        } else {
+            self.stats.writeback_writes += self.write_unit(u, flash)?;
+            flash.chain();
+        }
         Ok(())
     }
 
@@ -306,11 +323,32 @@ impl OnFlashTable {
 }
 
 /// Reads scheme section `name` (defaults already merged in) into its typed form; a value of
-/// the wrong type is an error naming the section.
-pub fn scheme_config<T: serde::de::DeserializeOwned>(cfg: &Config, name: &str) -> Result<T> {
-    toml::Value::Table(cfg.scheme_section(name))
-        .try_into()
-        .map_err(|e: toml::de::Error| crate::error::Error::config(name, e.message().to_string()))
+/// the wrong type is an error naming its key.
+pub fn scheme_config<T: serde::de::DeserializeOwned + serde::Serialize + Default>(
+    cfg: &Config,
+    name: &str,
+) -> Result<T> {
+    let section = cfg.scheme_section(name);
+    let error = match toml::Value::Table(section.clone()).try_into::<T>() {
+        Ok(typed) => return Ok(typed),
+        Err(e) => e,
+    };
+    // Find the culprit: each key alone over the defaults (only on the error path).
+    let defaults = default_section::<T>();
+    for (key, value) in &section {
+        let mut probe = defaults.clone();
+        probe.insert(key.clone(), value.clone());
+        if let Err(e) = toml::Value::Table(probe).try_into::<T>() {
+            return Err(crate::error::Error::config(
+                format!("{name}.{key}"),
+                e.message().to_string(),
+            ));
+        }
+    }
+    Err(crate::error::Error::config(
+        name,
+        error.message().to_string(),
+    ))
 }
 
 /// The default section of a scheme, for [`crate::ftl::scheme_defaults`].

@@ -10,11 +10,14 @@
 pub mod alloc;
 pub mod demand;
 pub mod dftl;
+pub mod hashed;
+pub mod hpftl;
 pub mod leaftl;
 pub mod mapcache;
 pub mod page;
 pub mod selective;
 pub mod sftl;
+pub mod slimftl;
 pub mod tpftl;
 pub mod translation;
 
@@ -87,6 +90,14 @@ pub const SCHEMES: &[(&str, &str)] = &[
         "TPFTL (EuroSys'15): entries cached in translation-page nodes, two-level LRU, prefetching, clean-first",
     ),
     (
+        "hpftl",
+        "HPFTL (NAS'17): hashed page-level map (HID + page id per page), bounded secondary table with reclaim",
+    ),
+    (
+        "slimftl",
+        "SlimFTL (SNU thesis 2020): hashed page-level map over a virtual block table, sequentiality-aware md5 hasher, shared virtual blocks",
+    ),
+    (
         "leaftl",
         "LeaFTL (ASPLOS'23): learned linear segments per 256-page group, OOB-verified predictions",
     ),
@@ -99,10 +110,20 @@ pub fn scheme_defaults() -> BTreeMap<String, toml::Table> {
     sections.insert("selective".to_string(), selective::defaults());
     sections.insert("sftl".to_string(), sftl::defaults());
     sections.insert("tpftl".to_string(), tpftl::defaults());
+    let section = |config: std::result::Result<toml::Table, toml::ser::Error>| {
+        config.expect("a scheme section serialises")
+    };
+    sections.insert(
+        "hpftl".to_string(),
+        section(toml::Table::try_from(hpftl::HpConfig::default())),
+    );
+    sections.insert(
+        "slimftl".to_string(),
+        section(toml::Table::try_from(slimftl::SlimConfig::default())),
+    );
     sections.insert(
         "leaftl".to_string(),
-        toml::Table::try_from(leaftl::LeaftlConfig::default())
-            .expect("the leaftl defaults serialise"),
+        section(toml::Table::try_from(leaftl::LeaftlConfig::default())),
     );
     sections
 }
@@ -141,6 +162,14 @@ pub fn build<V: Visitor>(
         "tpftl" => {
             let flash = Flash::new(cfg, layout, 0, timed)?;
             Ok(visitor.visit(tpftl::Tpftl::new(cfg, layout)?, flash))
+        }
+        "hpftl" => {
+            let ftl = hpftl::HpFtl::new(cfg, layout)?;
+            Ok(visitor.visit(ftl, Flash::new(cfg, layout, 0, timed)?))
+        }
+        "slimftl" => {
+            let ftl = slimftl::SlimFtl::new(cfg, layout)?;
+            Ok(visitor.visit(ftl, Flash::new(cfg, layout, 0, timed)?))
         }
         "leaftl" => {
             let ftl = leaftl::LeaFtl::new(cfg, layout)?;

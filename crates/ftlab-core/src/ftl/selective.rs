@@ -20,6 +20,10 @@
 //! get the large increment, so the blocks mapping them stay resident in preference
 //! (`hints = false` ignores them: the paper's "no journal separation").
 //!
+//! A dirty victim is written back in the background (`background_writeback`, as
+//! pblk-trans's evict thread does): its programs take their dies' time, but the request
+//! whose miss evicted it waits only for the load.
+//!
 //! Open-channel geometry: a parallel unit (PU) is a plane, a chunk is a block, a line is
 //! the chunks of one index across the PUs. A mapping block's pages are written
 //! line-striped, one per PU in turn (the allocator's translation stream), so that loading
@@ -72,6 +76,9 @@ pub struct SelectiveConfig {
     pub hints: bool,
     /// DRAM bytes of a directory entry.
     pub directory_entry_bytes: u64,
+    /// Write-backs run in the background, as pblk-trans's evict thread does them: the
+    /// request whose miss evicts waits only for the load.
+    pub background_writeback: bool,
 }
 
 impl Default for SelectiveConfig {
@@ -88,6 +95,7 @@ impl Default for SelectiveConfig {
             hot_ranges: Vec::new(),
             hints: true,
             directory_entry_bytes: 40,
+            background_writeback: true,
         }
     }
 }
@@ -142,7 +150,8 @@ impl Selective {
             ));
         }
         let block_pages = (c.mapping_block_bytes / page) as u32;
-        let table = OnFlashTable::new(cfg, layout, block_pages)?;
+        let mut table = OnFlashTable::new(cfg, layout, block_pages)?;
+        table.set_background_writeback(c.background_writeback);
         let blocks = table.units();
         let slots = if cfg.dram.budget_bytes == 0 {
             blocks

@@ -740,9 +740,37 @@ impl<R: Read + Send, P: LineFormat + Send> RecordSource for LineReader<R, P> {
 
 /// Splits a line into whitespace-separated fields (spaces and tabs).
 #[inline]
-pub(crate) fn fields(line: &[u8]) -> impl Iterator<Item = &[u8]> {
-    line.split(|&b| b == b' ' || b == b'\t')
-        .filter(|f| !f.is_empty())
+pub(crate) fn fields(line: &[u8]) -> Fields<'_> {
+    Fields { line, pos: 0 }
+}
+
+/// The fields of a line: runs of bytes between spaces and tabs (one pass, no empty ones).
+pub(crate) struct Fields<'a> {
+    line: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Iterator for Fields<'a> {
+    type Item = &'a [u8];
+
+    #[inline]
+    fn next(&mut self) -> Option<&'a [u8]> {
+        let b = self.line;
+        let mut i = self.pos;
+        while i < b.len() && (b[i] == b' ' || b[i] == b'\t') {
+            i += 1;
+        }
+        if i == b.len() {
+            self.pos = i;
+            return None;
+        }
+        let start = i;
+        while i < b.len() && b[i] != b' ' && b[i] != b'\t' {
+            i += 1;
+        }
+        self.pos = i;
+        Some(&b[start..i])
+    }
 }
 
 /// Splits a CSV line (no quoting: trace CSVs have none) into trimmed fields.

@@ -152,6 +152,11 @@ impl Plan {
     pub fn is_optimistic(&self) -> bool {
         self.optimistic
     }
+
+    /// Whether the device was fitted to the trace.
+    pub fn is_fitted(&self) -> bool {
+        self.sized_to_trace
+    }
 }
 
 /// Sets `geometry.blocks_per_plane` to the smallest value whose logical capacity holds

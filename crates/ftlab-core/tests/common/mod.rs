@@ -102,3 +102,26 @@ pub fn run(scheme: &str, cfg: &Config, requests: &[Request], check_all: bool) ->
         },
     )?
 }
+
+/// The records of a trace file as requests, every device in one address space (no
+/// compaction, no sorting): what the tests that fold or size traces themselves need.
+pub fn load_trace(path: &std::path::Path, format: &str, time_unit: &str) -> Vec<Request> {
+    let cfg = ftlab_core::trace::TraceConfig {
+        format: format.into(),
+        time_unit: time_unit.into(),
+        ..Default::default()
+    };
+    let mut source = ftlab_core::trace::open_trace(path, &cfg)
+        .unwrap_or_else(|e| panic!("{e}"))
+        .source;
+    let mut out = Vec::new();
+    while let Some(r) = source.next_record().unwrap_or_else(|e| panic!("{e}")) {
+        out.push(Request {
+            time_ns: r.time_ns,
+            offset_bytes: r.offset_bytes,
+            len_bytes: r.len_bytes.min(u32::MAX as u64) as u32,
+            op: r.op,
+        });
+    }
+    out
+}

@@ -1,0 +1,372 @@
+//! SlimFTL (Jaemin Shin, "SlimFTL: a Small and Fast Page-level FTL using Hash Functions",
+//! SNU M.S. thesis, 2020; chapter 3).
+//!
+//! A page-level map whose entries are only a hash id (HID) and a page id in the block
+//! (PPID): `hid_bits + ppid_bits` bits per logical page (6 + 8 by default). The HID-th hash
+//! of the logical page picks a *virtual* block (VBA); the virtual block table (VBT, 4 bytes
+//! per virtual block) maps it to a physical block; the PPID picks the page.
+//! * sequentiality-aware hasher: the LPA is shifted right by `lpa_shift` bits before md5, so
+//!   runs of 2^shift pages hash alike and land in one block; md5 is computed once per LPA
+//!   and the HID-th hash is the digest shifted right by HID bits (see `hashed.rs`);
+//! * write: HIDs 1, 2, ... are tried in order; the first VBA whose block has a free page
+//!   (or that has no block yet: one is allocated) takes the page at its write pointer;
+//! * GC: when every VBA the page can reach is full, the one with the most invalid pages is
+//!   collected: its valid pages are copied, compacted, into a fresh block and the VBA is
+//!   pointed at it, so every HID stays valid and only the moved pages' PPIDs change;
+//! * shared virtual blocks: when every reachable VBA is full of valid pages, the page goes to
+//!   the next VBA after its HID-1 VBA that can take it (linear probing) and keeps HID 1; a
+//!   read starts at that VBA and probes the following ones at the same PPID, reading each
+//!   valid page's OOB until its logical address matches. Every probe is a flash read.
+//!
+//! Choices where the thesis is silent (README, `## Schemes`): there are as many VBAs as
+//! physical blocks minus one spare block per parallel unit, so that GC always has a fresh
+//! block; a VBA keeps the parallel unit of its first block (GC copies within the unit); a
+//! probe skips pages the valid bitmap marks invalid without reading them; and the spare bits
+//! of each 32-bit VBT entry above the physical block number count the live pages that were
+//! shared out of that VBA, so that overwriting a page of a VBA with none needs no probe.
+
+use crate::blocks::FreeBlocks;
+use crate::config::{Config, Layout};
+use crate::error::{Error, Result};
+use crate::ftl::hashed::{self, EncodedTable, Md5Hasher};
+use crate::ftl::{Ftl, MemoryBreakdown};
+use crate::nand::{Cause, Flash, Oob, Ppn, NONE};
+use serde::{Deserialize, Serialize};
+
+/// The `[slimftl]` section.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SlimConfig {
+    /// Bits of hash id per primary entry: 2^bits - 1 hash functions (HID 0 = unmapped).
+    pub hid_bits: u32,
+    /// Bits of page id per primary entry: must address every page of a block.
+    pub ppid_bits: u32,
+    /// The LPA is shifted right by this many bits before hashing (sequentiality 2^shift pages).
+    pub lpa_shift: u32,
+}
+
+impl Default for SlimConfig {
+    fn default() -> Self {
+        SlimConfig {
+            hid_bits: 6,
+            ppid_bits: 8,
+            lpa_shift: 8,
+        }
+    }
+}
+
+/// Spare blocks each parallel unit keeps out of the virtual block table for GC.
+const SPARE_BLOCKS_PER_UNIT: usize = 1;
+
+#[derive(Clone, Debug, Default)]
+struct Counters {
+    shared_block_writes: u64,
+    probe_reads: u64,
+    longest_probe: u64,
+    vbas_allocated: u64,
+}
+
+pub struct SlimFtl {
+    primary: EncodedTable,
+    /// VBA -> physical block (`NONE` until first written).
+    vbt: Vec<u32>,
+    /// Per VBA: live pages written to a later VBA by linear probing, saturating at
+    /// `shared_out_max` (then every overwrite of a page of that VBA probes).
+    shared_out: Vec<u32>,
+    shared_out_max: u32,
+    free: FreeBlocks,
+    next_unit: u32,
+    hasher: Md5Hasher,
+    hash_functions: u32,
+    vbas: u32,
+    layout: Layout,
+    counters: Counters,
+}
+
+impl SlimFtl {
+    pub fn new(cfg: &Config, layout: &Layout) -> Result<Self> {
+        let c: SlimConfig = cfg.scheme_config("slimftl")?;
+        hashed::check_bits("slimftl", c.hid_bits, 1, c.ppid_bits, layout)?;
+        if c.lpa_shift > 31 {
+            return Err(Error::config(
+                "slimftl.lpa_shift",
+                format!("{} is not between 0 and 31", c.lpa_shift),
+            ));
+        }
+        let spare = layout.units as u64 * SPARE_BLOCKS_PER_UNIT as u64;
+        let vbas = (layout.total_blocks as u64 - spare) as u32;
+        // The VBT entry is 32 bits; the physical block number needs `block_bits` of them.
+        let block_bits = 32 - (layout.total_blocks.max(2) - 1).leading_zeros();
+        let shared_out_max = if block_bits >= 32 {
+            0
+        } else {
+            (1u32 << (32 - block_bits)) - 1
+        };
+        Ok(SlimFtl {
+            primary: EncodedTable::new(layout.logical_pages, c.hid_bits, c.ppid_bits),
+            vbt: vec![NONE; vbas as usize],
+            shared_out: vec![0; vbas as usize],
+            shared_out_max,
+            free: FreeBlocks::all(layout),
+            next_unit: 0,
+            hasher: Md5Hasher::new(c.lpa_shift, vbas, layout.logical_pages),
+            hash_functions: (1 << c.hid_bits) - 1,
+            vbas,
+            layout: *layout,
+            counters: Counters::default(),
+        })
+    }
+
+    /// The hash id of a logical page's primary entry (0: unmapped).
+    pub fn hash_id(&self, lpa: u32) -> u32 {
+        self.primary.get(lpa).0
+    }
+
+    #[inline]
+    fn next_vba(&self, vba: u32) -> u32 {
+        if vba + 1 == self.vbas {
+            0
+        } else {
+            vba + 1
+        }
+    }
+
+    /// Invalid pages of a VBA's block (0 for an unallocated VBA).
+    #[inline]
+    fn invalid_pages(&self, flash: &Flash, vba: u32) -> u32 {
+        let pba = self.vbt[vba as usize];
+        if pba == NONE {
+            0
+        } else {
+            flash.write_pointer(pba) - flash.valid_count(pba)
+        }
+    }
+
+    /// The VBA can take a page without GC: unallocated, or its block has a free page.
+    #[inline]
+    fn has_room(&self, flash: &Flash, vba: u32) -> bool {
+        let pba = self.vbt[vba as usize];
+        pba == NONE || !flash.is_full(pba)
+    }
+
+    /// Finds the flash page holding `lpa`, mapped at (`hid`, `ppid`): the page at PPID in
+    /// the HID's VBA, else in the following VBAs (a shared virtual block). Pages the valid
+    /// bitmap rules out are skipped; every other page probed is read for its OOB. Returns
+    /// the page and how many VBAs past the origin it lies.
+    fn locate(
+        &mut self,
+        lpa: u32,
+        hid: u32,
+        ppid: u32,
+        flash: &mut Flash,
+        host_read: bool,
+    ) -> Result<(Ppn, u32, u32)> {
+        let digest = self.hasher.digest(lpa);
+        let origin = self.hasher.target(digest, hid);
+        let ppb = self.layout.pages_per_block;
+        // No page of this VBA was shared out: the page is here, and an overwrite needs no read.
+        if !host_read && self.shared_out_max > 0 && self.shared_out[origin as usize] == 0 {
+            let pba = self.vbt[origin as usize];
+            return Ok((pba * ppb + ppid, origin, 0));
+        }
+        let mut vba = origin;
+        for distance in 0..self.vbas {
+            let pba = self.vbt[vba as usize];
+            if pba != NONE {
+                let ppn = pba * ppb + ppid;
+                if flash.is_valid(ppn) {
+                    let mine = flash.oob(ppn).lpa == lpa;
+                    let cause = if mine && host_read {
+                        Cause::Host
+                    } else {
+                        self.counters.probe_reads += 1;
+                        Cause::Misprediction
+                    };
+                    flash.read(ppn, cause)?;
+                    if mine {
+                        self.counters.longest_probe =
+                            self.counters.longest_probe.max(distance as u64);
+                        return Ok((ppn, origin, distance));
+                    }
+                    // The next probe needs this page's OOB first.
+                    flash.chain();
+                }
+            }
+            vba = self.next_vba(vba);
+        }
+        Err(Error::Usage(format!(
+            "internal error: SlimFTL lost logical page {lpa} (HID {hid}, PPID {ppid})"
+        )))
+    }
+
+    /// Invalidates the current copy of `lpa`, if any, and unmaps it.
+    fn unmap(&mut self, lpa: u32, flash: &mut Flash) -> Result<()> {
+        let (hid, ppid) = self.primary.get(lpa);
+        if hid == 0 {
+            return Ok(());
+        }
+        let (ppn, origin, distance) = self.locate(lpa, hid, ppid, flash, false)?;
+        flash.invalidate(ppn)?;
+        if distance > 0 {
+            let count = &mut self.shared_out[origin as usize];
+            if *count != self.shared_out_max {
+                *count -= 1;
+            }
+        }
+        self.primary.clear(lpa);
+        Ok(())
+    }
+
+    /// Points an unallocated VBA at a free block.
+    fn allocate(&mut self, vba: u32) -> Result<u32> {
+        let pba = self
+            .free
+            .pop_round_robin(&mut self.next_unit, SPARE_BLOCKS_PER_UNIT)
+            .ok_or_else(|| Error::DeviceFull {
+                message: "SlimFTL has no free block for a new virtual block".into(),
+            })?;
+        self.vbt[vba as usize] = pba;
+        self.counters.vbas_allocated += 1;
+        Ok(pba)
+    }
+
+    /// Collects a full VBA: its valid pages move, in order, to a free block of the same
+    /// unit, which the VBA then points to; the old block is erased and freed.
+    fn collect(&mut self, vba: u32, flash: &mut Flash) -> Result<()> {
+        let old = self.vbt[vba as usize];
+        let unit = self.layout.unit_of_block(old);
+        let new = self.free.pop(unit).ok_or_else(|| Error::DeviceFull {
+            message: format!(
+                "SlimFTL: parallel unit {unit} has no spare block for garbage collection"
+            ),
+        })?;
+        let (first, dst) = (flash.first_page(old), flash.first_page(new));
+        let mut moved = 0;
+        for ppn in first..first + self.layout.pages_per_block {
+            if !flash.is_valid(ppn) {
+                continue;
+            }
+            let oob = flash.copy(ppn, dst + moved, Cause::Gc)?;
+            flash.invalidate(ppn)?;
+            self.primary.set_ppid(oob.lpa, moved);
+            moved += 1;
+        }
+        flash.chain();
+        flash.erase(old, Cause::Gc)?;
+        self.free.push(&self.layout, old);
+        self.vbt[vba as usize] = new;
+        flash.stats.gc_invocations += 1;
+        flash.stats.gc_pages_moved += moved as u64;
+        Ok(())
+    }
+
+    /// Programs `lpa` at the write pointer of `vba`'s block (allocating or collecting it
+    /// first if needed); returns the PPID.
+    fn program_into(&mut self, vba: u32, lpa: u32, seq: u32, flash: &mut Flash) -> Result<u32> {
+        let mut pba = self.vbt[vba as usize];
+        if pba == NONE {
+            pba = self.allocate(vba)?;
+        } else if flash.is_full(pba) {
+            self.collect(vba, flash)?;
+            pba = self.vbt[vba as usize];
+        }
+        let ppid = flash.write_pointer(pba);
+        flash.program(
+            pba * self.layout.pages_per_block + ppid,
+            Oob { lpa, seq },
+            &[],
+            Cause::Host,
+        )?;
+        Ok(ppid)
+    }
+}
+
+impl Ftl for SlimFtl {
+    #[inline]
+    fn read(&mut self, lpa: u32, flash: &mut Flash) -> Result<Option<Oob>> {
+        let (hid, ppid) = self.primary.get(lpa);
+        if hid == 0 {
+            return Ok(None);
+        }
+        let (ppn, _, _) = self.locate(lpa, hid, ppid, flash, true)?;
+        Ok(Some(flash.oob(ppn)))
+    }
+
+    fn write(&mut self, lpa: u32, seq: u32, flash: &mut Flash) -> Result<()> {
+        // Invalidate first, so that GC triggered by this write sees the stale copy.
+        self.unmap(lpa, flash)?;
+        let digest = self.hasher.digest(lpa);
+        let mut best: Option<(u32, u32, u32)> = None; // (invalid pages, hid, vba)
+        for hid in 1..=self.hash_functions {
+            let vba = self.hasher.target(digest, hid);
+            if self.has_room(flash, vba) {
+                let ppid = self.program_into(vba, lpa, seq, flash)?;
+                self.primary.set(lpa, hid, ppid);
+                return Ok(());
+            }
+            let invalid = self.invalid_pages(flash, vba);
+            if best.is_none_or(|(most, _, _)| invalid > most) {
+                best = Some((invalid, hid, vba));
+            }
+        }
+        if let Some((invalid, hid, vba)) = best {
+            if invalid > 0 {
+                // Every reachable VBA is full: collect the one with the most invalid pages.
+                let ppid = self.program_into(vba, lpa, seq, flash)?;
+                flash.chain();
+                self.primary.set(lpa, hid, ppid);
+                return Ok(());
+            }
+        }
+        // Hash collision: every reachable VBA is full of valid pages. Linear probing from the
+        // HID-1 VBA to the first VBA that can take the page (collecting it if it must).
+        let origin = self.hasher.target(digest, 1);
+        let mut vba = self.next_vba(origin);
+        while vba != origin {
+            if self.has_room(flash, vba) || self.invalid_pages(flash, vba) > 0 {
+                let ppid = self.program_into(vba, lpa, seq, flash)?;
+                flash.chain();
+                self.primary.set(lpa, 1, ppid);
+                let count = &mut self.shared_out[origin as usize];
+                if *count != self.shared_out_max {
+                    *count += 1;
+                }
+                self.counters.shared_block_writes += 1;
+                return Ok(());
+            }
+            vba = self.next_vba(vba);
+        }
+        Err(Error::DeviceFull {
+            message:
+                "every SlimFTL virtual block is full of valid pages (raise ftl.over_provisioning)"
+                    .into(),
+        })
+    }
+
+    fn trim(&mut self, lpa: u32, flash: &mut Flash) -> Result<()> {
+        self.unmap(lpa, flash)
+    }
+
+    fn memory(&self, out: &mut MemoryBreakdown) {
+        out.push(("primary_table", self.primary.bytes()));
+        out.push(("virtual_block_table", self.vbas as u64 * 4));
+        hashed::bookkeeping_memory(&self.layout, out);
+    }
+
+    fn counters(&self, out: &mut Vec<(&'static str, f64)>) {
+        let c = &self.counters;
+        let mapping = self.primary.bytes() + self.vbas as u64 * 4;
+        let page_table = hashed::page_table_bytes(&self.layout) as f64;
+        out.push(("shared_block_writes", c.shared_block_writes as f64));
+        out.push(("probe_reads", c.probe_reads as f64));
+        out.push(("longest_probe_vbas", c.longest_probe as f64));
+        out.push(("virtual_blocks", self.vbas as f64));
+        out.push(("virtual_blocks_allocated", c.vbas_allocated as f64));
+        out.push((
+            "primary_vs_page_table",
+            self.primary.bytes() as f64 / page_table,
+        ));
+        out.push(("vbt_vs_page_table", self.vbas as f64 * 4.0 / page_table));
+        out.push(("mapping_vs_page_table", mapping as f64 / page_table));
+    }
+}

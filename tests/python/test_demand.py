@@ -1,0 +1,106 @@
+"""The demand-cached schemes from the Python front: verification on a real trace, the
+journaling workload with hints, and each reproduction in quick mode."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import pytest
+
+import ftlab
+from ftlab import reproduce
+
+DEMAND = ["dftl", "sftl", "tpftl", "selective"]
+
+
+def test_schemes_are_listed() -> None:
+    names = [n for n, _ in ftlab.schemes()]
+    for scheme in DEMAND:
+        assert scheme in names
+
+
+@pytest.mark.parametrize("scheme", DEMAND)
+def test_verified_on_financial1_with_a_small_cache(scheme: str, traces: Path) -> None:
+    trace = traces / "ssdsim_hust_financial1" / "example.ascii"
+    result = ftlab.simulate(
+        scheme,
+        trace=trace,
+        preset="small",
+        verify=True,
+        sets=["buffer.size_bytes=0", "dram.budget_bytes=64KiB"],
+    )
+    m = result.report["metrics"]
+    assert result.report["verify"] is True
+    assert m["host"]["requests"] == 10_000
+    assert 0.0 < m["scheme"]["cache_hit_ratio"] < 1.0
+    assert m["memory_bytes"]["peak_total"] > 0
+
+
+def test_journal_workload_with_hints() -> None:
+    sets = [
+        "workload.requests=4000",
+        "dram.budget_bytes=16KiB",
+        "selective.mapping_block_bytes=4KiB",
+        'selective.hot_ranges=[[0, "8MiB"]]',
+    ]
+    report = ftlab.simulate("selective", workload="journal", sets=sets, verify=True).report
+    scheme = report["metrics"]["scheme"]
+    assert scheme["hot_range_mapping_blocks"] >= 1
+    assert scheme["hot_range_translations"] > 0
+
+
+def test_a_bad_hot_range_names_the_key() -> None:
+    with pytest.raises(ftlab.FtlabError, match="selective.hot_ranges"):
+        ftlab.simulate(
+            "selective",
+            workload="journal",
+            sets=["workload.requests=10", "selective.hot_ranges=[[10, 5]]"],
+        )
+
+
+EXPERIMENTS = ["selective", "selective-hints", "dftl", "demand-hit-ratio"]
+
+
+@pytest.mark.parametrize("name", EXPERIMENTS)
+def test_reproduction_quick(name: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    if name in ("dftl", "demand-hit-ratio"):
+        request.getfixturevalue("traces")  # skips without the real traces
+    assert name in reproduce.EXPERIMENTS
+    reproduce.run(name, tmp_path, quick=True)
+    tables = sorted(tmp_path.glob("*.csv"))
+    assert tables, "no table written"
+    for table in tables:
+        with table.open() as f:
+            rows = list(csv.reader(f))
+        assert len(rows) >= 2
+        assert (tmp_path / f"{table.stem}.md").is_file()
+    assert sorted(tmp_path.glob("*.png")) and sorted(tmp_path.glob("*.svg"))
+
+
+@pytest.mark.parametrize(
+    "trace_path",
+    [
+        "fiu_mail_excerpt/DERIVED_cheetah.cs.fiu.edu-110108-113008.1.head10000.blkparse",
+        "msr_cambridge_caffeine_sample/msr-cambridge1-sample.csv",
+        "mqsim_umass_websearch_tpcc/tpcc-small.trace",
+    ],
+)
+def test_verified_on_other_trace_formats(trace_path: str, traces: Path) -> None:
+    from ftlab.reproduce._demand_common import trace_sets
+
+    path = traces / trace_path
+    for scheme in DEMAND:
+        report = ftlab.simulate(
+            scheme,
+            trace=path,
+            verify=True,
+            sets=[
+                *trace_sets(path),
+                "dram.budget_bytes=16KiB",
+                "selective.mapping_block_bytes=4KiB",
+            ],
+        ).report
+        m = report["metrics"]
+        assert m["host"]["requests"] > 0
+        assert m["scheme"]["cache_lookups"] > 0
