@@ -57,17 +57,17 @@ THESIS_MEMORY = {
 THESIS_SHIFT_GC = {1: 2.6, 8: 0.87}
 SFTL_DRAM_FRACTION = 0.435
 # One write-bearing file of each real trace in ../shared/traces (the first two are small).
-REAL_TRACES = [
-    "ssdsim_hust_financial1/example.ascii",
-    "mqsim_umass_websearch_tpcc/tpcc-small.trace",
-    "msr_cambridge_caffeine_sample/msr-cambridge1-sample.csv",
-    "snia_systor17_caffeine_sample/systor17-traces-sample.csv.gz",
-    "tencent_cbs_caffeine_sample/cloud_storage-sample.bz2",
-    "cloudphysics_libCacheSim/cloudPhysicsIO.vscsi",
-    "fiu_mail_excerpt/DERIVED_cheetah.cs.fiu.edu-110108-113008.1.head10000.blkparse",
-    "disksim_hpl_validation/ascii.trace",
-    "wiscsee_blkparse/blkparse-output.txt",
-]
+REAL_TRACES = {
+    "financial1": "ssdsim_hust_financial1/example.ascii",
+    "tpcc": "mqsim_umass_websearch_tpcc/tpcc-small.trace",
+    "msr-hm0": "msr_cambridge_caffeine_sample/msr-cambridge1-sample.csv",
+    "systor17": "snia_systor17_caffeine_sample/systor17-traces-sample.csv.gz",
+    "tencent": "tencent_cbs_caffeine_sample/cloud_storage-sample.bz2",
+    "cloudphysics": "cloudphysics_libCacheSim/cloudPhysicsIO.vscsi",
+    "fiu-mail": "fiu_mail_excerpt/DERIVED_cheetah.cs.fiu.edu-110108-113008.1.head10000.blkparse",
+    "disksim-valid": "disksim_hpl_validation/ascii.trace",
+    "sqlite-wal": "wiscsee_blkparse/blkparse-output.txt",
+}
 
 # (op, first page, pages): op 0 = write, 1 = read.
 Request = tuple[int, int, int]
@@ -209,6 +209,10 @@ def _save(out_dir: Path, name: str, header: list[str], rows: list[list[Any]]) ->
     return text
 
 
+def _count(value: float | None) -> int | None:
+    return None if value is None else int(value)
+
+
 def _cell(value: Any) -> str:
     if value is None:
         return "-"
@@ -260,18 +264,17 @@ def run(out_dir: Path, quick: bool) -> None:
             _write_trace(path, _chain(_fill(pages), generator(pages, writes, rng)))
             workloads[name] = (path, sets, fill)
         shared = shared_dir()
-        real = REAL_TRACES[:2] if quick else REAL_TRACES
+        real = list(REAL_TRACES.items())[: 2 if quick else None]
         notes: list[str] = []
         if shared is None:
             notes.append("../shared/traces not found: real traces skipped")
         else:
             small_pages = _logical_pages(SMALL_DEVICE)
-            for rel in real:
+            for name, rel in real:
                 source = shared / "traces" / rel
                 if not source.is_file():
                     notes.append(f"{rel} not found: skipped")
                     continue
-                name = rel.split("/")[0]
                 path = Path(tmp) / f"{name}.trace"
                 try:
                     body = list(_real_trace(source, small_pages, (2 if quick else 4) * small_pages))
@@ -342,9 +345,9 @@ def run(out_dir: Path, quick: bool) -> None:
                     r["iops"],
                     r["gc"],
                     r["fill_gc"],
-                    r["scheme"].get("hash_collisions"),
-                    r["scheme"].get("reclaims"),
-                    r["scheme"].get("shared_block_writes"),
+                    _count(r["scheme"].get("hash_collisions")),
+                    _count(r["scheme"].get("reclaims")),
+                    _count(r["scheme"].get("shared_block_writes")),
                 ]
             )
     header = [
@@ -434,7 +437,7 @@ def _plots(
         (3, "GCs / PFTL", "gc"),
         (4, "WAF", "waf"),
     ):
-        fig, ax = plt.subplots(figsize=(7, 3.5))
+        fig, ax = plt.subplots(figsize=(9, 4))
         width = 0.8 / len(SCHEMES)
         for i, scheme in enumerate(SCHEMES):
             values = [
@@ -442,7 +445,9 @@ def _plots(
                 for w in workloads
             ]
             ax.bar([x + i * width for x in range(len(workloads))], values, width, label=scheme)
-        ax.set_xticks([x + width for x in range(len(workloads))], workloads)
+        ax.set_xticks(
+            [x + width for x in range(len(workloads))], workloads, rotation=30, ha="right"
+        )
         ax.set_ylabel(label)
         ax.legend()
         save(fig, name)
