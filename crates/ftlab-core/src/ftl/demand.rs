@@ -322,40 +322,6 @@ impl OnFlashTable {
     }
 }
 
-/// Reads scheme section `name` (defaults already merged in) into its typed form; a value of
-/// the wrong type is an error naming its key.
-pub fn scheme_config<T: serde::de::DeserializeOwned + serde::Serialize + Default>(
-    cfg: &Config,
-    name: &str,
-) -> Result<T> {
-    let section = cfg.scheme_section(name);
-    let error = match toml::Value::Table(section.clone()).try_into::<T>() {
-        Ok(typed) => return Ok(typed),
-        Err(e) => e,
-    };
-    // Find the culprit: each key alone over the defaults (only on the error path).
-    let defaults = default_section::<T>();
-    for (key, value) in &section {
-        let mut probe = defaults.clone();
-        probe.insert(key.clone(), value.clone());
-        if let Err(e) = toml::Value::Table(probe).try_into::<T>() {
-            return Err(crate::error::Error::config(
-                format!("{name}.{key}"),
-                e.message().to_string(),
-            ));
-        }
-    }
-    Err(crate::error::Error::config(
-        name,
-        error.message().to_string(),
-    ))
-}
-
-/// The default section of a scheme, for [`crate::ftl::scheme_defaults`].
-pub fn default_section<T: serde::Serialize + Default>() -> toml::Table {
-    toml::Table::try_from(T::default()).expect("a scheme section serialises to a table")
-}
-
 /// Entries of `entry_bytes` a budget of `budget_bytes` holds, at most `all` (0 bytes:
 /// unlimited); at least one, or the error names `dram.budget_bytes`.
 pub fn entries_in_budget(budget_bytes: u64, entry_bytes: u64, all: u64, what: &str) -> Result<u32> {

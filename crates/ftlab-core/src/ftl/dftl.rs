@@ -18,7 +18,7 @@
 
 use crate::config::{Config, Layout};
 use crate::error::Result;
-use crate::ftl::demand::{default_section, entries_in_budget, scheme_config, OnFlashTable};
+use crate::ftl::demand::{entries_in_budget, OnFlashTable};
 use crate::ftl::mapcache::{Links, List, Replacement, ReplacementKind, NIL};
 use crate::ftl::{Ftl, MemoryBreakdown};
 use crate::nand::{Cause, Flash, Oob, Ppn, NONE};
@@ -47,10 +47,6 @@ impl Default for DftlConfig {
     }
 }
 
-pub fn defaults() -> toml::Table {
-    default_section::<DftlConfig>()
-}
-
 /// A cached mapping entry.
 #[derive(Clone, Copy, Debug)]
 struct Entry {
@@ -75,7 +71,7 @@ pub struct Dftl {
 
 impl Dftl {
     pub fn new(cfg: &Config, layout: &Layout) -> Result<Self> {
-        let c: DftlConfig = scheme_config(cfg, "dftl")?;
+        let c: DftlConfig = cfg.scheme_config("dftl")?;
         if !(0.0..1.0).contains(&c.protected_fraction) {
             return Err(crate::Error::config(
                 "dftl.protected_fraction",

@@ -105,27 +105,21 @@ pub const SCHEMES: &[(&str, &str)] = &[
 
 /// Default configuration sections of the schemes that have one.
 pub fn scheme_defaults() -> BTreeMap<String, toml::Table> {
-    let mut sections = BTreeMap::new();
-    sections.insert("dftl".to_string(), dftl::defaults());
-    sections.insert("selective".to_string(), selective::defaults());
-    sections.insert("sftl".to_string(), sftl::defaults());
-    sections.insert("tpftl".to_string(), tpftl::defaults());
-    let section = |config: std::result::Result<toml::Table, toml::ser::Error>| {
-        config.expect("a scheme section serialises")
-    };
-    sections.insert(
-        "hpftl".to_string(),
-        section(toml::Table::try_from(hpftl::HpConfig::default())),
-    );
-    sections.insert(
-        "slimftl".to_string(),
-        section(toml::Table::try_from(slimftl::SlimConfig::default())),
-    );
-    sections.insert(
-        "leaftl".to_string(),
-        section(toml::Table::try_from(leaftl::LeaftlConfig::default())),
-    );
-    sections
+    fn section<T: serde::Serialize + Default>() -> toml::Table {
+        toml::Table::try_from(T::default()).expect("a scheme section serialises to a table")
+    }
+    BTreeMap::from([
+        ("dftl".to_string(), section::<dftl::DftlConfig>()),
+        (
+            "selective".to_string(),
+            section::<selective::SelectiveConfig>(),
+        ),
+        ("sftl".to_string(), section::<sftl::SftlConfig>()),
+        ("tpftl".to_string(), section::<tpftl::TpftlConfig>()),
+        ("hpftl".to_string(), section::<hpftl::HpConfig>()),
+        ("slimftl".to_string(), section::<slimftl::SlimConfig>()),
+        ("leaftl".to_string(), section::<leaftl::LeaftlConfig>()),
+    ])
 }
 
 /// Receives the constructed scheme and its flash, whatever the scheme's type.

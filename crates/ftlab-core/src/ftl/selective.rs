@@ -35,7 +35,7 @@
 
 use crate::config::{Config, Layout};
 use crate::error::{Error, Result};
-use crate::ftl::demand::{default_section, scheme_config, OnFlashTable};
+use crate::ftl::demand::OnFlashTable;
 use crate::ftl::mapcache::IndexedHeap;
 use crate::ftl::{Ftl, MemoryBreakdown};
 use crate::nand::{Cause, Flash, Oob, Ppn, NONE};
@@ -100,10 +100,6 @@ impl Default for SelectiveConfig {
     }
 }
 
-pub fn defaults() -> toml::Table {
-    default_section::<SelectiveConfig>()
-}
-
 pub struct Selective {
     table: OnFlashTable,
     /// The host-memory image of every cached mapping block.
@@ -132,7 +128,7 @@ pub struct Selective {
 
 impl Selective {
     pub fn new(cfg: &Config, layout: &Layout) -> Result<Self> {
-        let c: SelectiveConfig = scheme_config(cfg, "selective")?;
+        let c: SelectiveConfig = cfg.scheme_config("selective")?;
         let page = layout.page_size as u64;
         if c.mapping_block_bytes < page || !c.mapping_block_bytes.is_multiple_of(page) {
             return Err(Error::config(

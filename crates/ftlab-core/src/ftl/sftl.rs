@@ -24,7 +24,7 @@
 
 use crate::config::{Config, Layout};
 use crate::error::{Error, Result};
-use crate::ftl::demand::{default_section, scheme_config, OnFlashTable};
+use crate::ftl::demand::OnFlashTable;
 use crate::ftl::mapcache::{IndexedHeap, Links, List, Replacement, ReplacementKind, NIL};
 use crate::ftl::{Ftl, MemoryBreakdown};
 use crate::nand::{Cause, Flash, Oob, Ppn, NONE};
@@ -53,10 +53,6 @@ impl Default for SftlConfig {
             replacement: ReplacementKind::Lru,
         }
     }
-}
-
-pub fn defaults() -> toml::Table {
-    default_section::<SftlConfig>()
 }
 
 /// Bytes of a translation page's number in the cache.
@@ -131,7 +127,7 @@ pub struct Sftl {
 
 impl Sftl {
     pub fn new(cfg: &Config, layout: &Layout) -> Result<Self> {
-        let c: SftlConfig = scheme_config(cfg, "sftl")?;
+        let c: SftlConfig = cfg.scheme_config("sftl")?;
         if !(1..=2).contains(&c.bits_per_entry) {
             return Err(Error::config("sftl.bits_per_entry", "must be 1 or 2"));
         }

@@ -25,9 +25,7 @@
 
 use crate::config::{Config, Layout};
 use crate::error::Result;
-use crate::ftl::demand::{
-    address_bytes, default_section, entries_in_budget, scheme_config, OnFlashTable,
-};
+use crate::ftl::demand::{address_bytes, entries_in_budget, OnFlashTable};
 use crate::ftl::mapcache::{IndexedHeap, Links, List, NIL};
 use crate::ftl::{Ftl, MemoryBreakdown};
 use crate::nand::{Cause, Flash, Oob, Ppn, NONE};
@@ -58,10 +56,6 @@ impl Default for TpftlConfig {
             page_node_bytes: 8,
         }
     }
-}
-
-pub fn defaults() -> toml::Table {
-    default_section::<TpftlConfig>()
 }
 
 /// A cached mapping entry.
@@ -104,7 +98,7 @@ pub struct Tpftl {
 
 impl Tpftl {
     pub fn new(cfg: &Config, layout: &Layout) -> Result<Self> {
-        let c: TpftlConfig = scheme_config(cfg, "tpftl")?;
+        let c: TpftlConfig = cfg.scheme_config("tpftl")?;
         if c.selective_threshold == 0 {
             return Err(crate::Error::config(
                 "tpftl.selective_threshold",

@@ -123,7 +123,7 @@ impl Default for LeaftlConfig {
 
 impl LeaftlConfig {
     pub fn from_config(cfg: &Config) -> Result<LeaftlConfig> {
-        crate::ftl::demand::scheme_config(cfg, "leaftl")
+        cfg.scheme_config("leaftl")
     }
 }
 
