@@ -322,6 +322,33 @@ impl OnFlashTable {
     }
 }
 
+/// A demand-cached scheme as GC's data-page moves see it: its table on flash and its DRAM
+/// copy of some of the entries.
+pub trait CachesEntries {
+    fn table(&mut self) -> &mut OnFlashTable;
+    /// Applies a GC move to the DRAM copy of its entry; false if the entry is not in DRAM.
+    fn move_cached(&mut self, m: &Move) -> bool;
+}
+
+/// Applies GC's data-page moves: entries in DRAM in place, the others batched per
+/// translation unit and written back (which may run GC again, hence the loop).
+pub fn settle<S: CachesEntries>(scheme: &mut S, flash: &mut Flash) -> Result<()> {
+    while scheme.table().has_moves() {
+        let moves = scheme.table().take_moves();
+        for m in &moves {
+            if !scheme.move_cached(m) {
+                let table = scheme.table();
+                debug_assert_eq!(table.stored(m.key), m.from);
+                table.stage_gc_update(m.key, m.to);
+            }
+        }
+        let table = scheme.table();
+        table.recycle_moves(moves);
+        table.commit_gc_updates(flash)?;
+    }
+    Ok(())
+}
+
 /// Entries of `entry_bytes` a budget of `budget_bytes` holds, at most `all` (0 bytes:
 /// unlimited); at least one, or the error names `dram.budget_bytes`.
 pub fn entries_in_budget(budget_bytes: u64, entry_bytes: u64, all: u64, what: &str) -> Result<u32> {

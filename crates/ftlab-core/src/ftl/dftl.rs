@@ -18,7 +18,8 @@
 
 use crate::config::{Config, Layout};
 use crate::error::Result;
-use crate::ftl::demand::{entries_in_budget, OnFlashTable};
+use crate::ftl::alloc::Move;
+use crate::ftl::demand::{entries_in_budget, settle, CachesEntries, OnFlashTable};
 use crate::ftl::mapcache::{Links, List, Replacement, ReplacementKind, NIL};
 use crate::ftl::{Ftl, MemoryBreakdown};
 use crate::nand::{Cause, Flash, Oob, Ppn, NONE};
@@ -193,29 +194,7 @@ impl Dftl {
         self.free_slots.push(victim);
         // The write-back may have triggered GC; the victim is uncached by now, so a move
         // of its page is recorded on flash.
-        self.settle(flash)
-    }
-
-    /// Applies GC's data-page moves: cached entries in place (dirty), the others batched
-    /// per translation page.
-    fn settle(&mut self, flash: &mut Flash) -> Result<()> {
-        while self.table.has_moves() {
-            let moves = self.table.take_moves();
-            for m in &moves {
-                let slot = self.slot_of[m.key as usize];
-                if slot != NIL {
-                    debug_assert_eq!(self.slots[slot as usize].ppn, m.from);
-                    self.slots[slot as usize].ppn = m.to;
-                    self.mark_dirty(slot);
-                } else {
-                    debug_assert_eq!(self.table.stored(m.key), m.from);
-                    self.table.stage_gc_update(m.key, m.to);
-                }
-            }
-            self.table.recycle_moves(moves);
-            self.table.commit_gc_updates(flash)?;
-        }
-        Ok(())
+        settle(self, flash)
     }
 }
 
@@ -242,7 +221,7 @@ impl Ftl for Dftl {
         flash.program(ppn, Oob { lpa, seq }, &[], Cause::Host)?;
         self.slots[slot as usize].ppn = ppn;
         self.mark_dirty(slot);
-        self.settle(flash)
+        settle(self, flash)
     }
 
     fn trim(&mut self, lpa: u32, flash: &mut Flash) -> Result<()> {
@@ -264,5 +243,22 @@ impl Ftl for Dftl {
     fn counters(&self, out: &mut Vec<(&'static str, f64)>) {
         self.table.counters(out);
         out.push(("cmt_capacity_entries", self.slots.len() as f64));
+    }
+}
+
+impl CachesEntries for Dftl {
+    fn table(&mut self) -> &mut OnFlashTable {
+        &mut self.table
+    }
+
+    fn move_cached(&mut self, m: &Move) -> bool {
+        let slot = self.slot_of[m.key as usize];
+        if slot == NIL {
+            return false;
+        }
+        debug_assert_eq!(self.slots[slot as usize].ppn, m.from);
+        self.slots[slot as usize].ppn = m.to;
+        self.mark_dirty(slot);
+        true
     }
 }

@@ -35,7 +35,8 @@
 
 use crate::config::{Config, Layout};
 use crate::error::{Error, Result};
-use crate::ftl::demand::OnFlashTable;
+use crate::ftl::alloc::Move;
+use crate::ftl::demand::{settle, CachesEntries, OnFlashTable};
 use crate::ftl::mapcache::IndexedHeap;
 use crate::ftl::{Ftl, MemoryBreakdown};
 use crate::nand::{Cause, Flash, Oob, Ppn, NONE};
@@ -286,32 +287,13 @@ impl Selective {
         } else {
             self.table.stats.clean_evictions += 1;
         }
-        self.settle(flash)
+        settle(self, flash)
     }
 
     #[inline]
     fn set(&mut self, lpa: u32, ppn: Ppn) {
         self.view[lpa as usize] = ppn;
         self.dirty[self.table.unit_of(lpa) as usize] = true;
-    }
-
-    /// Applies GC's data-page moves: cached blocks in place, the rest batched per block.
-    fn settle(&mut self, flash: &mut Flash) -> Result<()> {
-        while self.table.has_moves() {
-            let moves = self.table.take_moves();
-            for m in &moves {
-                if self.cached[self.table.unit_of(m.key) as usize] {
-                    debug_assert_eq!(self.view[m.key as usize], m.from);
-                    self.set(m.key, m.to);
-                } else {
-                    debug_assert_eq!(self.table.stored(m.key), m.from);
-                    self.table.stage_gc_update(m.key, m.to);
-                }
-            }
-            self.table.recycle_moves(moves);
-            self.table.commit_gc_updates(flash)?;
-        }
-        Ok(())
     }
 
     /// Periodic decay: every cached block loses max(hotness / 1000, 1).
@@ -363,7 +345,7 @@ impl Ftl for Selective {
         let ppn = self.table.data_page(flash)?;
         flash.program(ppn, Oob { lpa, seq }, &[], Cause::Host)?;
         self.set(lpa, ppn);
-        self.settle(flash)
+        settle(self, flash)
     }
 
     fn trim(&mut self, lpa: u32, flash: &mut Flash) -> Result<()> {
@@ -392,5 +374,21 @@ impl Ftl for Selective {
         out.push(("hot_range_translations", self.hinted_translations as f64));
         out.push(("hot_range_misses", self.hinted_misses as f64));
         out.push(("hotness_decays", self.decays as f64));
+    }
+}
+
+impl CachesEntries for Selective {
+    fn table(&mut self) -> &mut OnFlashTable {
+        &mut self.table
+    }
+
+    /// Cached mapping blocks take the move in place.
+    fn move_cached(&mut self, m: &Move) -> bool {
+        if !self.cached[self.table.unit_of(m.key) as usize] {
+            return false;
+        }
+        debug_assert_eq!(self.view[m.key as usize], m.from);
+        self.set(m.key, m.to);
+        true
     }
 }

@@ -24,7 +24,8 @@
 
 use crate::config::{Config, Layout};
 use crate::error::{Error, Result};
-use crate::ftl::demand::OnFlashTable;
+use crate::ftl::alloc::Move;
+use crate::ftl::demand::{settle, CachesEntries, OnFlashTable};
 use crate::ftl::mapcache::{IndexedHeap, Links, List, Replacement, ReplacementKind, NIL};
 use crate::ftl::{Ftl, MemoryBreakdown};
 use crate::nand::{Cause, Flash, Oob, Ppn, NONE};
@@ -258,7 +259,7 @@ impl Sftl {
         self.cached[page as usize] = true;
         self.used_bytes += self.page_bytes(page);
         self.replacement.insert(page);
-        self.settle(flash)?;
+        settle(self, flash)?;
         self.fit(page, flash)?;
         self.table.miss_ended(flash, t0);
         Ok(())
@@ -312,7 +313,7 @@ impl Sftl {
         self.used_bytes -= self.page_bytes(page);
         self.cached[page as usize] = false;
         self.replacement.remove(page);
-        self.settle(flash)
+        settle(self, flash)
     }
 
     fn buffer_insert(&mut self, lpa: u32, ppn: Ppn) {
@@ -401,30 +402,10 @@ impl Sftl {
         }
     }
 
-    /// Applies GC's data-page moves: cached pages and buffered entries in place, the rest
-    /// batched per translation page. (The cache may exceed its budget until [`Self::fit`].)
-    fn settle(&mut self, flash: &mut Flash) -> Result<()> {
-        while self.table.has_moves() {
-            let moves = self.table.take_moves();
-            for m in &moves {
-                let page = self.table.unit_of(m.key);
-                if self.cached[page as usize] || self.buffered(m.key) != NIL {
-                    self.update(m.key, m.to);
-                } else {
-                    debug_assert_eq!(self.table.stored(m.key), m.from);
-                    self.table.stage_gc_update(m.key, m.to);
-                }
-            }
-            self.table.recycle_moves(moves);
-            self.table.commit_gc_updates(flash)?;
-        }
-        Ok(())
-    }
-
     /// The write or trim of `lpa`: sets its new location, then settles.
     fn remap(&mut self, lpa: u32, ppn: Ppn, flash: &mut Flash) -> Result<()> {
         self.update(lpa, ppn);
-        self.settle(flash)?;
+        settle(self, flash)?;
         self.fit(self.table.unit_of(lpa), flash)
     }
 }
@@ -475,5 +456,22 @@ impl Ftl for Sftl {
             "dirty_buffer_capacity_entries",
             self.buffer_lpa.len() as f64,
         ));
+    }
+}
+
+impl CachesEntries for Sftl {
+    fn table(&mut self) -> &mut OnFlashTable {
+        &mut self.table
+    }
+
+    /// Cached pages and buffered entries take the move in place (the cache may exceed its
+    /// budget until [`Sftl::fit`]).
+    fn move_cached(&mut self, m: &Move) -> bool {
+        let page = self.table.unit_of(m.key);
+        if !self.cached[page as usize] && self.buffered(m.key) == NIL {
+            return false;
+        }
+        self.update(m.key, m.to);
+        true
     }
 }

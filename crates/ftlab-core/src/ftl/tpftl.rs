@@ -25,7 +25,8 @@
 
 use crate::config::{Config, Layout};
 use crate::error::Result;
-use crate::ftl::demand::{address_bytes, entries_in_budget, OnFlashTable};
+use crate::ftl::alloc::Move;
+use crate::ftl::demand::{address_bytes, entries_in_budget, settle, CachesEntries, OnFlashTable};
 use crate::ftl::mapcache::{IndexedHeap, Links, List, NIL};
 use crate::ftl::{Ftl, MemoryBreakdown};
 use crate::nand::{Cause, Flash, Oob, Ppn, NONE};
@@ -377,29 +378,7 @@ impl Tpftl {
             let key = self.node_key(node);
             self.nodes.set(node, key);
         }
-        self.settle(flash)
-    }
-
-    /// Applies GC's data-page moves, as DFTL: cached entries in place (dirty), the others
-    /// batched per translation page.
-    fn settle(&mut self, flash: &mut Flash) -> Result<()> {
-        while self.table.has_moves() {
-            let moves = self.table.take_moves();
-            for m in &moves {
-                let slot = self.slot_of[m.key as usize];
-                if slot != NIL {
-                    debug_assert_eq!(self.slots[slot as usize].ppn, m.from);
-                    self.slots[slot as usize].ppn = m.to;
-                    self.mark_dirty(slot);
-                } else {
-                    debug_assert_eq!(self.table.stored(m.key), m.from);
-                    self.table.stage_gc_update(m.key, m.to);
-                }
-            }
-            self.table.recycle_moves(moves);
-            self.table.commit_gc_updates(flash)?;
-        }
-        Ok(())
+        settle(self, flash)
     }
 }
 
@@ -430,7 +409,7 @@ impl Ftl for Tpftl {
         flash.program(ppn, Oob { lpa, seq }, &[], Cause::Host)?;
         self.slots[slot as usize].ppn = ppn;
         self.mark_dirty(slot);
-        self.settle(flash)
+        settle(self, flash)
     }
 
     /// A flush of the write buffer: each run of consecutive pages counts as one request
@@ -475,5 +454,22 @@ impl Ftl for Tpftl {
         self.table.counters(out);
         out.push(("cached_tp_nodes", self.nodes.len() as f64));
         out.push(("selective_prefetch_on", self.selective_on as u8 as f64));
+    }
+}
+
+impl CachesEntries for Tpftl {
+    fn table(&mut self) -> &mut OnFlashTable {
+        &mut self.table
+    }
+
+    fn move_cached(&mut self, m: &Move) -> bool {
+        let slot = self.slot_of[m.key as usize];
+        if slot == NIL {
+            return false;
+        }
+        debug_assert_eq!(self.slots[slot as usize].ppn, m.from);
+        self.slots[slot as usize].ppn = m.to;
+        self.mark_dirty(slot);
+        true
     }
 }
