@@ -21,9 +21,10 @@
 use crate::config::{Config, Layout};
 use crate::error::Result;
 use crate::ftl::alloc::Move;
+use crate::ftl::mapcache::NIL;
 use crate::ftl::translation::TranslationStore;
 use crate::ftl::MemoryBreakdown;
-use crate::nand::{Flash, Ppn, NONE};
+use crate::nand::{Cause, Flash, Oob, Ppn, NONE};
 use std::ops::Range;
 
 /// Counters every demand-cached scheme reports.
@@ -347,6 +348,80 @@ pub fn settle<S: CachesEntries>(scheme: &mut S, flash: &mut Flash) -> Result<()>
         table.commit_gc_updates(flash)?;
     }
     Ok(())
+}
+
+/// DFTL and TPFTL: schemes whose cache holds single mapping entries, each in a slot. Their
+/// reads, writes, trims and GC moves go through the slot alike, written once here.
+pub trait CachesSingleEntries: CachesEntries {
+    /// The slot holding `lpa`'s entry, loaded on a miss.
+    fn translate(&mut self, lpa: u32, flash: &mut Flash) -> Result<u32>;
+    /// The slot holding `lpa`'s entry, or `NIL` when it is not cached.
+    fn cached_slot(&self, lpa: u32) -> u32;
+    /// The physical page of the entry in `slot`.
+    fn slot_ppn(&mut self, slot: u32) -> &mut Ppn;
+    fn mark_dirty(&mut self, slot: u32);
+}
+
+#[inline]
+pub fn read_entry<S: CachesSingleEntries>(
+    scheme: &mut S,
+    lpa: u32,
+    flash: &mut Flash,
+) -> Result<Option<Oob>> {
+    let slot = scheme.translate(lpa, flash)?;
+    let ppn = *scheme.slot_ppn(slot);
+    if ppn == NONE {
+        return Ok(None);
+    }
+    Ok(Some(flash.read(ppn, Cause::Host)?))
+}
+
+#[inline]
+pub fn write_entry<S: CachesSingleEntries>(
+    scheme: &mut S,
+    lpa: u32,
+    seq: u32,
+    flash: &mut Flash,
+) -> Result<()> {
+    let slot = scheme.translate(lpa, flash)?;
+    let old = *scheme.slot_ppn(slot);
+    if old != NONE {
+        // Invalidate first so that GC triggered by this write sees the stale copy.
+        flash.invalidate(old)?;
+    }
+    let ppn = scheme.table().data_page(flash)?;
+    flash.program(ppn, Oob { lpa, seq }, &[], Cause::Host)?;
+    *scheme.slot_ppn(slot) = ppn;
+    scheme.mark_dirty(slot);
+    settle(scheme, flash)
+}
+
+pub fn trim_entry<S: CachesSingleEntries>(
+    scheme: &mut S,
+    lpa: u32,
+    flash: &mut Flash,
+) -> Result<()> {
+    let slot = scheme.translate(lpa, flash)?;
+    let old = *scheme.slot_ppn(slot);
+    if old != NONE {
+        flash.invalidate(old)?;
+        *scheme.slot_ppn(slot) = NONE;
+        scheme.mark_dirty(slot);
+    }
+    Ok(())
+}
+
+/// [`CachesEntries::move_cached`] for single entries: a cached entry takes the move and
+/// becomes dirty.
+pub fn move_cached_entry<S: CachesSingleEntries>(scheme: &mut S, m: &Move) -> bool {
+    let slot = scheme.cached_slot(m.key);
+    if slot == NIL {
+        return false;
+    }
+    debug_assert_eq!(*scheme.slot_ppn(slot), m.from);
+    *scheme.slot_ppn(slot) = m.to;
+    scheme.mark_dirty(slot);
+    true
 }
 
 /// Entries of `entry_bytes` a budget of `budget_bytes` holds, at most `all` (0 bytes:

@@ -26,10 +26,13 @@
 use crate::config::{Config, Layout};
 use crate::error::Result;
 use crate::ftl::alloc::Move;
-use crate::ftl::demand::{address_bytes, entries_in_budget, settle, CachesEntries, OnFlashTable};
+use crate::ftl::demand::{
+    address_bytes, entries_in_budget, move_cached_entry, read_entry, settle, trim_entry,
+    write_entry, CachesEntries, CachesSingleEntries, OnFlashTable,
+};
 use crate::ftl::mapcache::{IndexedHeap, Links, List, NIL};
 use crate::ftl::{Ftl, MemoryBreakdown};
-use crate::nand::{Cause, Flash, Oob, Ppn, NONE};
+use crate::nand::{Flash, Oob, Ppn, NONE};
 use crate::request::Op;
 use serde::{Deserialize, Serialize};
 
@@ -390,26 +393,12 @@ impl Ftl for Tpftl {
 
     #[inline]
     fn read(&mut self, lpa: u32, flash: &mut Flash) -> Result<Option<Oob>> {
-        let slot = self.translate(lpa, flash)?;
-        let ppn = self.slots[slot as usize].ppn;
-        if ppn == NONE {
-            return Ok(None);
-        }
-        Ok(Some(flash.read(ppn, Cause::Host)?))
+        read_entry(self, lpa, flash)
     }
 
     #[inline]
     fn write(&mut self, lpa: u32, seq: u32, flash: &mut Flash) -> Result<()> {
-        let slot = self.translate(lpa, flash)?;
-        let old = self.slots[slot as usize].ppn;
-        if old != NONE {
-            flash.invalidate(old)?;
-        }
-        let ppn = self.table.data_page(flash)?;
-        flash.program(ppn, Oob { lpa, seq }, &[], Cause::Host)?;
-        self.slots[slot as usize].ppn = ppn;
-        self.mark_dirty(slot);
-        settle(self, flash)
+        write_entry(self, lpa, seq, flash)
     }
 
     /// A flush of the write buffer: each run of consecutive pages counts as one request
@@ -433,14 +422,7 @@ impl Ftl for Tpftl {
     }
 
     fn trim(&mut self, lpa: u32, flash: &mut Flash) -> Result<()> {
-        let slot = self.translate(lpa, flash)?;
-        let old = self.slots[slot as usize].ppn;
-        if old != NONE {
-            flash.invalidate(old)?;
-            self.slots[slot as usize].ppn = NONE;
-            self.mark_dirty(slot);
-        }
-        Ok(())
+        trim_entry(self, lpa, flash)
     }
 
     fn memory(&self, out: &mut MemoryBreakdown) {
@@ -463,13 +445,24 @@ impl CachesEntries for Tpftl {
     }
 
     fn move_cached(&mut self, m: &Move) -> bool {
-        let slot = self.slot_of[m.key as usize];
-        if slot == NIL {
-            return false;
-        }
-        debug_assert_eq!(self.slots[slot as usize].ppn, m.from);
-        self.slots[slot as usize].ppn = m.to;
-        self.mark_dirty(slot);
-        true
+        move_cached_entry(self, m)
+    }
+}
+
+impl CachesSingleEntries for Tpftl {
+    fn translate(&mut self, lpa: u32, flash: &mut Flash) -> Result<u32> {
+        self.translate(lpa, flash)
+    }
+
+    fn cached_slot(&self, lpa: u32) -> u32 {
+        self.slot_of[lpa as usize]
+    }
+
+    fn slot_ppn(&mut self, slot: u32) -> &mut Ppn {
+        &mut self.slots[slot as usize].ppn
+    }
+
+    fn mark_dirty(&mut self, slot: u32) {
+        self.mark_dirty(slot)
     }
 }
