@@ -9,14 +9,6 @@ use ftlab_core::config::Config;
 use ftlab_core::Request;
 use std::path::{Path, PathBuf};
 
-fn traces_dir() -> Option<PathBuf> {
-    let dir = match std::env::var_os("FTLAB_SHARED") {
-        Some(shared) => PathBuf::from(shared).join("traces"),
-        None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/traces"),
-    };
-    dir.is_dir().then_some(dir)
-}
-
 fn load(path: &Path, time_unit: &str) -> Vec<Request> {
     load_trace(path, "disksim", time_unit)
 }
@@ -47,32 +39,17 @@ fn verify_on(name: &str, path: PathBuf, time_unit: &str) {
                 .unwrap()
                 .insert("mapping_block_bytes".into(), toml::Value::Integer(4096));
             let layout = cfg.validate().unwrap();
-            let fill = (0..layout.logical_pages)
-                .step_by(64)
-                .map(|p| write(p, 64.min((layout.logical_pages - p) as u32), 4096));
-            let mut reqs: Vec<Request> = fill.collect();
-            reqs.extend(trace.iter().map(|r| Request { time_ns: 0, ..*r }));
+            let reqs = after_full_fill(layout.logical_pages, &trace);
             let report = run(scheme, &cfg, &reqs, false)
                 .unwrap_or_else(|e| panic!("{name}, {scheme} at {budget} bytes: {e}"));
-            let m = &report.metrics;
-            assert!(m.gc.invocations > 0, "{name}, {scheme}: GC never ran");
-            assert!(
-                m.flash.reads.host > 0,
-                "{name}, {scheme}: nothing read back"
-            );
-            if budget != 0 {
-                assert!(m.flash.reads.translation > 0, "{name}, {scheme}: no miss");
-            }
+            assert_gc_reads_and_misses(&report, budget, &format!("{name}, {scheme}"));
         }
     }
 }
 
 #[test]
 fn financial1_verifies_under_every_scheme() {
-    let Some(dir) = traces_dir() else {
-        eprintln!("skipped: ../shared/traces not found (set FTLAB_SHARED)");
-        return;
-    };
+    let Some(dir) = traces_dir() else { return };
     verify_on(
         "Financial1",
         dir.join("ssdsim_hust_financial1/example.ascii"),
@@ -82,10 +59,7 @@ fn financial1_verifies_under_every_scheme() {
 
 #[test]
 fn disksim_validation_trace_verifies_under_every_scheme() {
-    let Some(dir) = traces_dir() else {
-        eprintln!("skipped: ../shared/traces not found (set FTLAB_SHARED)");
-        return;
-    };
+    let Some(dir) = traces_dir() else { return };
     verify_on(
         "DiskSim ascii.trace",
         dir.join("disksim_hpl_validation/ascii.trace"),

@@ -11,7 +11,7 @@ use ftlab_core::nand::Flash;
 use ftlab_core::sim::Simulator;
 use ftlab_core::{Op, Request};
 use proptest::prelude::*;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 const SCHEMES: [&str; 2] = ["hpftl", "slimftl"];
 
@@ -268,15 +268,6 @@ fn mapping_only_mode_takes_the_same_decisions() {
     }
 }
 
-/// The shared trace folder, if present.
-fn traces() -> Option<PathBuf> {
-    let dir = match std::env::var_os("FTLAB_SHARED") {
-        Some(d) => PathBuf::from(d).join("traces"),
-        None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/traces"),
-    };
-    dir.is_dir().then_some(dir)
-}
-
 /// A real trace folded onto a small device (byte offsets modulo its logical size, so that
 /// the trace's hot spots keep their shape) and replayed `passes` times after a full fill:
 /// real access patterns with GC active.
@@ -303,10 +294,7 @@ fn folded_trace(path: &Path, logical_bytes: u64, page: u32, passes: usize) -> Ve
 
 #[test]
 fn real_traces_verify_with_gc_active() {
-    let Some(dir) = traces() else {
-        eprintln!("skipped: ../shared/traces not found (set FTLAB_SHARED)");
-        return;
-    };
+    let Some(dir) = traces_dir() else { return };
     // (file, passes): every format with writes, each replayed until it overwrites the device.
     let files = [
         ("ssdsim_hust_financial1/example.ascii", 3),

@@ -3,6 +3,9 @@
 //! here independently of the readers (plain string splitting, as the traces' README does).
 //! Skipped, with a message, where the folder is absent.
 
+mod common;
+
+use common::traces_dir;
 use ftlab_core::api::{self, RunOptions};
 use ftlab_core::trace::replay::{Plan, Replay};
 use ftlab_core::trace::scan::scan;
@@ -10,22 +13,6 @@ use ftlab_core::trace::{self, Record, TraceConfig};
 use ftlab_core::{Op, Request};
 use std::io::Write;
 use std::path::{Path, PathBuf};
-
-fn traces() -> Option<PathBuf> {
-    let dir = match std::env::var_os("FTLAB_SHARED") {
-        Some(s) => PathBuf::from(s).join("traces"),
-        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/traces"),
-    };
-    if dir.is_dir() {
-        Some(dir)
-    } else {
-        eprintln!(
-            "skipped: {} not found (set FTLAB_SHARED to run the real-trace tests)",
-            dir.display()
-        );
-        None
-    }
-}
 
 fn config(format: &str) -> TraceConfig {
     TraceConfig {
@@ -79,7 +66,7 @@ fn check(path: &Path, format: &str, expected: (usize, usize), cfg: &TraceConfig)
 
 #[test]
 fn msr_cambridge() {
-    let Some(dir) = traces() else { return };
+    let Some(dir) = traces_dir() else { return };
     let path = dir.join("msr_cambridge_caffeine_sample/msr-cambridge1-sample.csv");
     let expected = count_lines(&path, true, |f| Some(f[3] == "Read"));
     assert_eq!(expected.0, 1000);
@@ -101,7 +88,7 @@ fn msr_cambridge() {
 
 #[test]
 fn systor17_plain_and_gzip() {
-    let Some(dir) = traces() else { return };
+    let Some(dir) = traces_dir() else { return };
     for name in ["systor17-traces-sample", "systor17-additional-sample"] {
         let plain = dir.join(format!("snia_systor17_caffeine_sample/{name}.csv"));
         let expected = count_lines(&plain, true, |f| (f[0] != "Timestamp").then(|| f[2] == "R"));
@@ -115,7 +102,7 @@ fn systor17_plain_and_gzip() {
 
 #[test]
 fn tencent_cbs_plain_and_bzip2() {
-    let Some(dir) = traces() else { return };
+    let Some(dir) = traces_dir() else { return };
     let plain = dir.join("tencent_cbs_caffeine_sample/cloud_storage-sample");
     let expected = count_lines(&plain, true, |f| Some(f[3] == "0"));
     assert_eq!(expected.0, 50_000);
@@ -140,7 +127,7 @@ fn tencent_cbs_plain_and_bzip2() {
 
 #[test]
 fn cloudphysics_vscsi() {
-    let Some(dir) = traces() else { return };
+    let Some(dir) = traces_dir() else { return };
     let path = dir.join("cloudphysics_libCacheSim/cloudPhysicsIO.vscsi");
     let bytes = std::fs::read(&path).unwrap();
     let mut expected = (0, 0);
@@ -167,7 +154,7 @@ fn cloudphysics_vscsi() {
 
 #[test]
 fn disksim_family() {
-    let Some(dir) = traces() else { return };
+    let Some(dir) = traces_dir() else { return };
     let ascii = |f: &[&str]| (f.len() >= 5).then(|| f[4].parse::<u64>().unwrap() & 1 == 1);
     for (file, requests) in [
         ("mqsim_umass_websearch_tpcc/wsrch-small.trace", 24_783),
@@ -193,7 +180,7 @@ fn disksim_family() {
 
 #[test]
 fn fiu_iodedup() {
-    let Some(dir) = traces() else { return };
+    let Some(dir) = traces_dir() else { return };
     let path =
         dir.join("fiu_mail_excerpt/DERIVED_cheetah.cs.fiu.edu-110108-113008.1.head10000.blkparse");
     let expected = count_lines(&path, false, |f| Some(f[5] == "R"));
@@ -204,7 +191,7 @@ fn fiu_iodedup() {
 
 #[test]
 fn blkparse_d_q_and_c_events() {
-    let Some(dir) = traces() else { return };
+    let Some(dir) = traces_dir() else { return };
     let path = dir.join("apress_blktrace_hdd/blktrace.txt");
     for (event, name) in [
         (trace::BlkEvent::D, "D"),
@@ -248,7 +235,7 @@ fn write_file(name: &str, content: &[u8]) -> PathBuf {
 /// SSDSim ships it) is written back in those formats, and must read back the same.
 #[test]
 fn spc_and_fio_from_financial1() {
-    let Some(dir) = traces() else { return };
+    let Some(dir) = traces_dir() else { return };
     let source = dir.join("ssdsim_hust_financial1/example.ascii");
     let (recs, _, devices) = records(&source, &config("disksim"));
     let mut spc = String::new();
@@ -299,7 +286,7 @@ fn spc_and_fio_from_financial1() {
 /// The original interface: requests as the trace states them.
 #[test]
 fn open_gives_the_raw_requests() {
-    let Some(dir) = traces() else { return };
+    let Some(dir) = traces_dir() else { return };
     let path = dir.join("ssdsim_hust_financial1/example.ascii");
     let reqs: Vec<Request> = trace::open(&path, "disksim", "ns")
         .unwrap()
@@ -317,7 +304,7 @@ fn open_gives_the_raw_requests() {
 
 #[test]
 fn xz_and_zstd_read_transparently() {
-    let Some(dir) = traces() else { return };
+    let Some(dir) = traces_dir() else { return };
     let plain = dir.join("mqsim_umass_websearch_tpcc/tpcc-small.trace");
     let text = std::fs::read(&plain).unwrap();
     let mut xz = xz2::write::XzEncoder::new(Vec::new(), 1);
@@ -340,7 +327,7 @@ fn load(opts: &RunOptions) -> Vec<Request> {
 /// gives exactly the requests of a replay planned from a scan.
 #[test]
 fn optimistic_replay_equals_planned_replay() {
-    let Some(dir) = traces() else { return };
+    let Some(dir) = traces_dir() else { return };
     let path = dir.join("ssdsim_hust_financial1/example.ascii"); // 22 ASUs
     let opts = RunOptions {
         trace: Some(path.clone()),
@@ -365,7 +352,7 @@ fn optimistic_replay_equals_planned_replay() {
 /// consecutive and its offset within the page, and runs verified.
 #[test]
 fn compaction_and_auto_sizing_on_a_huge_volume() {
-    let Some(dir) = traces() else { return };
+    let Some(dir) = traces_dir() else { return };
     let path = dir.join("snia_systor17_caffeine_sample/systor17-additional-sample.csv.gz");
     let (recs, _, _) = records(&path, &config("auto"));
     let opts = RunOptions {
@@ -400,7 +387,7 @@ fn compaction_and_auto_sizing_on_a_huge_volume() {
 /// go back and nothing is lost.
 #[test]
 fn unsorted_timestamps_are_sorted() {
-    let Some(dir) = traces() else { return };
+    let Some(dir) = traces_dir() else { return };
     let path = dir.join("snia_systor17_caffeine_sample/systor17-traces-sample.csv");
     let info = scan(&path, &TraceConfig::default(), 4096, &mut |_, _| true)
         .unwrap()
@@ -427,7 +414,7 @@ fn unsorted_timestamps_are_sorted() {
 
 #[test]
 fn device_filter_keeps_one_volume() {
-    let Some(dir) = traces() else { return };
+    let Some(dir) = traces_dir() else { return };
     let path = dir.join("tencent_cbs_caffeine_sample/cloud_storage-sample");
     let expected = count_lines(&path, true, |f| (f[4] == "1063").then_some(f[3] == "0"));
     let opts = RunOptions {
@@ -459,7 +446,7 @@ fn device_filter_keeps_one_volume() {
 /// on the write-heavy ones.
 #[test]
 fn every_real_trace_replays_verified() {
-    let Some(dir) = traces() else { return };
+    let Some(dir) = traces_dir() else { return };
     for (file, extra) in [
         (
             "msr_cambridge_caffeine_sample/msr-cambridge1-sample.csv",

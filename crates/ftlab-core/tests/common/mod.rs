@@ -125,3 +125,46 @@ pub fn load_trace(path: &std::path::Path, format: &str, time_unit: &str) -> Vec<
     }
     out
 }
+
+/// The shared trace folder: `$FTLAB_SHARED/traces`, else `shared/traces` beside the
+/// repository. None, with a message, when absent: the tests that need it are skipped.
+pub fn traces_dir() -> Option<std::path::PathBuf> {
+    let dir = match std::env::var_os("FTLAB_SHARED") {
+        Some(shared) => std::path::PathBuf::from(shared).join("traces"),
+        None => std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/traces"),
+    };
+    if dir.is_dir() {
+        Some(dir)
+    } else {
+        eprintln!(
+            "skipped: {} not found (set FTLAB_SHARED to run the real-trace tests)",
+            dir.display()
+        );
+        None
+    }
+}
+
+/// Every logical page written once (64-page requests), then `trace` at time 0: the
+/// trace's writes overwrite a full device, so GC runs.
+pub fn after_full_fill(logical_pages: u64, trace: &[Request]) -> Vec<Request> {
+    let mut reqs: Vec<Request> = (0..logical_pages)
+        .step_by(64)
+        .map(|p| write(p, 64.min((logical_pages - p) as u32), 4096))
+        .collect();
+    reqs.extend(trace.iter().map(|r| Request { time_ns: 0, ..*r }));
+    reqs
+}
+
+/// A run over a real trace after a full fill did what it is meant to test: GC ran, pages
+/// were read back and, under a DRAM budget, the mapping cache missed.
+pub fn assert_gc_reads_and_misses(report: &Report, budget_bytes: u64, what: &str) {
+    let m = &report.metrics;
+    assert!(m.gc.invocations > 0, "{what}: GC never ran");
+    assert!(m.flash.reads.host > 0, "{what}: nothing read back");
+    if budget_bytes != 0 {
+        assert!(
+            m.flash.reads.translation > 0,
+            "{what}: no mapping-cache miss"
+        );
+    }
+}
