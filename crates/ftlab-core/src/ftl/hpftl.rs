@@ -280,9 +280,13 @@ impl HpFtl {
         for (block, list) in self.candidates.iter_mut().enumerate() {
             let mark = base + block as u64;
             list.retain(|&lpa| {
-                let keep = secondary[lpa as usize] != NONE && seen[lpa as usize] != mark;
+                // Most entries are stale: test the table first, touch the marks only for
+                // pages still in it.
+                if secondary[lpa as usize] == NONE || seen[lpa as usize] == mark {
+                    return false;
+                }
                 seen[lpa as usize] = mark;
-                keep
+                true
             });
             total += list.len() as u64;
         }
