@@ -92,8 +92,10 @@ struct Counters {
 
 pub struct HpFtl {
     primary: EncodedTable,
-    /// The secondary table, held densely (LPA -> physical page, `NONE` when the page is not
-    /// in it); DRAM is counted at its bounded capacity.
+    /// The secondary table, held densely (LPA -> physical page); an entry means something
+    /// only while the page's primary entry holds the secondary HID, so the array starts
+    /// zeroed and untouched (the operating system maps it on first write). DRAM is counted
+    /// at the table's bounded capacity.
     secondary: Vec<Ppn>,
     secondary_len: u64,
     capacity: u64,
@@ -104,8 +106,8 @@ pub struct HpFtl {
     candidates: Vec<Vec<u32>>,
     candidate_entries: u64,
     compact_at: u64,
-    /// Per logical page: the last candidate list a compaction saw it in (compaction
-    /// number x blocks + block).
+    /// Per logical page: the last candidate list a compaction kept it in (compaction
+    /// number x blocks + block + 1; 0 never). Allocated by the first compaction.
     compaction_marks: Vec<u64>,
     compactions: u64,
     role: Vec<Role>,
@@ -171,13 +173,13 @@ impl HpFtl {
         let physical = layout.physical_pages as f64;
         Ok(HpFtl {
             primary: EncodedTable::new(layout.logical_pages, c.hid_bits, c.ppid_bits),
-            secondary: vec![NONE; layout.logical_pages as usize],
+            secondary: vec![0; layout.logical_pages as usize],
             secondary_len: 0,
             capacity,
             reclaim_at: capacity - ppb,
             candidates: vec![Vec::new(); layout.total_blocks as usize],
             candidate_entries: 0,
-            compaction_marks: vec![u64::MAX; layout.logical_pages as usize],
+            compaction_marks: Vec::new(),
             compactions: 0,
             compact_at: 4 * hash_functions as u64 * capacity,
             role,
@@ -272,17 +274,20 @@ impl HpFtl {
     /// Drops the candidate entries of pages no longer in the secondary table, and repeated
     /// entries of a page in one list (left by pages that re-entered the table).
     fn compact_candidates(&mut self) {
-        let secondary = &self.secondary;
+        if self.compaction_marks.is_empty() {
+            self.compaction_marks = vec![0; self.layout.logical_pages as usize];
+        }
+        let (primary, secondary_hid) = (&self.primary, self.secondary_hid);
         let seen = &mut self.compaction_marks;
         let mut total = 0;
         let base = self.compactions * self.layout.total_blocks as u64;
         self.compactions += 1;
         for (block, list) in self.candidates.iter_mut().enumerate() {
-            let mark = base + block as u64;
+            let mark = base + block as u64 + 1;
             list.retain(|&lpa| {
                 // Most entries are stale: test the table first, touch the marks only for
                 // pages still in it.
-                if secondary[lpa as usize] == NONE || seen[lpa as usize] == mark {
+                if primary.get(lpa).0 != secondary_hid || seen[lpa as usize] == mark {
                     return false;
                 }
                 seen[lpa as usize] = mark;
@@ -308,10 +313,10 @@ impl HpFtl {
                 break;
             }
             used += 1;
-            let src = self.secondary[lpa as usize];
-            if src == NONE {
+            if !self.in_secondary(lpa) {
                 continue;
             }
+            let src = self.secondary[lpa as usize];
             let digest = self.hasher.digest(lpa);
             let hid = (1..=self.hash_functions)
                 .find(|&h| self.hasher.target(digest, h) == block)
@@ -323,7 +328,6 @@ impl HpFtl {
             let ppid = flash.write_pointer(block);
             flash.copy(src, first + ppid, Cause::Gc)?;
             self.invalidate(src, flash)?;
-            self.secondary[lpa as usize] = NONE;
             self.secondary_len -= 1;
             self.primary.set(lpa, hid, ppid);
             moved += 1;
@@ -506,10 +510,9 @@ impl HpFtl {
             if invalid <= best.0 {
                 continue;
             }
-            let secondary = &self.secondary;
             let movable = self.candidates[block as usize]
                 .iter()
-                .filter(|&&lpa| secondary[lpa as usize] != NONE)
+                .filter(|&&lpa| self.in_secondary(lpa))
                 .take(invalid)
                 .count();
             if movable > best.0 {
@@ -550,6 +553,12 @@ impl HpFtl {
         // The host write waits for the GC it triggered.
         flash.chain();
         Ok(())
+    }
+
+    /// Whether `lpa` is mapped by the secondary table.
+    #[inline]
+    fn in_secondary(&self, lpa: u32) -> bool {
+        self.primary.get(lpa).0 == self.secondary_hid
     }
 
     /// The flash page holding `lpa`, from its primary entry.
@@ -617,7 +626,6 @@ impl Ftl for HpFtl {
         }
         let ppn = self.lookup(lpa, hid, ppid);
         if hid == self.secondary_hid {
-            self.secondary[lpa as usize] = NONE;
             self.secondary_len -= 1;
         }
         self.invalidate(ppn, flash)?;
