@@ -23,9 +23,9 @@ use crate::ftl::demand::{
     entries_in_budget, move_cached_entry, read_entry, settle, trim_entry, write_entry,
     CachesEntries, CachesSingleEntries, OnFlashTable,
 };
-use crate::ftl::mapcache::{Links, List, Replacement, ReplacementKind, NIL};
+use crate::ftl::mapcache::{Links, List, Replacement, ReplacementKind, Slots, NIL};
 use crate::ftl::{Ftl, MemoryBreakdown};
-use crate::nand::{Flash, Oob, Ppn, NONE};
+use crate::nand::{Flash, Oob, Ppn};
 use serde::{Deserialize, Serialize};
 
 /// The `[dftl]` section.
@@ -63,8 +63,7 @@ pub struct Dftl {
     table: OnFlashTable,
     /// Cache slot of each logical page ([`NIL`]: not cached).
     slot_of: Vec<u32>,
-    slots: Vec<Entry>,
-    free_slots: Vec<u32>,
+    slots: Slots<Entry>,
     replacement: Replacement,
     /// Dirty slots of each translation page, for batch write-back.
     dirty_links: Links,
@@ -93,17 +92,9 @@ impl Dftl {
         let n = capacity as usize;
         Ok(Dftl {
             slot_of: vec![NIL; layout.logical_pages as usize],
-            slots: vec![
-                Entry {
-                    lpa: NONE,
-                    ppn: NONE,
-                    dirty: false
-                };
-                n
-            ],
-            free_slots: (0..capacity).rev().collect(),
+            slots: Slots::new(capacity),
             replacement: Replacement::new(c.replacement, n, c.protected_fraction),
-            dirty_links: Links::new(n),
+            dirty_links: Links::new(0),
             dirty_of_page: vec![List::EMPTY; table.units() as usize],
             batch_writeback: c.batch_writeback,
             entry_bytes,
@@ -126,17 +117,19 @@ impl Dftl {
 
     fn miss(&mut self, lpa: u32, flash: &mut Flash) -> Result<u32> {
         let t0 = self.table.miss_started(flash);
-        if self.free_slots.is_empty() {
+        if self.slots.is_full() {
             self.evict(flash)?;
         }
         self.table.fetch(self.table.unit_of(lpa), flash)?;
-        let slot = self.free_slots.pop().expect("eviction freed a slot");
+        let slot = self
+            .slots
+            .insert(Entry {
+                lpa,
+                ppn: self.table.stored(lpa),
+                dirty: false,
+            })
+            .expect("eviction freed a slot");
         self.slot_of[lpa as usize] = slot;
-        self.slots[slot as usize] = Entry {
-            lpa,
-            ppn: self.table.stored(lpa),
-            dirty: false,
-        };
         self.replacement.insert(slot);
         self.table.miss_ended(flash, t0);
         Ok(slot)
@@ -144,7 +137,7 @@ impl Dftl {
 
     #[inline]
     fn mark_dirty(&mut self, slot: u32) {
-        let entry = &mut self.slots[slot as usize];
+        let entry = &mut self.slots[slot];
         if !entry.dirty {
             entry.dirty = true;
             let page = self.table.unit_of(entry.lpa);
@@ -159,9 +152,9 @@ impl Dftl {
             .replacement
             .victim()
             .expect("a full cache has a victim");
-        let lpa = self.slots[victim as usize].lpa;
+        let lpa = self.slots[victim].lpa;
         let page = self.table.unit_of(lpa);
-        if self.slots[victim as usize].dirty {
+        if self.slots[victim].dirty {
             self.table.stats.dirty_evictions += 1;
             let Dftl {
                 table,
@@ -176,14 +169,14 @@ impl Dftl {
                 if *batch_writeback {
                     let mut s = list.head;
                     while s != NIL {
-                        let e = &mut slots[s as usize];
+                        let e = &mut slots[s];
                         entries[(e.lpa - base) as usize] = e.ppn;
                         e.dirty = false;
                         s = dirty_links.next(s);
                     }
                     *list = List::EMPTY;
                 } else {
-                    let e = &mut slots[victim as usize];
+                    let e = &mut slots[victim];
                     entries[(lpa - base) as usize] = e.ppn;
                     e.dirty = false;
                     dirty_links.remove(list, victim);
@@ -194,7 +187,7 @@ impl Dftl {
         }
         self.replacement.remove(victim);
         self.slot_of[lpa as usize] = NIL;
-        self.free_slots.push(victim);
+        self.slots.release(victim);
         // The write-back may have triggered GC; the victim is uncached by now, so a move
         // of its page is recorded on flash.
         settle(self, flash)
@@ -223,7 +216,7 @@ impl Ftl for Dftl {
 
     fn counters(&self, out: &mut Vec<(&'static str, f64)>) {
         self.table.counters(out);
-        out.push(("cmt_capacity_entries", self.slots.len() as f64));
+        out.push(("cmt_capacity_entries", self.slots.capacity() as f64));
     }
 }
 
@@ -247,7 +240,7 @@ impl CachesSingleEntries for Dftl {
     }
 
     fn slot_ppn(&mut self, slot: u32) -> &mut Ppn {
-        &mut self.slots[slot as usize].ppn
+        &mut self.slots[slot].ppn
     }
 
     fn mark_dirty(&mut self, slot: u32) {

@@ -3,10 +3,13 @@
 //! min-heap for priority-based replacement (TPFTL's page hotness, the selective scheme's
 //! mapping-block hotness), and the byte budget.
 //!
-//! Everything here is a flat array sized once: a lookup, a touch or an eviction allocates
-//! nothing and costs O(1) (lists) or O(log n) (heap).
+//! Everything here is a flat array: a lookup, a touch or an eviction costs O(1) (lists) or
+//! O(log n) (heap). Arrays indexed by cache slot grow with the slots in use, up to the
+//! capacity, so that an unlimited budget on a 2 TiB device costs memory only for what the
+//! cache holds.
 
 use serde::{Deserialize, Serialize};
+use std::ops::{Index, IndexMut};
 
 /// No slot / no link.
 pub const NIL: u32 = u32::MAX;
@@ -55,6 +58,9 @@ impl Links {
 
     #[inline]
     pub fn push_front(&mut self, list: &mut List, i: u32) {
+        if i as usize >= self.link.len() {
+            self.link.resize(i as usize + 1, [NIL; 2]);
+        }
         self.link[i as usize] = [NIL, list.head];
         if list.head != NIL {
             self.link[list.head as usize][0] = i;
@@ -137,17 +143,10 @@ impl Replacement {
         };
         Replacement {
             kind,
-            links: Links::new(capacity),
+            links: Links::new(0),
             probation: List::EMPTY,
             protected: List::EMPTY,
-            in_protected: vec![
-                false;
-                if kind == ReplacementKind::Slru {
-                    capacity
-                } else {
-                    0
-                }
-            ],
+            in_protected: Vec::new(),
             protected_capacity,
         }
     }
@@ -163,6 +162,9 @@ impl Replacement {
     /// A new item.
     #[inline]
     pub fn insert(&mut self, slot: u32) {
+        if self.kind == ReplacementKind::Slru && slot as usize >= self.in_protected.len() {
+            self.in_protected.resize(slot as usize + 1, false);
+        }
         self.links.push_front(&mut self.probation, slot);
     }
 
@@ -223,6 +225,79 @@ impl Replacement {
             return (t != NIL).then_some(t);
         }
         None
+    }
+}
+
+/// Values in numbered slots `0..capacity`, allocated on demand: the most recently
+/// released slot is reused first, else the next new number.
+#[derive(Clone, Debug)]
+pub struct Slots<T> {
+    values: Vec<T>,
+    released: Vec<u32>,
+    capacity: u32,
+}
+
+impl<T> Slots<T> {
+    pub fn new(capacity: u32) -> Self {
+        Slots {
+            values: Vec::new(),
+            released: Vec::new(),
+            capacity,
+        }
+    }
+
+    /// True when every slot holds a value.
+    #[inline]
+    pub fn is_full(&self) -> bool {
+        self.released.is_empty() && self.values.len() == self.capacity as usize
+    }
+
+    /// Stores `value` in a free slot and returns its number; None when full.
+    #[inline]
+    pub fn insert(&mut self, value: T) -> Option<u32> {
+        if let Some(slot) = self.released.pop() {
+            self.values[slot as usize] = value;
+            return Some(slot);
+        }
+        if self.values.len() == self.capacity as usize {
+            return None;
+        }
+        self.values.push(value);
+        Some(self.values.len() as u32 - 1)
+    }
+
+    /// Frees a slot (its value stays readable until the slot is reused).
+    #[inline]
+    pub fn release(&mut self, slot: u32) {
+        self.released.push(slot);
+    }
+
+    /// Slots holding a value.
+    pub fn len(&self) -> u32 {
+        (self.values.len() - self.released.len()) as u32
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    pub fn capacity(&self) -> u32 {
+        self.capacity
+    }
+}
+
+impl<T> Index<u32> for Slots<T> {
+    type Output = T;
+    #[inline]
+    fn index(&self, slot: u32) -> &T {
+        &self.values[slot as usize]
+    }
+}
+
+impl<T> IndexMut<u32> for Slots<T> {
+    #[inline]
+    fn index_mut(&mut self, slot: u32) -> &mut T {
+        &mut self.values[slot as usize]
     }
 }
 
@@ -389,6 +464,24 @@ impl Budget {
 mod tests {
     use super::*;
     use crate::rng::Rng;
+
+    #[test]
+    fn slots_reuse_the_latest_released_then_number_new_ones_in_order() {
+        let mut slots = Slots::new(3);
+        assert_eq!(slots.insert('a'), Some(0));
+        assert_eq!(slots.insert('b'), Some(1));
+        slots.release(0);
+        slots.release(1);
+        assert_eq!(slots.len(), 0);
+        assert_eq!(slots.insert('c'), Some(1));
+        assert_eq!(slots.insert('d'), Some(0));
+        assert!(!slots.is_full());
+        assert_eq!(slots.insert('e'), Some(2));
+        assert!(slots.is_full());
+        assert_eq!(slots.insert('f'), None);
+        assert_eq!((slots[0], slots[1], slots[2]), ('d', 'c', 'e'));
+        assert_eq!((slots.len(), slots.capacity()), (3, 3));
+    }
 
     #[test]
     fn lru_evicts_least_recent() {

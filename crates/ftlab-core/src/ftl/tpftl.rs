@@ -30,9 +30,9 @@ use crate::ftl::demand::{
     address_bytes, entries_in_budget, move_cached_entry, read_entry, settle, trim_entry,
     write_entry, CachesEntries, CachesSingleEntries, OnFlashTable,
 };
-use crate::ftl::mapcache::{IndexedHeap, Links, List, NIL};
+use crate::ftl::mapcache::{IndexedHeap, Links, List, Slots, NIL};
 use crate::ftl::{Ftl, MemoryBreakdown};
-use crate::nand::{Flash, Oob, Ppn, NONE};
+use crate::nand::{Flash, Oob, Ppn};
 use crate::request::Op;
 use serde::{Deserialize, Serialize};
 
@@ -75,8 +75,7 @@ struct Entry {
 pub struct Tpftl {
     table: OnFlashTable,
     slot_of: Vec<u32>,
-    slots: Vec<Entry>,
-    free_slots: Vec<u32>,
+    slots: Slots<Entry>,
     /// Entry lists of the nodes (clean and dirty entries apart, each in LRU order: the
     /// least recently used clean entry is the clean list's tail).
     links: Links,
@@ -124,21 +123,11 @@ impl Tpftl {
         } else {
             (cfg.dram.budget_bytes / entry_bytes).min(layout.logical_pages) as u32
         };
-        let n = capacity as usize;
         let units = table.units() as usize;
         Ok(Tpftl {
             slot_of: vec![NIL; layout.logical_pages as usize],
-            slots: vec![
-                Entry {
-                    time: 0,
-                    lpa: NONE,
-                    ppn: NONE,
-                    dirty: false
-                };
-                n
-            ],
-            free_slots: (0..capacity).rev().collect(),
-            links: Links::new(n),
+            slots: Slots::new(capacity),
+            links: Links::new(0),
             clean: vec![List::EMPTY; units],
             dirty: vec![List::EMPTY; units],
             time_sum: vec![0; units],
@@ -176,7 +165,7 @@ impl Tpftl {
     #[inline]
     fn touch(&mut self, slot: u32) {
         self.clock += 1;
-        let entry = &mut self.slots[slot as usize];
+        let entry = &mut self.slots[slot];
         let node = self.table.unit_of(entry.lpa);
         self.time_sum[node as usize] += self.clock - entry.time;
         entry.time = self.clock;
@@ -280,7 +269,7 @@ impl Tpftl {
         loop {
             let new_node = self.entries(node) == 0;
             let need = self.entry_bytes + if new_node { self.node_bytes } else { 0 };
-            if self.used_bytes + need <= self.budget && !self.free_slots.is_empty() {
+            if self.used_bytes + need <= self.budget && !self.slots.is_full() {
                 return Ok(true);
             }
             if *victim == NIL || !self.nodes.contains(*victim) {
@@ -299,21 +288,22 @@ impl Tpftl {
 
     fn insert(&mut self, lpa: u32) -> u32 {
         let node = self.table.unit_of(lpa);
-        let slot = self.free_slots.pop().expect("room was made");
-        let s = slot as usize;
         if self.entries(node) == 0 {
             self.used_bytes += self.node_bytes;
             self.node_added();
         }
         self.used_bytes += self.entry_bytes;
         self.clock += 1;
+        let slot = self
+            .slots
+            .insert(Entry {
+                time: self.clock,
+                lpa,
+                ppn: self.table.stored(lpa),
+                dirty: false,
+            })
+            .expect("room was made");
         self.slot_of[lpa as usize] = slot;
-        self.slots[s] = Entry {
-            time: self.clock,
-            lpa,
-            ppn: self.table.stored(lpa),
-            dirty: false,
-        };
         self.time_sum[node as usize] += self.clock;
         self.links.push_front(&mut self.clean[node as usize], slot);
         let key = self.node_key(node);
@@ -327,7 +317,7 @@ impl Tpftl {
 
     #[inline]
     fn mark_dirty(&mut self, slot: u32) {
-        let entry = &mut self.slots[slot as usize];
+        let entry = &mut self.slots[slot];
         if !entry.dirty {
             entry.dirty = true;
             let node = self.table.unit_of(entry.lpa) as usize;
@@ -354,7 +344,7 @@ impl Tpftl {
             table.write_back(node, true, flash, |entries, base| {
                 let mut s = list.head;
                 while s != NIL {
-                    let e = &mut slots[s as usize];
+                    let e = &mut slots[s];
                     entries[(e.lpa - base) as usize] = e.ppn;
                     e.dirty = false;
                     s = links.next(s);
@@ -368,10 +358,10 @@ impl Tpftl {
         }
         let slot = self.clean[n].tail;
         self.links.remove(&mut self.clean[n], slot);
-        let e = self.slots[slot as usize];
+        let e = self.slots[slot];
         self.slot_of[e.lpa as usize] = NIL;
         self.time_sum[n] -= e.time;
-        self.free_slots.push(slot);
+        self.slots.release(slot);
         self.used_bytes -= self.entry_bytes;
         if self.entries(node) == 0 {
             self.nodes.remove(node);
@@ -427,7 +417,7 @@ impl Ftl for Tpftl {
 
     fn memory(&self, out: &mut MemoryBreakdown) {
         self.table.memory(out);
-        let entries = self.slots.len() as u64 - self.free_slots.len() as u64;
+        let entries = self.slots.len() as u64;
         out.push(("tp_nodes", self.nodes.len() as u64 * self.node_bytes));
         out.push(("cmt_entries", entries * self.entry_bytes));
     }
@@ -459,7 +449,7 @@ impl CachesSingleEntries for Tpftl {
     }
 
     fn slot_ppn(&mut self, slot: u32) -> &mut Ppn {
-        &mut self.slots[slot as usize].ppn
+        &mut self.slots[slot].ppn
     }
 
     fn mark_dirty(&mut self, slot: u32) {
