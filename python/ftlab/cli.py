@@ -7,12 +7,13 @@ polars and matplotlib only by `compare` and the report.
 
 from __future__ import annotations
 
+import functools
 import json
 import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Callable, NoReturn, TypeVar
+from typing import Any, Callable, NoReturn
 
 import click
 
@@ -29,7 +30,6 @@ from ftlab._format import (
 )
 
 TRACE_FORMATS = ["auto"] + [name for name, *_ in _core.trace_formats()]
-F = TypeVar("F", bound=Callable[..., Any])
 
 
 def fail(message: str) -> NoReturn:
@@ -111,8 +111,44 @@ def run_core(call: Callable[[], Any]) -> Any:
         fail(str(e))
 
 
-def source_options(func: F) -> F:
-    """The options shared by `run` and `compare`: what to replay and on what device."""
+def source_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    """The options shared by `run` and `compare`: what to replay and on what device. The
+    command receives them as one `source` argument, the keyword arguments of
+    `ftlab.simulate` and `ftlab.compare` (see `source_kwargs`)."""
+
+    @functools.wraps(func)
+    def command(
+        *,
+        trace: Path | None,
+        trace_format: str | None,
+        time_unit: str | None,
+        devices: Sequence[str],
+        device_layout: str | None,
+        compact: str | None,
+        blkparse_event: str | None,
+        skip_bad_lines: bool,
+        workload: str | None,
+        preset: str | None,
+        configs: Sequence[Path],
+        sets: Sequence[str],
+        verify: bool,
+        mapping_only: bool,
+        **rest: Any,
+    ) -> Any:
+        source = source_kwargs(
+            trace,
+            workload,
+            trace_format,
+            time_unit,
+            preset,
+            configs,
+            sets,
+            trace_sets(devices, device_layout, compact, blkparse_event, skip_bad_lines),
+            verify,
+            mapping_only,
+        )
+        return func(source=source, **rest)
+
     options = [
         click.option("--trace", type=click.Path(path_type=Path), help="Trace file to replay."),
         click.option(
@@ -164,9 +200,10 @@ def source_options(func: F) -> F:
         click.option("--verify", is_flag=True, help="Check every read against a shadow copy."),
         click.option("--mapping-only", is_flag=True, help="Skip the timing model."),
     ]
+    wrapped: Callable[..., Any] = command
     for option in reversed(options):
-        func = option(func)
-    return func
+        wrapped = option(wrapped)
+    return wrapped
 
 
 def trace_sets(
@@ -243,41 +280,11 @@ def main() -> None:
 @source_options
 @click.option("--json", "json_out", metavar="FILE", help="Write the report as JSON (- for stdout).")
 @click.option("--quiet", "-q", is_flag=True, help="No summary, no progress bar.")
-def run(
-    ftl_name: str,
-    trace: Path | None,
-    trace_format: str | None,
-    time_unit: str | None,
-    devices: Sequence[str],
-    device_layout: str | None,
-    compact: str | None,
-    blkparse_event: str | None,
-    skip_bad_lines: bool,
-    workload: str | None,
-    preset: str | None,
-    configs: Sequence[Path],
-    sets: Sequence[str],
-    verify: bool,
-    mapping_only: bool,
-    json_out: str | None,
-    quiet: bool,
-) -> None:
+def run(ftl_name: str, source: dict[str, Any], json_out: str | None, quiet: bool) -> None:
     """Run one FTL scheme over a trace or a synthetic workload and print a summary."""
-    kwargs = source_kwargs(
-        trace,
-        workload,
-        trace_format,
-        time_unit,
-        preset,
-        configs,
-        sets,
-        trace_sets(devices, device_layout, compact, blkparse_event, skip_bad_lines),
-        verify,
-        mapping_only,
-    )
     progress = Progress(quiet)
     try:
-        result = run_core(lambda: ftlab.simulate(ftl_name, progress=progress, **kwargs))
+        result = run_core(lambda: ftlab.simulate(ftl_name, progress=progress, **source))
     finally:
         progress.close()
     if json_out == "-":
@@ -311,20 +318,7 @@ def run(
 @click.option("--quiet", "-q", is_flag=True, help="Only the table.")
 def compare(
     ftl_names: str | None,
-    trace: Path | None,
-    trace_format: str | None,
-    time_unit: str | None,
-    devices: Sequence[str],
-    device_layout: str | None,
-    compact: str | None,
-    blkparse_event: str | None,
-    skip_bad_lines: bool,
-    workload: str | None,
-    preset: str | None,
-    configs: Sequence[Path],
-    sets: Sequence[str],
-    verify: bool,
-    mapping_only: bool,
+    source: dict[str, Any],
     jobs: int | None,
     out: Path | None,
     json_out: str | None,
@@ -332,18 +326,6 @@ def compare(
 ) -> None:
     """Run several FTL schemes over the same trace or workload; print them side by side."""
     names = [n.strip() for n in ftl_names.split(",") if n.strip()] if ftl_names else None
-    kwargs = source_kwargs(
-        trace,
-        workload,
-        trace_format,
-        time_unit,
-        preset,
-        configs,
-        sets,
-        trace_sets(devices, device_layout, compact, blkparse_event, skip_bad_lines),
-        verify,
-        mapping_only,
-    )
     started = time.monotonic()
 
     def on_done(name: str, result: ftlab.Result) -> None:
@@ -354,7 +336,7 @@ def compare(
                 err=True,
             )
 
-    cmp = run_core(lambda: ftlab.compare(names, jobs=jobs, on_done=on_done, **kwargs))
+    cmp = run_core(lambda: ftlab.compare(names, jobs=jobs, on_done=on_done, **source))
     first = next(iter(cmp.results.values()))
     if not quiet:
         warn_bad_lines(first.report)
