@@ -3,8 +3,9 @@
 
 use ftlab_core::api::{self, RunOptions};
 use ftlab_core::{config, ftl, trace, workload};
-use pyo3::exceptions::PyException;
+use pyo3::exceptions::{PyException, PyTypeError};
 use pyo3::prelude::*;
+use pyo3::types::PyDict;
 use std::path::PathBuf;
 
 pyo3::create_exception!(
@@ -18,29 +19,33 @@ fn to_py(e: ftlab_core::Error) -> PyErr {
     FtlabError::new_err(e.to_string())
 }
 
-#[allow(clippy::too_many_arguments)]
-fn options(
-    ftl: String,
-    trace: Option<PathBuf>,
-    workload: Option<String>,
-    preset: Option<String>,
-    config: Vec<PathBuf>,
-    sets: Vec<String>,
-    verify: bool,
-    format: String,
-    time_unit: String,
-) -> RunOptions {
-    RunOptions {
+/// Run options from the keyword arguments every entry point takes: `trace`, `workload`,
+/// `preset`, `config` (files), `sets` (`key=value` overrides), `verify`, `format`,
+/// `time_unit`; all optional, an unknown one is an error.
+fn options(ftl: String, source: Option<&Bound<'_, PyDict>>) -> PyResult<RunOptions> {
+    let mut opts = RunOptions {
         ftl,
-        preset,
-        config_files: config,
-        sets,
-        verify,
-        trace,
-        format,
-        time_unit,
-        workload,
+        ..RunOptions::default()
+    };
+    for (key, value) in source.into_iter().flat_map(|d| d.iter()) {
+        let key: String = key.extract()?;
+        match key.as_str() {
+            "trace" => opts.trace = value.extract()?,
+            "workload" => opts.workload = value.extract()?,
+            "preset" => opts.preset = value.extract()?,
+            "config" => opts.config_files = value.extract()?,
+            "sets" => opts.sets = value.extract()?,
+            "verify" => opts.verify = value.extract()?,
+            "format" => opts.format = value.extract()?,
+            "time_unit" => opts.time_unit = value.extract()?,
+            _ => {
+                return Err(PyTypeError::new_err(format!(
+                    "unexpected keyword argument `{key}`"
+                )))
+            }
+        }
     }
+    Ok(opts)
 }
 
 /// Runs one scheme; returns (report JSON, wall-clock seconds). `progress(done, fraction,
@@ -48,24 +53,14 @@ fn options(
 /// first): `phase` is "scan" or "simulate", `fraction` the share done (None if unknown).
 /// An empty `format` or `time_unit` keeps the configuration's (`auto`).
 #[pyfunction]
-#[pyo3(signature = (ftl, trace=None, workload=None, preset=None, config=Vec::new(), sets=Vec::new(), verify=false, format=String::new(), time_unit=String::new(), progress=None))]
-#[allow(clippy::too_many_arguments)]
+#[pyo3(signature = (ftl, progress=None, **source))]
 fn run(
     py: Python<'_>,
     ftl: String,
-    trace: Option<PathBuf>,
-    workload: Option<String>,
-    preset: Option<String>,
-    config: Vec<PathBuf>,
-    sets: Vec<String>,
-    verify: bool,
-    format: String,
-    time_unit: String,
     progress: Option<PyObject>,
+    source: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<(String, f64)> {
-    let opts = options(
-        ftl, trace, workload, preset, config, sets, verify, format, time_unit,
-    );
+    let opts = options(ftl, source)?;
     let result = py.allow_threads(|| {
         let mut callback = |p: &api::Progress| -> bool {
             Python::with_gil(|py| {
@@ -86,24 +81,14 @@ fn run(
 
 /// Loads the requests into memory, then times the simulation alone; returns JSON.
 #[pyfunction]
-#[pyo3(signature = (ftl, trace=None, workload=None, preset=None, config=Vec::new(), sets=Vec::new(), verify=false, format=String::new(), time_unit=String::new()))]
+#[pyo3(signature = (ftl, **source))]
 #[pyo3(name = "bench")]
-#[allow(clippy::too_many_arguments)]
 fn bench_scheme(
     py: Python<'_>,
     ftl: String,
-    trace: Option<PathBuf>,
-    workload: Option<String>,
-    preset: Option<String>,
-    config: Vec<PathBuf>,
-    sets: Vec<String>,
-    verify: bool,
-    format: String,
-    time_unit: String,
+    source: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<String> {
-    let opts = options(
-        ftl, trace, workload, preset, config, sets, verify, format, time_unit,
-    );
+    let opts = options(ftl, source)?;
     let result = py.allow_threads(|| api::bench(&opts)).map_err(to_py)?;
     serde_json::to_string(&result).map_err(|e| FtlabError::new_err(e.to_string()))
 }
@@ -111,51 +96,22 @@ fn bench_scheme(
 /// When the runs would fit the device to the trace: the `geometry.blocks_per_plane` that
 /// every scheme of `ftls` accepts (so that `compare` puts them all on one device).
 #[pyfunction]
-#[pyo3(signature = (ftls, trace=None, workload=None, preset=None, config=Vec::new(), sets=Vec::new(), verify=false, format=String::new(), time_unit=String::new()))]
-#[allow(clippy::too_many_arguments)]
+#[pyo3(signature = (ftls, **source))]
 fn fitted_blocks_per_plane(
     py: Python<'_>,
     ftls: Vec<String>,
-    trace: Option<PathBuf>,
-    workload: Option<String>,
-    preset: Option<String>,
-    config: Vec<PathBuf>,
-    sets: Vec<String>,
-    verify: bool,
-    format: String,
-    time_unit: String,
+    source: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<Option<u32>> {
-    let opts = options(
-        String::new(),
-        trace,
-        workload,
-        preset,
-        config,
-        sets,
-        verify,
-        format,
-        time_unit,
-    );
+    let opts = options(String::new(), source)?;
     py.allow_threads(|| api::fitted_blocks_per_plane(&opts, &ftls))
         .map_err(to_py)
 }
 
 /// The resolved configuration as TOML.
 #[pyfunction]
-#[pyo3(signature = (preset=None, workload=None, config=Vec::new(), sets=Vec::new()))]
-fn config_show(
-    preset: Option<String>,
-    workload: Option<String>,
-    config: Vec<PathBuf>,
-    sets: Vec<String>,
-) -> PyResult<String> {
-    let opts = RunOptions {
-        preset,
-        workload,
-        config_files: config,
-        sets,
-        ..RunOptions::default()
-    };
+#[pyo3(signature = (**source))]
+fn config_show(source: Option<&Bound<'_, PyDict>>) -> PyResult<String> {
+    let opts = options(String::new(), source)?;
     Ok(api::resolve_config(&opts).map_err(to_py)?.to_toml())
 }
 
@@ -272,17 +228,13 @@ fn trace_requests(
     preset: Option<String>,
     sets: Vec<String>,
 ) -> PyResult<(Vec<(u64, u64, u32, u8)>, u64)> {
-    let opts = options(
-        "page".into(),
-        Some(trace),
-        None,
+    let opts = RunOptions {
+        ftl: "page".into(),
+        trace: Some(trace),
         preset,
-        Vec::new(),
         sets,
-        false,
-        String::new(),
-        String::new(),
-    );
+        ..RunOptions::default()
+    };
     let (requests, cfg) = py
         .allow_threads(|| api::load_requests(&opts))
         .map_err(to_py)?;
