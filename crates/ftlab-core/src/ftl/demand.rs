@@ -362,6 +362,7 @@ pub trait CachesSingleEntries: CachesEntries {
     fn mark_dirty(&mut self, slot: u32);
 }
 
+/// A host read of `lpa` through its cached entry (loaded on a miss).
 #[inline]
 pub fn read_entry<S: CachesSingleEntries>(
     scheme: &mut S,
@@ -376,6 +377,8 @@ pub fn read_entry<S: CachesSingleEntries>(
     Ok(Some(flash.read(ppn, Cause::Host)?))
 }
 
+/// A host write of `lpa`: the old page invalidated, the new one programmed, the entry
+/// dirty, then GC's moves settled.
 #[inline]
 pub fn write_entry<S: CachesSingleEntries>(
     scheme: &mut S,
@@ -396,6 +399,7 @@ pub fn write_entry<S: CachesSingleEntries>(
     settle(scheme, flash)
 }
 
+/// A trim of `lpa`: its page invalidated, its entry unmapped and dirty.
 pub fn trim_entry<S: CachesSingleEntries>(
     scheme: &mut S,
     lpa: u32,
