@@ -153,6 +153,35 @@ fn cloudphysics_vscsi() {
 }
 
 #[test]
+fn hp_srt() {
+    let Some(dir) = traces_dir() else { return };
+    let path = dir.join("disksim_hpl_validation/ajw.1week.srt");
+    // Independently of the reader: the records after the header's 0x0C byte, as the
+    // traces' README parses them.
+    let bytes = std::fs::read(&path).unwrap();
+    let be = |i: usize| u32::from_be_bytes(bytes[i..i + 4].try_into().unwrap());
+    let mut p = bytes.iter().position(|&b| b == 0x0c).unwrap() + 1;
+    let (mut expected, mut first) = ((0, 0), None);
+    while p + 16 <= bytes.len() {
+        if [1, 4].contains(&(be(p + 4) & 0xffff)) {
+            expected.0 += 1;
+            expected.1 += (be(p + 44) & 1) as usize;
+            first.get_or_insert((be(p + 12), be(p + 24), be(p + 28)));
+        }
+        p += be(p) as usize;
+    }
+    assert_eq!(expected, (44_519, 13_040));
+    let recs = check(&path, "srt", expected, &config("auto"));
+    let (usec, len, sectno) = first.unwrap();
+    assert_eq!(
+        (recs[0].time_ns, recs[0].len_bytes, recs[0].offset_bytes),
+        (usec as u64 * 1000, len as u64, sectno as u64 * 256)
+    );
+    let (_, _, devices) = records(&path, &config("auto"));
+    assert_eq!(devices.len(), 2);
+}
+
+#[test]
 fn disksim_family() {
     let Some(dir) = traces_dir() else { return };
     let ascii = |f: &[&str]| (f.len() >= 5).then(|| f[4].parse::<u64>().unwrap() & 1 == 1);

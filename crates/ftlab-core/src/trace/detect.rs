@@ -1,12 +1,15 @@
-//! Format detection from a trace's first bytes. Binary content (a NUL byte early on) must
-//! be a CloudPhysics vscsi trace; text is tried against each text format, and the one that
+//! Format detection from a trace's first bytes. An HP SRT trace is known by its header's
+//! first bytes; other binary content (a NUL byte early on) must be a CloudPhysics vscsi
+//! trace; text is tried against each text format, and the one that
 //! reads the most sampled lines without an error wins (ties go to the earlier format in
 //! [`FORMATS`](super::FORMATS)), provided it reads at least half of them and finds a
 //! request. A bad line early in a trace thus still gets its precise error from the
 //! reader. The formats' field counts, separators and operation codes differ enough that
 //! real traces are never ambiguous; `--format` overrides the guess.
 
-use super::{vscsi, BlkEvent, Devices, Format, LineFormat, Parser, Settings, TraceConfig, FORMATS};
+use super::{
+    srt, vscsi, BlkEvent, Devices, Format, LineFormat, Parser, Settings, TraceConfig, FORMATS,
+};
 use crate::error::{Error, Result};
 use std::path::Path;
 
@@ -34,6 +37,9 @@ pub(crate) fn detect(path: &Path, sample: &[u8], cfg: &TraceConfig) -> Result<&'
             "the trace is empty: no format to detect (name one with --format)".into(),
         ));
     }
+    if sample.starts_with(srt::MAGIC) {
+        return Ok(format("srt"));
+    }
     let head = &sample[..sample.len().min(4096)];
     if head.contains(&0) {
         return detect_binary(path, sample);
@@ -49,7 +55,10 @@ pub(crate) fn detect(path: &Path, sample: &[u8], cfg: &TraceConfig) -> Result<&'
         .take(LINES)
         .collect();
     let mut best: Option<(usize, &'static str)> = None;
-    for f in FORMATS.iter().filter(|f| f.name != "vscsi") {
+    for f in FORMATS
+        .iter()
+        .filter(|f| !f.example.starts_with("(binary)"))
+    {
         // blkparse: whichever event kind the first lines hold identifies the format.
         let events: &[BlkEvent] = if f.name == "blkparse" {
             &[BlkEvent::D, BlkEvent::Q, BlkEvent::C]
@@ -116,7 +125,8 @@ fn detect_binary(path: &Path, sample: &[u8]) -> Result<&'static Format> {
     }
     Err(error(
         path,
-        "binary content that is not a CloudPhysics vscsi trace (version 1 or 2 records); \
+        "binary content that is neither a CloudPhysics vscsi trace (version 1 or 2 records) \
+         nor an HP SRT trace (`$$TR_IOREC-` header); \
          the text formats are read plain or compressed (gzip, bzip2, xz, zstd)"
             .into(),
     ))

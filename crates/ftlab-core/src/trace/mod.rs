@@ -21,6 +21,7 @@ mod fiu;
 mod input;
 pub mod replay;
 pub mod scan;
+mod srt;
 mod vscsi;
 
 use crate::error::{Error, Result};
@@ -111,6 +112,13 @@ pub const FORMATS: &[Format] = &[
         description: "CloudPhysics VSCSI binary, version 1 (32-byte) or 2 (40-byte) little-endian records; SCSI READ/WRITE opcodes",
         time_unit: "us",
         example: "(binary) sn len nSG opcode=0x2a ver=0x0100 lbn ts_us",
+    },
+    Format {
+        name: "srt",
+        aliases: &["hp-srt", "hpl"],
+        description: "HP Labs SRT binary (`$$TR_IOREC-1.x` header, DiskSim's HPL traces): big-endian records, SHORTIO and SUSPECTIO requests, sectors of the header's sectorsize; device (devno >> 8) & 0xFF",
+        time_unit: "us",
+        example: "(binary) size id sec usec start stop bytes sectno devno drivertype cylno ioflags",
     },
 ];
 
@@ -444,6 +452,13 @@ fn open_input(input: input::Input, path: &Path, cfg: &TraceConfig) -> Result<Ope
     };
     let source: Box<dyn RecordSource> = if format.name == "vscsi" {
         Box::new(vscsi::VscsiReader::new(
+            input.reader,
+            path.to_path_buf(),
+            &settings,
+            cfg.skip_bad_lines,
+        ))
+    } else if format.name == "srt" {
+        Box::new(srt::SrtReader::new(
             input.reader,
             path.to_path_buf(),
             &settings,
