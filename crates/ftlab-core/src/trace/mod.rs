@@ -393,6 +393,72 @@ pub trait RecordSource: Send {
     fn format(&self) -> &'static str;
 }
 
+/// What every reader keeps besides its input: the file, the number of the last line (or
+/// binary record) read, the devices named so far, the diagnostics, and whether it stopped
+/// on an error.
+pub struct ReaderState {
+    pub file: PathBuf,
+    pub line: u64,
+    pub devices: Devices,
+    pub diagnostics: Diagnostics,
+    failed: bool,
+}
+
+impl ReaderState {
+    pub fn new(file: PathBuf) -> Self {
+        ReaderState {
+            file,
+            line: 0,
+            devices: Devices::default(),
+            diagnostics: Diagnostics::default(),
+            failed: false,
+        }
+    }
+}
+
+/// The reader of one format. Every one is a [`RecordSource`] that returns nothing more
+/// after its first error.
+pub trait FormatReader: Send {
+    /// The next record; `Ok(None)` at the end. Not called again after an error.
+    fn read_next(&mut self) -> Result<Option<Record>>;
+    fn state(&self) -> &ReaderState;
+    fn state_mut(&mut self) -> &mut ReaderState;
+    fn format_name(&self) -> &'static str;
+}
+
+impl<T: FormatReader> RecordSource for T {
+    fn next_record(&mut self) -> Result<Option<Record>> {
+        if self.state().failed {
+            return Ok(None);
+        }
+        let r = self.read_next();
+        if r.is_err() {
+            self.state_mut().failed = true;
+        }
+        r
+    }
+
+    fn devices(&self) -> &Devices {
+        &self.state().devices
+    }
+
+    fn diagnostics(&self) -> &Diagnostics {
+        &self.state().diagnostics
+    }
+
+    fn line(&self) -> u64 {
+        self.state().line
+    }
+
+    fn file(&self) -> &Path {
+        &self.state().file
+    }
+
+    fn format(&self) -> &'static str {
+        self.format_name()
+    }
+}
+
 /// An opened trace: its records, and what was learned opening it.
 pub struct Opened {
     pub source: Box<dyn RecordSource>,
@@ -576,7 +642,6 @@ const MAX_LINE: usize = 1 << 20;
 /// Splits a byte stream into lines and feeds them to a [`LineFormat`].
 pub struct LineReader<R, P> {
     input: R,
-    file: PathBuf,
     parser: P,
     buf: Vec<u8>,
     /// Start of the unread part of `buf`.
@@ -584,28 +649,21 @@ pub struct LineReader<R, P> {
     /// End of the valid bytes in `buf`.
     end: usize,
     eof: bool,
-    line: u64,
-    failed: bool,
     skip_bad: bool,
-    devices: Devices,
-    diagnostics: Diagnostics,
+    state: ReaderState,
 }
 
 impl<R: Read, P: LineFormat> LineReader<R, P> {
     pub fn new(input: R, file: PathBuf, parser: P, skip_bad: bool) -> Self {
         LineReader {
             input,
-            file,
             parser,
             buf: vec![0; CHUNK],
             pos: 0,
             end: 0,
             eof: false,
-            line: 0,
-            failed: false,
             skip_bad,
-            devices: Devices::default(),
-            diagnostics: Diagnostics::default(),
+            state: ReaderState::new(file),
         }
     }
 
@@ -637,8 +695,8 @@ impl<R: Read, P: LineFormat> LineReader<R, P> {
                 Err(e) if e.kind() == ErrorKind::Interrupted => continue,
                 Err(e) => {
                     return Err(Error::Io {
-                        file: self.file.clone(),
-                        message: format!("read failed after line {}: {e}", self.line),
+                        file: self.state.file.clone(),
+                        message: format!("read failed after line {}: {e}", self.state.line),
                     })
                 }
             }
@@ -654,14 +712,14 @@ impl<R: Read, P: LineFormat> LineReader<R, P> {
             {
                 let start = self.pos;
                 self.pos += i + 1;
-                self.line += 1;
+                self.state.line += 1;
                 return Ok(Some((start, start + i)));
             }
             if self.eof {
                 if self.pos < self.end {
                     let start = self.pos;
                     self.pos = self.end;
-                    self.line += 1;
+                    self.state.line += 1;
                     return Ok(Some((start, self.end)));
                 }
                 return Ok(None);
@@ -672,8 +730,8 @@ impl<R: Read, P: LineFormat> LineReader<R, P> {
 
     fn bad(&self, message: String) -> Error {
         Error::Trace {
-            file: self.file.clone(),
-            line: self.line.max(1),
+            file: self.state.file.clone(),
+            line: self.state.line.max(1),
             message,
         }
     }
@@ -687,10 +745,10 @@ impl<R: Read, P: LineFormat> LineReader<R, P> {
                 end -= 1;
             }
             let line = &self.buf[start..end];
-            self.diagnostics.lines += 1;
+            self.state.diagnostics.lines += 1;
             let parsed = self
                 .parser
-                .parse(line, self.line, &mut self.devices)
+                .parse(line, self.state.line, &mut self.state.devices)
                 .and_then(|r| match r {
                     Some(r) if r.len_bytes > MAX_REQUEST_BYTES => Err(format!(
                         "a request of {} bytes is larger than the 4 GiB a request may have",
@@ -705,7 +763,7 @@ impl<R: Read, P: LineFormat> LineReader<R, P> {
                 Ok(Some(rec)) => return Ok(Some(rec)),
                 Ok(None) => {
                     if line.iter().any(|b| !b.is_ascii_whitespace()) {
-                        self.diagnostics.lines_without_request += 1;
+                        self.state.diagnostics.lines_without_request += 1;
                     }
                 }
                 Err(message) => {
@@ -713,42 +771,27 @@ impl<R: Read, P: LineFormat> LineReader<R, P> {
                     if !self.skip_bad {
                         return Err(err);
                     }
-                    self.diagnostics.bad(err.to_string());
+                    self.state.diagnostics.bad(err.to_string());
                 }
             }
         }
     }
 }
 
-impl<R: Read + Send, P: LineFormat + Send> RecordSource for LineReader<R, P> {
-    fn next_record(&mut self) -> Result<Option<Record>> {
-        if self.failed {
-            return Ok(None);
-        }
-        let r = self.next_inner();
-        if r.is_err() {
-            self.failed = true;
-        }
-        r
+impl<R: Read + Send, P: LineFormat + Send> FormatReader for LineReader<R, P> {
+    fn read_next(&mut self) -> Result<Option<Record>> {
+        self.next_inner()
     }
 
-    fn devices(&self) -> &Devices {
-        &self.devices
+    fn state(&self) -> &ReaderState {
+        &self.state
     }
 
-    fn diagnostics(&self) -> &Diagnostics {
-        &self.diagnostics
+    fn state_mut(&mut self) -> &mut ReaderState {
+        &mut self.state
     }
 
-    fn line(&self) -> u64 {
-        self.line
-    }
-
-    fn file(&self) -> &Path {
-        &self.file
-    }
-
-    fn format(&self) -> &'static str {
+    fn format_name(&self) -> &'static str {
         self.parser.format_name()
     }
 }

@@ -14,11 +14,11 @@
 //! microseconds (`trace.time_unit` may override the unit). Record numbers stand for line
 //! numbers in error messages.
 
-use super::{Devices, Diagnostics, Record, RecordSource, Settings};
+use super::{FormatReader, ReaderState, Record, Settings};
 use crate::error::{Error, Result};
 use crate::request::Op;
 use std::io::{BufRead, BufReader, ErrorKind, Read};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 /// The first bytes of every SRT trace.
 pub(crate) const MAGIC: &[u8] = b"$$TR_IOREC-";
@@ -42,48 +42,40 @@ fn be32(b: &[u8], i: usize) -> u32 {
 
 pub struct SrtReader<R> {
     input: BufReader<R>,
-    file: PathBuf,
     ns_per_unit: u64,
     skip_bad: bool,
+    state: ReaderState,
     /// Bytes of the sector `sectno` counts, from the header (0 until it is read).
     sector_bytes: u64,
     /// Byte offset of the next record, for messages.
     offset: u64,
-    record: u64,
     rec: Vec<u8>,
-    failed: bool,
-    devices: Devices,
-    diagnostics: Diagnostics,
 }
 
 impl<R: Read> SrtReader<R> {
     pub(crate) fn new(input: R, file: PathBuf, settings: &Settings, skip_bad: bool) -> Self {
         SrtReader {
             input: BufReader::with_capacity(1 << 20, input),
-            file,
             ns_per_unit: settings.unit_override.unwrap_or(1_000),
             skip_bad,
+            state: ReaderState::new(file),
             sector_bytes: 0,
             offset: 0,
-            record: 0,
             rec: Vec::with_capacity(64),
-            failed: false,
-            devices: Devices::default(),
-            diagnostics: Diagnostics::default(),
         }
     }
 
     fn io_error(&self, e: std::io::Error) -> Error {
         Error::Io {
-            file: self.file.clone(),
-            message: format!("read failed after record {}: {e}", self.record),
+            file: self.state.file.clone(),
+            message: format!("read failed after record {}: {e}", self.state.line),
         }
     }
 
     fn bad(&self, offset: u64, message: String) -> Error {
         Error::Trace {
-            file: self.file.clone(),
-            line: self.record.max(1),
+            file: self.state.file.clone(),
+            line: self.state.line.max(1),
             message: format!("record at byte {offset}: {message}"),
         }
     }
@@ -97,7 +89,7 @@ impl<R: Read> SrtReader<R> {
             .map_err(|e| self.io_error(e))?;
         if !header.starts_with(MAGIC) || header.last() != Some(&HEADER_END) {
             return Err(Error::Trace {
-                file: self.file.clone(),
+                file: self.state.file.clone(),
                 line: 1,
                 message: format!(
                     "not an HP SRT trace: it must start with `$$TR_IOREC-` and its text header \
@@ -108,7 +100,7 @@ impl<R: Read> SrtReader<R> {
         }
         self.offset = header.len() as u64;
         self.sector_bytes = sector_size(&header).map_err(|message| Error::Trace {
-            file: self.file.clone(),
+            file: self.state.file.clone(),
             line: 1,
             message: format!("SRT header: {message}"),
         })?;
@@ -124,8 +116,8 @@ impl<R: Read> SrtReader<R> {
         if at_end {
             return Ok(false);
         }
-        self.record += 1;
-        self.diagnostics.lines += 1;
+        self.state.line += 1;
+        self.state.diagnostics.lines += 1;
         self.rec.resize(FIXED, 0);
         let offset = self.offset;
         let truncated = |this: &Self| this.bad(offset, "truncated record".into());
@@ -175,7 +167,7 @@ impl<R: Read> SrtReader<R> {
             time_ns,
             offset_bytes: sectno as u64 * self.sector_bytes,
             len_bytes: bytes as u64,
-            dev: self.devices.id(device.as_bytes())?,
+            dev: self.state.devices.id(device.as_bytes())?,
             op: if flags & 1 == 1 { Op::Read } else { Op::Write },
         }))
     }
@@ -191,13 +183,13 @@ impl<R: Read> SrtReader<R> {
             }
             match self.request() {
                 Ok(Some(r)) => return Ok(Some(r)),
-                Ok(None) => self.diagnostics.lines_without_request += 1,
+                Ok(None) => self.state.diagnostics.lines_without_request += 1,
                 Err(message) => {
                     let err = self.bad(offset, message);
                     if !self.skip_bad {
                         return Err(err);
                     }
-                    self.diagnostics.bad(err.to_string());
+                    self.state.diagnostics.bad(err.to_string());
                 }
             }
         }
@@ -233,35 +225,20 @@ fn sector_size(header: &[u8]) -> std::result::Result<u64, String> {
     Ok(size.unwrap_or(DEFAULT_SECTOR))
 }
 
-impl<R: Read + Send> RecordSource for SrtReader<R> {
-    fn next_record(&mut self) -> Result<Option<Record>> {
-        if self.failed {
-            return Ok(None);
-        }
-        let r = self.next_inner();
-        if r.is_err() {
-            self.failed = true;
-        }
-        r
+impl<R: Read + Send> FormatReader for SrtReader<R> {
+    fn read_next(&mut self) -> Result<Option<Record>> {
+        self.next_inner()
     }
 
-    fn devices(&self) -> &Devices {
-        &self.devices
+    fn state(&self) -> &ReaderState {
+        &self.state
     }
 
-    fn diagnostics(&self) -> &Diagnostics {
-        &self.diagnostics
+    fn state_mut(&mut self) -> &mut ReaderState {
+        &mut self.state
     }
 
-    fn line(&self) -> u64 {
-        self.record
-    }
-
-    fn file(&self) -> &Path {
-        &self.file
-    }
-
-    fn format(&self) -> &'static str {
+    fn format_name(&self) -> &'static str {
         "srt"
     }
 }
@@ -269,6 +246,7 @@ impl<R: Read + Send> RecordSource for SrtReader<R> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::trace::{Diagnostics, RecordSource};
 
     fn record(
         kind: u32,

@@ -11,11 +11,11 @@
 //! trace is of one virtual disk (device `0`). Record numbers stand for line numbers in
 //! error messages.
 
-use super::{Devices, Diagnostics, Record, RecordSource, Settings};
+use super::{FormatReader, ReaderState, Record, Settings};
 use crate::error::{Error, Result};
 use crate::request::Op;
 use std::io::{ErrorKind, Read};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 const READS: [u16; 4] = [0x08, 0x28, 0xA8, 0x88];
 const WRITES: [u16; 4] = [0x0A, 0x2A, 0xAA, 0x8A];
@@ -55,40 +55,32 @@ fn u16_at(b: &[u8], i: usize) -> u16 {
 
 pub struct VscsiReader<R> {
     input: R,
-    file: PathBuf,
     ns_per_unit: u64,
     skip_bad: bool,
+    state: ReaderState,
     buf: Vec<u8>,
     pos: usize,
     end: usize,
     eof: bool,
     version: u8,
-    record: u64,
-    failed: bool,
     device: u32,
-    devices: Devices,
-    diagnostics: Diagnostics,
 }
 
 impl<R: Read> VscsiReader<R> {
     pub(crate) fn new(input: R, file: PathBuf, settings: &Settings, skip_bad: bool) -> Self {
-        let mut devices = Devices::default();
-        let device = devices.id(b"0").expect("the first device");
+        let mut state = ReaderState::new(file);
+        let device = state.devices.id(b"0").expect("the first device");
         VscsiReader {
             input,
-            file,
             ns_per_unit: settings.unit_override.unwrap_or(1_000),
             skip_bad,
+            state,
             buf: vec![0; 1 << 20],
             pos: 0,
             end: 0,
             eof: false,
             version: 0,
-            record: 0,
-            failed: false,
             device,
-            devices,
-            diagnostics: Diagnostics::default(),
         }
     }
 
@@ -106,8 +98,8 @@ impl<R: Read> VscsiReader<R> {
                 Err(e) if e.kind() == ErrorKind::Interrupted => {}
                 Err(e) => {
                     return Err(Error::Io {
-                        file: self.file.clone(),
-                        message: format!("read failed after record {}: {e}", self.record),
+                        file: self.state.file.clone(),
+                        message: format!("read failed after record {}: {e}", self.state.line),
                     })
                 }
             }
@@ -117,8 +109,8 @@ impl<R: Read> VscsiReader<R> {
 
     fn bad(&self, offset: u64, message: String) -> Error {
         Error::Trace {
-            file: self.file.clone(),
-            line: self.record.max(1),
+            file: self.state.file.clone(),
+            line: self.state.line.max(1),
             message: format!("record at byte {offset}: {message}"),
         }
     }
@@ -131,9 +123,9 @@ impl<R: Read> VscsiReader<R> {
             if available == 0 {
                 return Ok(None);
             }
-            let offset = self.record * size as u64;
-            self.record += 1;
-            self.diagnostics.lines += 1;
+            let offset = self.state.line * size as u64;
+            self.state.line += 1;
+            self.state.diagnostics.lines += 1;
             if self.version == 0 {
                 self.version = if available >= 32 {
                     record_version(&self.buf[self.pos..self.pos + available.min(40)])
@@ -141,7 +133,7 @@ impl<R: Read> VscsiReader<R> {
                     0
                 };
                 if self.version == 0 {
-                    self.failed = true;
+                    self.state.failed = true;
                     return Err(self.bad(
                         0,
                         "not a CloudPhysics vscsi record (no version 1 or 2 field)".into(),
@@ -158,7 +150,7 @@ impl<R: Read> VscsiReader<R> {
                 if !self.skip_bad {
                     return Err(err);
                 }
-                self.diagnostics.bad(err.to_string());
+                self.state.diagnostics.bad(err.to_string());
                 continue;
             }
             let rec = &self.buf[self.pos..self.pos + size];
@@ -199,7 +191,7 @@ impl<R: Read> VscsiReader<R> {
                     if !self.skip_bad {
                         return Err(err);
                     }
-                    self.diagnostics.bad(err.to_string());
+                    self.state.diagnostics.bad(err.to_string());
                     continue;
                 }
             };
@@ -208,7 +200,7 @@ impl<R: Read> VscsiReader<R> {
             } else if WRITES.contains(&opcode) {
                 Op::Write
             } else {
-                self.diagnostics.lines_without_request += 1;
+                self.state.diagnostics.lines_without_request += 1;
                 continue;
             };
             if offset_bytes.checked_add(len as u64).is_none() {
@@ -216,7 +208,7 @@ impl<R: Read> VscsiReader<R> {
                 if !self.skip_bad {
                     return Err(err);
                 }
-                self.diagnostics.bad(err.to_string());
+                self.state.diagnostics.bad(err.to_string());
                 continue;
             }
             return Ok(Some(Record {
@@ -230,35 +222,20 @@ impl<R: Read> VscsiReader<R> {
     }
 }
 
-impl<R: Read + Send> RecordSource for VscsiReader<R> {
-    fn next_record(&mut self) -> Result<Option<Record>> {
-        if self.failed {
-            return Ok(None);
-        }
-        let r = self.next_inner();
-        if r.is_err() {
-            self.failed = true;
-        }
-        r
+impl<R: Read + Send> FormatReader for VscsiReader<R> {
+    fn read_next(&mut self) -> Result<Option<Record>> {
+        self.next_inner()
     }
 
-    fn devices(&self) -> &Devices {
-        &self.devices
+    fn state(&self) -> &ReaderState {
+        &self.state
     }
 
-    fn diagnostics(&self) -> &Diagnostics {
-        &self.diagnostics
+    fn state_mut(&mut self) -> &mut ReaderState {
+        &mut self.state
     }
 
-    fn line(&self) -> u64 {
-        self.record
-    }
-
-    fn file(&self) -> &Path {
-        &self.file
-    }
-
-    fn format(&self) -> &'static str {
+    fn format_name(&self) -> &'static str {
         "vscsi"
     }
 }
@@ -267,6 +244,7 @@ impl<R: Read + Send> RecordSource for VscsiReader<R> {
 mod tests {
     use super::*;
     use crate::trace::BlkEvent;
+    use crate::trace::{Diagnostics, RecordSource};
 
     fn v1(opcode: u16, len: u32, lbn: u64, ts: u64) -> Vec<u8> {
         let mut r = Vec::new();
