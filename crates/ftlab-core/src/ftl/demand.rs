@@ -353,13 +353,28 @@ pub fn settle<S: CachesEntries>(scheme: &mut S, flash: &mut Flash) -> Result<()>
 /// DFTL and TPFTL: schemes whose cache holds single mapping entries, each in a slot. Their
 /// reads, writes, trims and GC moves go through the slot alike, written once here.
 pub trait CachesSingleEntries: CachesEntries {
-    /// The slot holding `lpa`'s entry, loaded on a miss.
-    fn translate(&mut self, lpa: u32, flash: &mut Flash) -> Result<u32>;
     /// The slot holding `lpa`'s entry, or `NIL` when it is not cached.
     fn cached_slot(&self, lpa: u32) -> u32;
     /// The physical page of the entry in `slot`.
     fn slot_ppn(&mut self, slot: u32) -> &mut Ppn;
     fn mark_dirty(&mut self, slot: u32);
+    /// A hit on `slot`: updates the replacement order.
+    fn touch(&mut self, slot: u32);
+    /// Loads `lpa`'s entry, not cached, into a slot (evicting as needed) and returns it.
+    fn miss(&mut self, lpa: u32, flash: &mut Flash) -> Result<u32>;
+
+    /// The slot holding `lpa`'s entry, loaded on a miss; counts the lookup and the hit.
+    #[inline]
+    fn translate(&mut self, lpa: u32, flash: &mut Flash) -> Result<u32> {
+        self.table().stats.lookups += 1;
+        let slot = self.cached_slot(lpa);
+        if slot != NIL {
+            self.table().stats.hits += 1;
+            self.touch(slot);
+            return Ok(slot);
+        }
+        self.miss(lpa, flash)
+    }
 }
 
 /// A host read of `lpa` through its cached entry (loaded on a miss).
