@@ -262,6 +262,19 @@ impl OnFlashTable {
         self.store.data_page(flash)
     }
 
+    /// The host write of `lpa` whose data was at `old` (`NONE`: unmapped): invalidates
+    /// `old` first, so that GC triggered by this write sees the stale copy, then programs
+    /// the next free data page and returns it. GC's moves are left for the caller to settle.
+    #[inline]
+    pub fn program_data(&mut self, lpa: u32, seq: u32, old: Ppn, flash: &mut Flash) -> Result<Ppn> {
+        if old != NONE {
+            flash.invalidate(old)?;
+        }
+        let ppn = self.data_page(flash)?;
+        flash.program(ppn, Oob { lpa, seq }, &[], Cause::Host)?;
+        Ok(ppn)
+    }
+
     #[inline]
     pub fn has_moves(&self) -> bool {
         self.store.has_moves()
@@ -377,6 +390,15 @@ pub trait CachesSingleEntries: CachesEntries {
     }
 }
 
+/// The host read of the data page `ppn` (`NONE`: unmapped, nothing to read).
+#[inline]
+pub fn read_data(ppn: Ppn, flash: &mut Flash) -> Result<Option<Oob>> {
+    if ppn == NONE {
+        return Ok(None);
+    }
+    Ok(Some(flash.read(ppn, Cause::Host)?))
+}
+
 /// A host read of `lpa` through its cached entry (loaded on a miss).
 #[inline]
 pub fn read_entry<S: CachesSingleEntries>(
@@ -385,11 +407,7 @@ pub fn read_entry<S: CachesSingleEntries>(
     flash: &mut Flash,
 ) -> Result<Option<Oob>> {
     let slot = scheme.translate(lpa, flash)?;
-    let ppn = *scheme.slot_ppn(slot);
-    if ppn == NONE {
-        return Ok(None);
-    }
-    Ok(Some(flash.read(ppn, Cause::Host)?))
+    read_data(*scheme.slot_ppn(slot), flash)
 }
 
 /// A host write of `lpa`: the old page invalidated, the new one programmed, the entry
@@ -403,12 +421,7 @@ pub fn write_entry<S: CachesSingleEntries>(
 ) -> Result<()> {
     let slot = scheme.translate(lpa, flash)?;
     let old = *scheme.slot_ppn(slot);
-    if old != NONE {
-        // Invalidate first so that GC triggered by this write sees the stale copy.
-        flash.invalidate(old)?;
-    }
-    let ppn = scheme.table().data_page(flash)?;
-    flash.program(ppn, Oob { lpa, seq }, &[], Cause::Host)?;
+    let ppn = scheme.table().program_data(lpa, seq, old, flash)?;
     *scheme.slot_ppn(slot) = ppn;
     scheme.mark_dirty(slot);
     settle(scheme, flash)
