@@ -262,6 +262,19 @@ impl OnFlashTable {
         self.store.data_page(flash)
     }
 
+    /// The host write of `lpa` whose data was at `old` (`NONE`: unmapped): invalidates
+    /// `old` first, so that GC triggered by this write sees the stale copy, then programs
+    /// the next free data page and returns it. GC's moves are left for the caller to settle.
+    #[inline]
+    pub fn program_data(&mut self, lpa: u32, seq: u32, old: Ppn, flash: &mut Flash) -> Result<Ppn> {
+        if old != NONE {
+            flash.invalidate(old)?;
+        }
+        let ppn = self.data_page(flash)?;
+        flash.program(ppn, Oob { lpa, seq }, &[], Cause::Host)?;
+        Ok(ppn)
+    }
+
     #[inline]
     pub fn has_moves(&self) -> bool {
         self.store.has_moves()
@@ -353,13 +366,37 @@ pub fn settle<S: CachesEntries>(scheme: &mut S, flash: &mut Flash) -> Result<()>
 /// DFTL and TPFTL: schemes whose cache holds single mapping entries, each in a slot. Their
 /// reads, writes, trims and GC moves go through the slot alike, written once here.
 pub trait CachesSingleEntries: CachesEntries {
-    /// The slot holding `lpa`'s entry, loaded on a miss.
-    fn translate(&mut self, lpa: u32, flash: &mut Flash) -> Result<u32>;
     /// The slot holding `lpa`'s entry, or `NIL` when it is not cached.
     fn cached_slot(&self, lpa: u32) -> u32;
     /// The physical page of the entry in `slot`.
     fn slot_ppn(&mut self, slot: u32) -> &mut Ppn;
     fn mark_dirty(&mut self, slot: u32);
+    /// A hit on `slot`: updates the replacement order.
+    fn touch(&mut self, slot: u32);
+    /// Loads `lpa`'s entry, not cached, into a slot (evicting as needed) and returns it.
+    fn miss(&mut self, lpa: u32, flash: &mut Flash) -> Result<u32>;
+
+    /// The slot holding `lpa`'s entry, loaded on a miss; counts the lookup and the hit.
+    #[inline]
+    fn translate(&mut self, lpa: u32, flash: &mut Flash) -> Result<u32> {
+        self.table().stats.lookups += 1;
+        let slot = self.cached_slot(lpa);
+        if slot != NIL {
+            self.table().stats.hits += 1;
+            self.touch(slot);
+            return Ok(slot);
+        }
+        self.miss(lpa, flash)
+    }
+}
+
+/// The host read of the data page `ppn` (`NONE`: unmapped, nothing to read).
+#[inline]
+pub fn read_data(ppn: Ppn, flash: &mut Flash) -> Result<Option<Oob>> {
+    if ppn == NONE {
+        return Ok(None);
+    }
+    Ok(Some(flash.read(ppn, Cause::Host)?))
 }
 
 /// A host read of `lpa` through its cached entry (loaded on a miss).
@@ -370,11 +407,7 @@ pub fn read_entry<S: CachesSingleEntries>(
     flash: &mut Flash,
 ) -> Result<Option<Oob>> {
     let slot = scheme.translate(lpa, flash)?;
-    let ppn = *scheme.slot_ppn(slot);
-    if ppn == NONE {
-        return Ok(None);
-    }
-    Ok(Some(flash.read(ppn, Cause::Host)?))
+    read_data(*scheme.slot_ppn(slot), flash)
 }
 
 /// A host write of `lpa`: the old page invalidated, the new one programmed, the entry
@@ -388,12 +421,7 @@ pub fn write_entry<S: CachesSingleEntries>(
 ) -> Result<()> {
     let slot = scheme.translate(lpa, flash)?;
     let old = *scheme.slot_ppn(slot);
-    if old != NONE {
-        // Invalidate first so that GC triggered by this write sees the stale copy.
-        flash.invalidate(old)?;
-    }
-    let ppn = scheme.table().data_page(flash)?;
-    flash.program(ppn, Oob { lpa, seq }, &[], Cause::Host)?;
+    let ppn = scheme.table().program_data(lpa, seq, old, flash)?;
     *scheme.slot_ppn(slot) = ppn;
     scheme.mark_dirty(slot);
     settle(scheme, flash)

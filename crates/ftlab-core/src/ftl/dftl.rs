@@ -102,50 +102,6 @@ impl Dftl {
         })
     }
 
-    /// The cache slot holding `lpa`'s entry, loading it on a miss.
-    #[inline]
-    fn translate(&mut self, lpa: u32, flash: &mut Flash) -> Result<u32> {
-        self.table.stats.lookups += 1;
-        let slot = self.slot_of[lpa as usize];
-        if slot != NIL {
-            self.table.stats.hits += 1;
-            self.replacement.touch(slot);
-            return Ok(slot);
-        }
-        self.miss(lpa, flash)
-    }
-
-    fn miss(&mut self, lpa: u32, flash: &mut Flash) -> Result<u32> {
-        let t0 = self.table.miss_started(flash);
-        if self.slots.is_full() {
-            self.evict(flash)?;
-        }
-        self.table.fetch(self.table.unit_of(lpa), flash)?;
-        let slot = self
-            .slots
-            .insert(Entry {
-                lpa,
-                ppn: self.table.stored(lpa),
-                dirty: false,
-            })
-            .expect("eviction freed a slot");
-        self.slot_of[lpa as usize] = slot;
-        self.replacement.insert(slot);
-        self.table.miss_ended(flash, t0);
-        Ok(slot)
-    }
-
-    #[inline]
-    fn mark_dirty(&mut self, slot: u32) {
-        let entry = &mut self.slots[slot];
-        if !entry.dirty {
-            entry.dirty = true;
-            let page = self.table.unit_of(entry.lpa);
-            self.dirty_links
-                .push_front(&mut self.dirty_of_page[page as usize], slot);
-        }
-    }
-
     /// Evicts the replacement victim, writing dirty entries back first.
     fn evict(&mut self, flash: &mut Flash) -> Result<()> {
         let victim = self
@@ -231,19 +187,49 @@ impl CachesEntries for Dftl {
 }
 
 impl CachesSingleEntries for Dftl {
-    fn translate(&mut self, lpa: u32, flash: &mut Flash) -> Result<u32> {
-        self.translate(lpa, flash)
-    }
-
+    #[inline]
     fn cached_slot(&self, lpa: u32) -> u32 {
         self.slot_of[lpa as usize]
     }
 
+    #[inline]
     fn slot_ppn(&mut self, slot: u32) -> &mut Ppn {
         &mut self.slots[slot].ppn
     }
 
+    #[inline]
+    fn touch(&mut self, slot: u32) {
+        self.replacement.touch(slot);
+    }
+
+    fn miss(&mut self, lpa: u32, flash: &mut Flash) -> Result<u32> {
+        let t0 = self.table.miss_started(flash);
+        if self.slots.is_full() {
+            self.evict(flash)?;
+        }
+        self.table.fetch(self.table.unit_of(lpa), flash)?;
+        let slot = self
+            .slots
+            .insert(Entry {
+                lpa,
+                ppn: self.table.stored(lpa),
+                dirty: false,
+            })
+            .expect("eviction freed a slot");
+        self.slot_of[lpa as usize] = slot;
+        self.replacement.insert(slot);
+        self.table.miss_ended(flash, t0);
+        Ok(slot)
+    }
+
+    #[inline]
     fn mark_dirty(&mut self, slot: u32) {
-        self.mark_dirty(slot)
+        let entry = &mut self.slots[slot];
+        if !entry.dirty {
+            entry.dirty = true;
+            let page = self.table.unit_of(entry.lpa);
+            self.dirty_links
+                .push_front(&mut self.dirty_of_page[page as usize], slot);
+        }
     }
 }

@@ -36,10 +36,10 @@
 use crate::config::{Config, Layout};
 use crate::error::{Error, Result};
 use crate::ftl::alloc::Move;
-use crate::ftl::demand::{settle, CachesEntries, OnFlashTable};
+use crate::ftl::demand::{read_data, settle, CachesEntries, OnFlashTable};
 use crate::ftl::mapcache::IndexedHeap;
 use crate::ftl::{Ftl, MemoryBreakdown};
-use crate::nand::{Cause, Flash, Oob, Ppn, NONE};
+use crate::nand::{Flash, Oob, Ppn, NONE};
 use crate::request::Op;
 use crate::units;
 use serde::{Deserialize, Serialize};
@@ -330,20 +330,13 @@ impl Ftl for Selective {
     #[inline]
     fn read(&mut self, lpa: u32, flash: &mut Flash) -> Result<Option<Oob>> {
         let ppn = self.translate(lpa, Op::Read, flash)?;
-        if ppn == NONE {
-            return Ok(None);
-        }
-        Ok(Some(flash.read(ppn, Cause::Host)?))
+        read_data(ppn, flash)
     }
 
     #[inline]
     fn write(&mut self, lpa: u32, seq: u32, flash: &mut Flash) -> Result<()> {
         let old = self.translate(lpa, Op::Write, flash)?;
-        if old != NONE {
-            flash.invalidate(old)?;
-        }
-        let ppn = self.table.data_page(flash)?;
-        flash.program(ppn, Oob { lpa, seq }, &[], Cause::Host)?;
+        let ppn = self.table.program_data(lpa, seq, old, flash)?;
         self.set(lpa, ppn);
         settle(self, flash)
     }

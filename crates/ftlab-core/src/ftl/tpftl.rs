@@ -161,36 +161,6 @@ impl Tpftl {
         self.time_sum[node as usize] / self.entries(node).max(1) as u64
     }
 
-    /// Moves an entry to the head of its list and refreshes its node's hotness.
-    #[inline]
-    fn touch(&mut self, slot: u32) {
-        self.clock += 1;
-        let entry = &mut self.slots[slot];
-        let node = self.table.unit_of(entry.lpa);
-        self.time_sum[node as usize] += self.clock - entry.time;
-        entry.time = self.clock;
-        let list = if entry.dirty {
-            &mut self.dirty[node as usize]
-        } else {
-            &mut self.clean[node as usize]
-        };
-        self.links.move_to_front(list, slot);
-        let key = self.node_key(node);
-        self.nodes.set(node, key);
-    }
-
-    #[inline]
-    fn translate(&mut self, lpa: u32, flash: &mut Flash) -> Result<u32> {
-        self.table.stats.lookups += 1;
-        let slot = self.slot_of[lpa as usize];
-        if slot != NIL {
-            self.table.stats.hits += 1;
-            self.touch(slot);
-            return Ok(slot);
-        }
-        self.miss(lpa, flash)
-    }
-
     fn node_added(&mut self) {
         self.node_change += 1;
         if self.node_change >= self.threshold {
@@ -226,35 +196,6 @@ impl Tpftl {
             p -= 1;
         }
         run.min(page_end - lpa)
-    }
-
-    fn miss(&mut self, lpa: u32, flash: &mut Flash) -> Result<u32> {
-        let t0 = self.table.miss_started(flash);
-        let node = self.table.unit_of(lpa);
-        let length = self.load_length(lpa);
-        self.table.fetch(node, flash)?;
-        // The missed entry first: it must fit, evicting from its own node if that is the
-        // only one cached.
-        let mut victim = NIL;
-        self.make_room(node, &mut victim, true, flash)?;
-        let slot = self.insert(lpa);
-        if victim == node {
-            victim = NIL; // prefetching never evicts from the node it loads
-        }
-        let mut loaded = 0;
-        for next in lpa + 1..lpa + length {
-            if self.slot_of[next as usize] != NIL {
-                continue; // the cached entry is newer than the one on flash
-            }
-            if !self.make_room(node, &mut victim, false, flash)? {
-                break;
-            }
-            self.insert(next);
-            loaded += 1;
-        }
-        self.table.stats.prefetched_entries += loaded;
-        self.table.miss_ended(flash, t0);
-        Ok(slot)
     }
 
     /// Frees room for one more entry of `node`. Prefetching (`must` false) evicts only from
@@ -313,17 +254,6 @@ impl Tpftl {
             self.nodes.push(node, key);
         }
         slot
-    }
-
-    #[inline]
-    fn mark_dirty(&mut self, slot: u32) {
-        let entry = &mut self.slots[slot];
-        if !entry.dirty {
-            entry.dirty = true;
-            let node = self.table.unit_of(entry.lpa) as usize;
-            self.links.remove(&mut self.clean[node], slot);
-            self.links.push_front(&mut self.dirty[node], slot);
-        }
     }
 
     /// Evicts one entry of `node`, clean first; a dirty victim means every entry of the
@@ -440,19 +370,71 @@ impl CachesEntries for Tpftl {
 }
 
 impl CachesSingleEntries for Tpftl {
-    fn translate(&mut self, lpa: u32, flash: &mut Flash) -> Result<u32> {
-        self.translate(lpa, flash)
-    }
-
+    #[inline]
     fn cached_slot(&self, lpa: u32) -> u32 {
         self.slot_of[lpa as usize]
     }
 
+    #[inline]
     fn slot_ppn(&mut self, slot: u32) -> &mut Ppn {
         &mut self.slots[slot].ppn
     }
 
+    /// Moves an entry to the head of its list and refreshes its node's hotness.
+    #[inline]
+    fn touch(&mut self, slot: u32) {
+        self.clock += 1;
+        let entry = &mut self.slots[slot];
+        let node = self.table.unit_of(entry.lpa);
+        self.time_sum[node as usize] += self.clock - entry.time;
+        entry.time = self.clock;
+        let list = if entry.dirty {
+            &mut self.dirty[node as usize]
+        } else {
+            &mut self.clean[node as usize]
+        };
+        self.links.move_to_front(list, slot);
+        let key = self.node_key(node);
+        self.nodes.set(node, key);
+    }
+
+    #[inline]
     fn mark_dirty(&mut self, slot: u32) {
-        self.mark_dirty(slot)
+        let entry = &mut self.slots[slot];
+        if !entry.dirty {
+            entry.dirty = true;
+            let node = self.table.unit_of(entry.lpa) as usize;
+            self.links.remove(&mut self.clean[node], slot);
+            self.links.push_front(&mut self.dirty[node], slot);
+        }
+    }
+
+    fn miss(&mut self, lpa: u32, flash: &mut Flash) -> Result<u32> {
+        let t0 = self.table.miss_started(flash);
+        let node = self.table.unit_of(lpa);
+        let length = self.load_length(lpa);
+        self.table.fetch(node, flash)?;
+        // The missed entry first: it must fit, evicting from its own node if that is the
+        // only one cached.
+        let mut victim = NIL;
+        self.make_room(node, &mut victim, true, flash)?;
+        let slot = self.insert(lpa);
+        if victim == node {
+            victim = NIL; // prefetching never evicts from the node it loads
+        }
+        let mut loaded = 0;
+        for next in lpa + 1..lpa + length {
+            if self.slot_of[next as usize] != NIL {
+                continue; // the cached entry is newer than the one on flash
+            }
+            if !self.make_room(node, &mut victim, false, flash)? {
+                break;
+            }
+            self.insert(next);
+            loaded += 1;
+        }
+        self.table.stats.prefetched_entries += loaded;
+        self.table.miss_ended(flash, t0);
+        Ok(slot)
     }
 }

@@ -144,6 +144,52 @@ pub fn traces_dir() -> Option<std::path::PathBuf> {
     }
 }
 
+/// A real trace of the shared folder, in DiskSim's ascii format.
+pub struct RealTrace {
+    pub name: &'static str,
+    /// Path below the shared trace folder.
+    pub path: &'static str,
+    pub time_unit: &'static str,
+}
+
+pub const FINANCIAL1: RealTrace = RealTrace {
+    name: "Financial1",
+    path: "ssdsim_hust_financial1/example.ascii",
+    time_unit: "ns",
+};
+
+pub const DISKSIM_VALIDATION: RealTrace = RealTrace {
+    name: "DiskSim validation",
+    path: "disksim_hpl_validation/ascii.trace",
+    time_unit: "ms",
+};
+
+impl RealTrace {
+    /// Its requests, or None (with a message) when the shared folder is absent.
+    pub fn load(&self) -> Option<Vec<Request>> {
+        let path = traces_dir()?.join(self.path);
+        Some(load_trace(&path, "disksim", self.time_unit))
+    }
+}
+
+/// The end of the furthest extent `trace` addresses, in bytes.
+pub fn span_bytes(trace: &[Request]) -> u64 {
+    trace
+        .iter()
+        .map(|r| r.offset_bytes + r.len_bytes as u64)
+        .max()
+        .unwrap()
+}
+
+/// A device of four parallel units of 64-page blocks whose logical space just holds
+/// `span_bytes` at over-provisioning `op`, with `spare_blocks` more blocks per plane.
+pub fn device_for_span(span_bytes: u64, op: f64, spare_blocks: u32) -> Config {
+    let pages_per_block = 64u64;
+    let physical_pages = (span_bytes / 4096) as f64 / (1.0 - op);
+    let blocks = (physical_pages / (4 * pages_per_block) as f64).ceil() as u32 + spare_blocks;
+    small_config((2, 1, 2, 1), blocks, pages_per_block as u32, op)
+}
+
 /// Every logical page written once (64-page requests), then `trace` at time 0: the
 /// trace's writes overwrite a full device, so GC runs.
 pub fn after_full_fill(logical_pages: u64, trace: &[Request]) -> Vec<Request> {
