@@ -90,6 +90,72 @@ pub struct GcConfig {
     /// until the unit is above it again before the write proceeds.
     pub hard_threshold: f64,
     pub policy: VictimPolicy,
+    /// When victims are reclaimed: in the background between requests (below `threshold`,
+    /// queued behind host work) with foreground GC only at `hard_threshold`, or entirely in
+    /// the foreground of the write that needs a block (the behaviour before background GC).
+    pub mode: GcMode,
+}
+
+/// When garbage collection runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum GcMode {
+    /// Below `gc.threshold`, victims are reclaimed between requests as low-priority work;
+    /// a write waits for GC only at `gc.hard_threshold`.
+    Background,
+    /// The write that opens a block below `gc.threshold` waits for the GC it triggers.
+    Foreground,
+}
+
+/// How the controller orders flash operations on a die.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SchedulerConfig {
+    /// Host reads go ahead of queued background work (GC, write-back) on their die.
+    pub read_priority: bool,
+    /// A host read arriving while its die programs or erases suspends that operation
+    /// (program/erase suspend), paying `suspend_ns`; the suspended operation resumes after.
+    pub suspend: bool,
+    /// Cost of one suspension (suspend plus resume), in ns.
+    #[serde(with = "units::nanos")]
+    pub suspend_ns: u64,
+    /// Reads and programs to the same page offset on different planes of one die, issued
+    /// back to back, run as one multi-plane operation (one tR or tPROG).
+    pub multi_plane: bool,
+}
+
+/// Preconditioning: what is written to the device before the measured run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PreconditionMode {
+    /// A fresh device (only the pages read before they are written are mapped, if `warmup`).
+    None,
+    /// The whole logical space written once, sequentially.
+    Fill,
+    /// `fill`, then random page writes until the write amplification settles.
+    Steady,
+}
+
+/// Preconditioning settings; its traffic is reported apart from the run's metrics.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct PreconditionConfig {
+    pub mode: PreconditionMode,
+    /// Steady state: a window of this many random page writes (0: an eighth of the logical
+    /// pages) is one measurement of the write amplification.
+    pub window_pages: u64,
+    /// Steady state is reached when the last `windows` windows' WAF each lie within this
+    /// fraction of their mean.
+    pub tolerance: f64,
+    /// Windows compared for steady state.
+    pub windows: u32,
+    /// Random writes stop after this many times the logical capacity, settled or not.
+    pub max_capacity_writes: f64,
+    /// Pages the source reads before it writes them are written first (the LeaFTL
+    /// artifact's warm-up), so that no scheme is charged or favoured for them.
+    pub warmup: bool,
+    /// Seed of the random writes.
+    pub seed: u64,
 }
 
 /// What the write buffer evicts when it is full.
@@ -177,6 +243,8 @@ pub struct Config {
     pub buffer: BufferConfig,
     pub dram: DramConfig,
     pub replay: ReplayConfig,
+    pub scheduler: SchedulerConfig,
+    pub precondition: PreconditionConfig,
     pub metrics: MetricsConfig,
     pub workload: WorkloadConfig,
     /// How traces are read and mapped onto the device.
@@ -229,6 +297,32 @@ impl Default for GcConfig {
             threshold: 0.05,
             hard_threshold: 0.005,
             policy: VictimPolicy::Greedy,
+            mode: GcMode::Background,
+        }
+    }
+}
+
+impl Default for SchedulerConfig {
+    fn default() -> Self {
+        SchedulerConfig {
+            read_priority: true,
+            suspend: true,
+            suspend_ns: 20_000,
+            multi_plane: true,
+        }
+    }
+}
+
+impl Default for PreconditionConfig {
+    fn default() -> Self {
+        PreconditionConfig {
+            mode: PreconditionMode::Steady,
+            window_pages: 0,
+            tolerance: 0.05,
+            windows: 3,
+            max_capacity_writes: 4.0,
+            warmup: true,
+            seed: 1,
         }
     }
 }
@@ -275,6 +369,8 @@ impl Default for Config {
             buffer: BufferConfig::default(),
             dram: DramConfig::default(),
             replay: ReplayConfig::default(),
+            scheduler: SchedulerConfig::default(),
+            precondition: PreconditionConfig::default(),
             metrics: MetricsConfig::default(),
             workload: WorkloadConfig::default(),
             trace: crate::trace::TraceConfig::default(),
@@ -723,6 +819,22 @@ impl Config {
         }
         if r.queue_depth == 0 {
             return Err(Error::config("replay.queue_depth", "must be at least 1"));
+        }
+        let p = &self.precondition;
+        if !(p.tolerance > 0.0 && p.tolerance < 1.0) {
+            return Err(Error::config(
+                "precondition.tolerance",
+                format!("{} is not a fraction in (0, 1)", p.tolerance),
+            ));
+        }
+        if p.windows < 2 {
+            return Err(Error::config("precondition.windows", "must be at least 2"));
+        }
+        if !(p.max_capacity_writes.is_finite() && p.max_capacity_writes >= 0.0) {
+            return Err(Error::config(
+                "precondition.max_capacity_writes",
+                "must be a non-negative number",
+            ));
         }
         if self.metrics.sample_every_requests == 0 {
             return Err(Error::config(
