@@ -256,15 +256,16 @@ pub struct Config {
 
 impl Default for Geometry {
     fn default() -> Self {
-        // The `default` preset: 256 MiB raw, small enough that any bundled workload
-        // runs in seconds, with GC active under the default workload.
+        // The `default` preset: a current TLC SSD's parallelism (8 channels x 4 dies x 2
+        // planes), 2 GiB raw so that any bundled workload runs in seconds; a device fitted
+        // to a trace keeps this parallelism and scales the blocks per plane.
         Geometry {
-            channels: 2,
-            chips_per_channel: 1,
-            dies_per_chip: 2,
-            planes_per_die: 1,
-            blocks_per_plane: 256,
-            pages_per_block: 64,
+            channels: 8,
+            chips_per_channel: 4,
+            dies_per_chip: 1,
+            planes_per_die: 2,
+            blocks_per_plane: 64,
+            pages_per_block: 128,
             page_size: 4096,
             oob_size: 128,
         }
@@ -273,11 +274,16 @@ impl Default for Geometry {
 
 impl Default for Nand {
     fn default() -> Self {
+        // 3D TLC NAND (Micron B17A, as in the CAES UT81NDQ512G8T datasheet): single-plane
+        // page read 74 us; effective program time 1.9 ms per 16 KiB page, i.e. 475 us per
+        // simulated 4 KiB page, so that a die programs at the datasheet's rate; block erase
+        // 15 ms per 2,304 x 16 KiB pages, scaled to the simulated 128 x 4 KiB block (208 us)
+        // so that erasing costs the same time per page written; NV-DDR3 at 667 MT/s.
         Nand {
-            read_latency_ns: 50_000,
-            program_latency_ns: 500_000,
-            erase_latency_ns: 3_000_000,
-            channel_bytes_per_s: 800_000_000,
+            read_latency_ns: 74_000,
+            program_latency_ns: 475_000,
+            erase_latency_ns: 208_000,
+            channel_bytes_per_s: 667_000_000,
             program_order: ProgramOrder::Sequential,
         }
     }
@@ -383,8 +389,13 @@ impl Default for Config {
 pub const PRESETS: &[(&str, &str, &str)] = &[
     (
         "default",
-        "256 MiB raw, 2 channels x 2 dies, 4 KiB pages, 64 pages/block: runs any bundled workload in seconds",
-        "",
+        "a current TLC SSD: 8 channels x 4 dies x 2 planes, 2 GiB raw (fitted to traces), 74/475/208 us, 16 MiB write buffer, background GC, read priority, suspend",
+        include_str!("../presets/default.toml"),
+    ),
+    (
+        "legacy",
+        "ftlab's default before the device model of 0.2: 256 MiB raw, 2 channels x 2 dies, 50/500/3000 us, FIFO scheduling, foreground GC, no preconditioning",
+        include_str!("../presets/legacy.toml"),
     ),
     (
         "small",
@@ -669,6 +680,46 @@ impl Layout {
     #[inline]
     pub fn channel_of_unit(&self, unit: u32) -> u32 {
         unit % self.channels
+    }
+
+    /// Plane of unit `u` within its die.
+    #[inline]
+    pub fn plane_of_unit(&self, unit: u32) -> u32 {
+        unit / self.dies
+    }
+
+    /// The unit of plane `plane` on die `die`.
+    #[inline]
+    pub fn unit_at(&self, die: u32, plane: u32) -> u32 {
+        plane * self.dies + die
+    }
+
+    /// The `k`-th unit of the plane-first stripe order: the planes of die 0, then those of
+    /// die 1, ..., dies channel first. Consecutive pages written in this order can pair up as
+    /// multi-plane programs, and consecutive dies sit on different channels.
+    #[inline]
+    pub fn stripe_unit(&self, k: u32) -> u32 {
+        let k = k % self.units;
+        self.unit_at(k / self.planes_per_die, k % self.planes_per_die)
+    }
+
+    /// Superblocks: block `i` of every parallel unit forms superblock `i`, a die- and
+    /// plane-parallel stripe (SlimFTL's virtual blocks, log-block data blocks, AMF segments).
+    #[inline]
+    pub fn superblocks(&self) -> u32 {
+        self.blocks_per_unit
+    }
+
+    /// The superblock block `b` belongs to.
+    #[inline]
+    pub fn superblock_of(&self, block: u32) -> u32 {
+        block % self.blocks_per_unit
+    }
+
+    /// The block of superblock `sb` on the `k`-th unit of the stripe order.
+    #[inline]
+    pub fn superblock_member(&self, sb: u32, k: u32) -> u32 {
+        self.stripe_unit(k) * self.blocks_per_unit + sb
     }
 
     /// Bytes of a page-address entry: enough bits for every physical page, rounded up

@@ -241,9 +241,59 @@ pub struct Metrics {
     pub simulated_time_ns: Option<u64>,
     pub iops: Option<f64>,
     pub throughput_bytes_per_s: Option<f64>,
+    /// Offered load against what the device served, and whether an open-loop replay
+    /// saturated it; null in mapping-only mode.
+    pub load: Option<LoadReport>,
+    /// Multi-plane operations, suspensions and background work; null in mapping-only mode.
+    pub scheduler: Option<crate::timing::SchedulerStats>,
     /// Scheme-specific counters.
     pub scheme: BTreeMap<String, f64>,
     pub time_series: TimeSeries,
+}
+
+/// The load a timed replay offered and how the device coped.
+///
+/// An open-loop replay *saturates* the device when requests arrive faster than it serves
+/// them: the queue grows without bound and latencies measure the queue, not the device.
+/// It is reported as saturated when the busiest die was busy for at least 98% of the time
+/// requests were arriving, or when the last request completed later after the last arrival
+/// than a tenth of the arrival span (and at least 100 ms): the queue did not drain.
+#[derive(Clone, Debug, Serialize)]
+pub struct LoadReport {
+    /// "open" or "closed".
+    pub mode: &'static str,
+    /// From the first to the last arrival.
+    pub arrival_span_ns: u64,
+    /// Requests and bytes per second over the arrival span (closed loop: over the run).
+    pub offered_iops: f64,
+    pub offered_bytes_per_s: f64,
+    /// Share of the arrival span (closed loop: of the run) the busiest die and the average
+    /// die spent working, background work included.
+    pub busiest_die_utilisation: f64,
+    pub mean_die_utilisation: f64,
+    /// Last completion minus last arrival.
+    pub backlog_at_end_ns: u64,
+    pub saturated: bool,
+    /// A `replay.time_scale` at which the busiest die would be about 70% busy (saturated
+    /// open-loop runs only).
+    pub suggested_time_scale: Option<f64>,
+}
+
+/// What preconditioning wrote before the measured run (none of it is in the run's metrics).
+#[derive(Clone, Debug, Serialize)]
+pub struct PreconditionReport {
+    pub mode: crate::config::PreconditionMode,
+    /// Pages the source reads before writing them, written first (`precondition.warmup`).
+    pub warmup_pages: u64,
+    pub host_pages_written: u64,
+    pub flash_programs: u64,
+    pub gc_invocations: u64,
+    /// Write amplification of the random writes (steady state), or of everything written.
+    pub waf: Option<f64>,
+    /// Steady state: the write amplification of each window of random writes.
+    pub window_waf: Vec<f64>,
+    /// Whether the write amplification settled within `precondition.tolerance`.
+    pub steady: bool,
 }
 
 impl Metrics {
@@ -319,6 +369,9 @@ pub struct Report {
     pub verify: bool,
     pub device: DeviceInfo,
     pub config: Config,
+    /// What was written before the run (absent when nothing was).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub precondition: Option<PreconditionReport>,
     pub metrics: Metrics,
 }
 

@@ -15,7 +15,7 @@
 
 use crate::config::{Config, Layout, ProgramOrder, OOB_HEADER_BYTES};
 use crate::error::{Error, Result};
-use crate::timing::Timeline;
+use crate::timing::{Place, SchedulerStats, Timeline};
 use serde::Serialize;
 use std::fmt;
 
@@ -419,12 +419,46 @@ impl Flash {
     }
 
     #[inline]
-    fn location(&self, block: u32) -> (u32, u32) {
-        let unit = self.layout.unit_of_block(block);
-        (
-            self.layout.die_of_unit(unit),
-            self.layout.channel_of_unit(unit),
-        )
+    fn place(&self, ppn: Ppn) -> Place {
+        let unit = self.layout.unit_of_block(self.block_of(ppn));
+        Place {
+            die: self.layout.die_of_unit(unit),
+            channel: self.layout.channel_of_unit(unit),
+            plane: self.layout.plane_of_unit(unit),
+            offset: self.page_offset(ppn),
+        }
+    }
+
+    /// Scheduling counters (multi-plane operations, suspensions, background work); None in
+    /// mapping-only mode.
+    pub fn scheduler_stats(&self) -> Option<&SchedulerStats> {
+        self.timeline.as_ref().map(|t| &t.stats)
+    }
+
+    /// Runs all queued background work to its end; returns when the last die is done (0
+    /// in mapping-only mode).
+    pub fn settle_timeline(&mut self) -> u64 {
+        self.timeline.as_mut().map_or(0, Timeline::settle)
+    }
+
+    /// Time each die has spent working, in ns (empty in mapping-only mode).
+    pub fn die_busy_ns(&self) -> Vec<u64> {
+        self.timeline
+            .as_ref()
+            .map(|t| t.die_busy_ns().collect())
+            .unwrap_or_default()
+    }
+
+    /// Stops the timing model (preconditioning runs untimed); returns whether it ran.
+    pub fn pause_timing(&mut self) -> bool {
+        self.timeline.take().is_some()
+    }
+
+    /// Restarts the timing model with every die and channel idle at time 0.
+    pub fn restart_timing(&mut self, cfg: &Config) {
+        self.timeline = Some(Timeline::new(cfg, &self.layout));
+        self.cursor = 0;
+        self.request_done = 0;
     }
 
     // ----- operations -----
@@ -449,9 +483,10 @@ impl Flash {
         self.stats.reads[cause as usize] += 1;
         let mut done = ready;
         if self.timeline.is_some() {
-            let (die, channel) = self.location(self.block_of(ppn));
+            let place = self.place(ppn);
+            let background = self.background;
             if let Some(t) = self.timeline.as_mut() {
-                done = t.read(die, channel, ready).done;
+                done = t.read(place, ready, background).done;
             }
             self.waits_for(done);
         }
@@ -523,9 +558,10 @@ impl Flash {
         self.modified_at[block as usize] = self.clock;
         self.stats.programs[cause as usize] += 1;
         if self.timeline.is_some() {
-            let (die, channel) = self.location(block);
+            let place = self.place(ppn);
+            let background = self.background;
             if let Some(t) = self.timeline.as_mut() {
-                let span = t.program(die, channel, ready);
+                let span = t.program(place, ready, background);
                 let ack = if cause == Cause::Host && self.ack_host_programs_on_transfer {
                     span.transferred
                 } else {
@@ -590,9 +626,10 @@ impl Flash {
         self.modified_at[block as usize] = self.clock;
         self.stats.erases[cause as usize] += 1;
         if self.timeline.is_some() {
-            let (die, _) = self.location(block);
+            let die = self.layout.die_of_unit(self.layout.unit_of_block(block));
+            let (cursor, background) = (self.cursor, self.background);
             if let Some(t) = self.timeline.as_mut() {
-                let done = t.erase(die, self.cursor).done;
+                let done = t.erase(die, cursor, background).done;
                 self.waits_for(done);
             }
         }

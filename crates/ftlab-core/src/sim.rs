@@ -15,14 +15,14 @@
 //! triggered is over. Trims take no time.
 
 use crate::buffer::{Buffered, WriteBuffer};
-use crate::config::{Config, Layout, ReplayMode};
+use crate::config::{Config, Layout, PreconditionConfig, PreconditionMode, ReplayMode};
 use crate::error::{Error, Result};
 use crate::ftl::Ftl;
 use crate::metrics::{
-    DeviceInfo, GcReport, HostCounters, Latency, LatencyReport, Metrics, Report, Sampler,
-    SourceInfo,
+    DeviceInfo, GcReport, HostCounters, Latency, LatencyReport, LoadReport, Metrics,
+    PreconditionReport, Report, Sampler, SourceInfo,
 };
-use crate::nand::{Flash, Oob};
+use crate::nand::{Flash, FlashStats, Oob};
 use crate::request::{Op, Request};
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap};
@@ -84,6 +84,9 @@ pub struct Simulator<F: Ftl> {
     /// Requests left until the next time-series sample.
     until_sample: u64,
     last_time: u64,
+    /// The configuration (the timing model restarts from it after preconditioning).
+    cfg: Config,
+    precondition: Option<PreconditionReport>,
 }
 
 impl<F: Ftl> Simulator<F> {
@@ -109,6 +112,8 @@ impl<F: Ftl> Simulator<F> {
             sampler: Sampler::default(),
             until_sample: cfg.metrics.sample_every_requests,
             last_time: 0,
+            cfg: cfg.clone(),
+            precondition: None,
         }
     }
 
@@ -212,7 +217,156 @@ impl<F: Ftl> Simulator<F> {
             self.until_sample = self.sample_every;
             self.sample();
         }
+        self.idle()
+    }
+
+    /// The scheme's background work after a request (see [`Ftl::idle`]).
+    #[inline]
+    fn idle(&mut self) -> Result<()> {
+        self.flash.set_background(true);
+        let result = self.ftl.idle(&mut self.flash);
+        self.flash.set_background(false);
+        result
+    }
+
+    /// Preconditions the device before the measured run (`precondition.*`): the pages in
+    /// `warmup` (those the source reads before writing them) are written first, then with
+    /// `fill` every logical page once in address order, and with `steady` random pages in
+    /// windows until the write amplification of the last `windows` windows lies within
+    /// `tolerance` of their mean (with GC running), or `max_capacity_writes` times the
+    /// logical capacity has been written. Writes go to the scheme directly (the write buffer
+    /// stays empty), untimed, with the scheme's background work between them; verification
+    /// follows them. Afterwards every counter, latency and time series starts from zero and
+    /// every die is idle at time 0: preconditioning is reported only in the report's
+    /// `precondition` section.
+    ///
+    /// `progress(pages written, share done)` is called every 65,536 pages; returning false
+    /// stops with an error.
+    pub fn precondition(
+        &mut self,
+        cfg: &PreconditionConfig,
+        warmup: &[u32],
+        progress: &mut dyn FnMut(u64, f64) -> bool,
+    ) -> Result<()> {
+        let timed = self.flash.pause_timing();
+        let logical = self.layout.logical_pages;
+        // Pages preconditioning writes at most, for the progress fraction.
+        let expected = match cfg.mode {
+            PreconditionMode::None => warmup.len() as u64,
+            PreconditionMode::Fill => logical,
+            PreconditionMode::Steady => logical + (cfg.max_capacity_writes * logical as f64) as u64,
+        }
+        .max(1);
+        let mut report = PreconditionReport {
+            mode: cfg.mode,
+            warmup_pages: 0,
+            host_pages_written: 0,
+            flash_programs: 0,
+            gc_invocations: 0,
+            waf: None,
+            window_waf: Vec::new(),
+            steady: false,
+        };
+        let result = (|| -> Result<()> {
+            if cfg.mode == PreconditionMode::None && cfg.warmup {
+                for &lpa in warmup {
+                    self.precondition_write(lpa, progress, expected)?;
+                }
+                report.warmup_pages = warmup.len() as u64;
+            }
+            if cfg.mode == PreconditionMode::None {
+                return Ok(());
+            }
+            for lpa in 0..logical as u32 {
+                self.precondition_write(lpa, progress, expected)?;
+            }
+            if cfg.mode != PreconditionMode::Steady {
+                return Ok(());
+            }
+            let window = if cfg.window_pages == 0 {
+                (logical / 8).max(1)
+            } else {
+                cfg.window_pages
+            };
+            let limit = (cfg.max_capacity_writes * logical as f64) as u64;
+            let mut rng = crate::rng::Rng::new(cfg.seed);
+            let programs_before = self.flash.stats.total_programs();
+            let mut written = 0u64;
+            let keep = cfg.windows as usize;
+            while written < limit {
+                let (programs, gcs) = (
+                    self.flash.stats.total_programs(),
+                    self.flash.stats.gc_invocations,
+                );
+                for _ in 0..window {
+                    self.precondition_write(rng.below(logical) as u32, progress, expected)?;
+                }
+                written += window;
+                let waf = (self.flash.stats.total_programs() - programs) as f64 / window as f64;
+                report.window_waf.push(waf);
+                let gc_ran = self.flash.stats.gc_invocations > gcs;
+                let last = &report.window_waf[report.window_waf.len().saturating_sub(keep)..];
+                if gc_ran && last.len() == keep {
+                    let mean = last.iter().sum::<f64>() / keep as f64;
+                    if last
+                        .iter()
+                        .all(|w| (w - mean).abs() <= cfg.tolerance * mean)
+                    {
+                        report.steady = true;
+                        break;
+                    }
+                }
+            }
+            if written > 0 {
+                report.waf = Some(
+                    (self.flash.stats.total_programs() - programs_before) as f64 / written as f64,
+                );
+            }
+            Ok(())
+        })();
+        result?;
+        report.host_pages_written = self.host.pages_written;
+        report.flash_programs = self.flash.stats.total_programs();
+        report.gc_invocations = self.flash.stats.gc_invocations;
+        if report.waf.is_none() && report.host_pages_written > 0 {
+            report.waf = Some(report.flash_programs as f64 / report.host_pages_written as f64);
+        }
+        // The measured run starts here.
+        self.flash.stats = FlashStats::default();
+        self.host = HostCounters::default();
+        self.ftl.reset_counters();
+        self.sampler = Sampler::default();
+        self.until_sample = self.sample_every;
+        if timed {
+            self.flash.restart_timing(&self.cfg);
+        }
+        self.precondition = Some(report);
         Ok(())
+    }
+
+    /// One preconditioning page write, straight to the scheme.
+    fn precondition_write(
+        &mut self,
+        lpa: u32,
+        progress: &mut dyn FnMut(u64, f64) -> bool,
+        expected: u64,
+    ) -> Result<()> {
+        let done = self.host.pages_written;
+        if done.is_multiple_of(1 << 16)
+            && done > 0
+            && !progress(done, done as f64 / expected as f64)
+        {
+            return Err(Error::Usage("interrupted".into()));
+        }
+        self.last_seq = self.last_seq.checked_add(1).unwrap_or(1);
+        let seq = self.last_seq;
+        self.host.pages_written += 1;
+        self.flash.clock += 1;
+        if let Some(shadow) = self.shadow.as_mut() {
+            shadow[lpa as usize] = seq;
+        }
+        self.ftl.write(lpa, seq, &mut self.flash)?;
+        self.idle()
     }
 
     fn sample(&mut self) {
@@ -337,6 +491,7 @@ impl<F: Ftl> Simulator<F> {
         self.ftl.finish(&mut self.flash)?;
         self.sample();
         let timed = self.flash.is_timed();
+        let load = timed.then(|| self.load());
         let flash = &self.flash;
         let span = self
             .first_arrival
@@ -376,6 +531,8 @@ impl<F: Ftl> Simulator<F> {
             } else {
                 None
             },
+            load,
+            scheduler: self.flash.scheduler_stats().cloned(),
             scheme,
             time_series: std::mem::take(&mut self.sampler.series),
             host: self.host.clone(),
@@ -389,7 +546,62 @@ impl<F: Ftl> Simulator<F> {
             verify: self.shadow.is_some(),
             device: DeviceInfo::from(&self.layout),
             config: cfg.clone(),
+            precondition: self.precondition.take(),
             metrics,
         })
+    }
+
+    /// The offered load and whether the replay saturated the device ([`LoadReport`]).
+    fn load(&mut self) -> LoadReport {
+        let first = self.first_arrival.unwrap_or(0);
+        let arrival_span = self.last_time.saturating_sub(first);
+        let open = self.mode == ReplayMode::Open;
+        // Background work left at the end still occupied the dies.
+        self.flash.settle_timeline();
+        let span = if open {
+            arrival_span
+        } else {
+            self.last_done.saturating_sub(first)
+        };
+        let busy = self.flash.die_busy_ns();
+        let per_span = |ns: u64| {
+            if span == 0 {
+                0.0
+            } else {
+                ns as f64 / span as f64
+            }
+        };
+        let busiest = busy.iter().copied().max().unwrap_or(0);
+        let mean = busy.iter().sum::<u64>() as f64 / busy.len().max(1) as f64;
+        let busiest_die_utilisation = per_span(busiest);
+        let backlog_at_end_ns = self.last_done.saturating_sub(self.last_time);
+        let saturated = open
+            && self.host.requests > 1
+            && (busiest_die_utilisation >= 0.98
+                || backlog_at_end_ns as f64 >= (arrival_span as f64 / 10.0).max(1e8));
+        let seconds = span as f64 / 1e9;
+        let rate = |n: u64| {
+            if seconds > 0.0 {
+                n as f64 / seconds
+            } else {
+                0.0
+            }
+        };
+        LoadReport {
+            mode: if open { "open" } else { "closed" },
+            arrival_span_ns: arrival_span,
+            offered_iops: rate(self.host.requests),
+            offered_bytes_per_s: rate(self.host.bytes_read + self.host.bytes_written),
+            busiest_die_utilisation,
+            mean_die_utilisation: if span == 0 { 0.0 } else { mean / span as f64 },
+            backlog_at_end_ns,
+            saturated,
+            suggested_time_scale: saturated.then(|| {
+                // Spreading arrivals by s divides the busiest die's utilisation by s.
+                let needed =
+                    busiest.max(self.last_done.saturating_sub(first)) as f64 / span.max(1) as f64;
+                (self.time_scale * needed / 0.7 * 100.0).ceil() / 100.0
+            }),
+        }
     }
 }

@@ -1,23 +1,110 @@
 //! Analytic timing model: every die and every channel keeps the time at which it is next
 //! free, and each flash operation is placed at the earliest instant its resources allow.
+//! There is no event queue: each operation is a few max/add steps.
 //!
-//! A read occupies its die for tR, then the die and its channel for the transfer out. A
-//! program first transfers over the channel (the die must be idle: cache programming is not
-//! modelled), then occupies the die for tPROG. An erase occupies the die for tBERS. Planes of
-//! one die share its timeline (multi-plane commands are not modelled), so concurrency comes
-//! from dies and channels. There is no event queue: each operation is a few max/add steps.
+//! - A read occupies its die for tR, then the die and its channel for the transfer out. A
+//!   program first transfers over the channel (the die must be idle: cache programming is
+//!   not modelled), then occupies the die for tPROG. An erase occupies the die for tBERS.
+//! - **Multi-plane operations** (`scheduler.multi_plane`): a read or program to the same
+//!   page offset as the die's current operation of that kind, on a plane that operation
+//!   does not cover yet, joins it as one ONFI multi-plane command: one tR (each plane's
+//!   data still crosses the channel) or one tPROG started once every plane's data is in.
+//!   A read joins if it was ready when the group's sensing began; a program joins if its
+//!   data arrives within one transfer per plane of the group's start (issued back to back).
+//! - **Background work** (`scheduler.read_priority`): operations a controller issues on
+//!   its own (garbage collection between requests, write-back) are queued per die instead
+//!   of placed at once. The queue runs whenever the die has nothing else to do; a host read
+//!   goes ahead of everything still queued, host programs and erases queue behind it. A
+//!   queued operation is charged to its die only: a relocation within a plane is a
+//!   copy-back (no channel transfer), and the order between a copy's read and its program
+//!   is not modelled.
+//! - **Program/erase suspend** (`scheduler.suspend`): a host read arriving while its die
+//!   programs or erases suspends that operation, pays `suspend_ns`, runs, and the
+//!   suspended operation resumes where it stopped (it ends later by the read's time).
+//!
+//! With `read_priority`, `suspend` and `multi_plane` off the model is the plain FIFO one:
+//! every operation placed on its die and channel in the order the FTL issues it.
 
 use crate::config::{Config, Layout};
+use serde::Serialize;
+use std::collections::VecDeque;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    Idle,
+    Read,
+    Program,
+    Erase,
+}
+
+/// Background work waiting for its die.
+#[derive(Clone, Copy, Debug)]
+struct Queued {
+    ready: u64,
+    duration: u64,
+    kind: Kind,
+}
+
+/// One die: when it is next free, the operation it runs last (for suspension and
+/// multi-plane joins) and its queue of background work.
+#[derive(Clone, Debug)]
+struct Die {
+    free: u64,
+    kind: Kind,
+    /// Start of the last operation's array phase (sensing, programming or erasing).
+    start: u64,
+    /// Page offset and planes of the last operation (multi-plane joins).
+    offset: u32,
+    planes: u64,
+    /// The last operation is the die's only committed work after `start` (so it may be
+    /// suspended or joined).
+    joinable: bool,
+    queue: VecDeque<Queued>,
+    busy_ns: u64,
+}
+
+impl Die {
+    fn new() -> Self {
+        Die {
+            free: 0,
+            kind: Kind::Idle,
+            start: 0,
+            offset: 0,
+            planes: 0,
+            joinable: false,
+            queue: VecDeque::new(),
+            busy_ns: 0,
+        }
+    }
+}
+
+/// Scheduling counters.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct SchedulerStats {
+    /// Reads that joined another plane's read as one multi-plane read.
+    pub multi_plane_reads: u64,
+    /// Programs that joined another plane's program as one multi-plane program.
+    pub multi_plane_programs: u64,
+    /// Programs or erases suspended by a host read.
+    pub suspensions: u64,
+    /// Operations queued as background work.
+    pub background_operations: u64,
+}
 
 #[derive(Clone, Debug)]
 pub struct Timeline {
-    die_free: Vec<u64>,
+    dies: Vec<Die>,
     channel_free: Vec<u64>,
     read_ns: u64,
     program_ns: u64,
     erase_ns: u64,
     /// Channel time to move one page with its OOB.
     transfer_ns: u64,
+    read_priority: bool,
+    suspend: bool,
+    suspend_ns: u64,
+    multi_plane: bool,
+    pub stats: SchedulerStats,
 }
 
 /// When an operation's phases end.
@@ -29,29 +116,136 @@ pub struct Span {
     pub done: u64,
 }
 
+/// Where an operation takes place.
+#[derive(Clone, Copy, Debug)]
+pub struct Place {
+    pub die: u32,
+    pub channel: u32,
+    pub plane: u32,
+    /// Page offset within the block (multi-plane operations need equal offsets).
+    pub offset: u32,
+}
+
 impl Timeline {
     pub fn new(cfg: &Config, layout: &Layout) -> Self {
         let bytes = layout.page_size as u128 + layout.oob_size as u128;
         let transfer_ns =
             (bytes * 1_000_000_000).div_ceil(cfg.nand.channel_bytes_per_s as u128) as u64;
+        let s = &cfg.scheduler;
         Timeline {
-            die_free: vec![0; layout.dies as usize],
+            dies: vec![Die::new(); layout.dies as usize],
             channel_free: vec![0; layout.channels as usize],
             read_ns: cfg.nand.read_latency_ns,
             program_ns: cfg.nand.program_latency_ns,
             erase_ns: cfg.nand.erase_latency_ns,
             transfer_ns,
+            read_priority: s.read_priority,
+            suspend: s.suspend,
+            suspend_ns: s.suspend_ns,
+            multi_plane: s.multi_plane && layout.planes_per_die > 1,
+            stats: SchedulerStats::default(),
+        }
+    }
+
+    /// Starts the queued background work of die `d` that the die reaches before `t`
+    /// (everything, with `t = u64::MAX`).
+    #[inline]
+    fn run_queue(&mut self, d: usize, t: u64) {
+        let die = &mut self.dies[d];
+        while let Some(q) = die.queue.front() {
+            let start = die.free.max(q.ready);
+            if start >= t {
+                break;
+            }
+            die.free = start + q.duration;
+            die.busy_ns += q.duration;
+            die.kind = q.kind;
+            die.start = start;
+            die.planes = 0;
+            die.joinable = true;
+            die.queue.pop_front();
         }
     }
 
     #[inline]
-    pub fn read(&mut self, die: u32, channel: u32, ready: u64) -> Span {
-        let die_free = &mut self.die_free[die as usize];
-        let sensed = ready.max(*die_free) + self.read_ns;
-        let channel_free = &mut self.channel_free[channel as usize];
-        let done = sensed.max(*channel_free) + self.transfer_ns;
+    fn enqueue(&mut self, d: usize, ready: u64, duration: u64, kind: Kind) -> Span {
+        self.stats.background_operations += 1;
+        self.dies[d].queue.push_back(Queued {
+            ready,
+            duration,
+            kind,
+        });
+        Span {
+            transferred: ready,
+            done: ready,
+        }
+    }
+
+    #[inline]
+    pub fn read(&mut self, at: Place, ready: u64, background: bool) -> Span {
+        let d = at.die as usize;
+        if background && self.read_priority {
+            return self.enqueue(d, ready, self.read_ns, Kind::Read);
+        }
+        if self.read_priority {
+            self.run_queue(d, ready);
+        }
+        let plane = 1u64 << (at.plane & 63);
+        let transfer_ns = self.transfer_ns;
+        let die = &mut self.dies[d];
+        let channel_free = &mut self.channel_free[at.channel as usize];
+        if self.multi_plane
+            && die.joinable
+            && die.kind == Kind::Read
+            && die.offset == at.offset
+            && die.planes & plane == 0
+            && ready <= die.start
+            && !background
+        {
+            // One more plane of a multi-plane read: sensed with the group, then out.
+            let sensed = die.start + self.read_ns;
+            let done = sensed.max(*channel_free).max(die.free) + transfer_ns;
+            *channel_free = done;
+            die.busy_ns += done - die.free.max(sensed);
+            die.free = done;
+            die.planes |= plane;
+            self.stats.multi_plane_reads += 1;
+            return Span {
+                transferred: done,
+                done,
+            };
+        }
+        if self.suspend
+            && !background
+            && die.joinable
+            && matches!(die.kind, Kind::Program | Kind::Erase)
+            && die.start <= ready
+            && ready < die.free
+        {
+            // Suspend the program or erase in progress, read, resume.
+            let sensed = ready + self.suspend_ns + self.read_ns;
+            let done = sensed.max(*channel_free) + transfer_ns;
+            *channel_free = done;
+            let held = done - ready;
+            die.free += held;
+            die.busy_ns += held;
+            self.stats.suspensions += 1;
+            return Span {
+                transferred: done,
+                done,
+            };
+        }
+        let start = ready.max(die.free);
+        let sensed = start + self.read_ns;
+        let done = sensed.max(*channel_free) + transfer_ns;
         *channel_free = done;
-        *die_free = done;
+        die.busy_ns += done - start;
+        die.free = done;
+        die.kind = Kind::Read;
+        die.start = start;
+        die.offset = at.offset;
+        die.planes = plane;
+        die.joinable = !background;
         Span {
             transferred: done,
             done,
@@ -59,21 +253,72 @@ impl Timeline {
     }
 
     #[inline]
-    pub fn program(&mut self, die: u32, channel: u32, ready: u64) -> Span {
-        let die_free = &mut self.die_free[die as usize];
-        let channel_free = &mut self.channel_free[channel as usize];
-        let transferred = ready.max(*die_free).max(*channel_free) + self.transfer_ns;
+    pub fn program(&mut self, at: Place, ready: u64, background: bool) -> Span {
+        let d = at.die as usize;
+        if background && self.read_priority {
+            return self.enqueue(d, ready, self.program_ns, Kind::Program);
+        }
+        if self.read_priority {
+            self.run_queue(d, u64::MAX);
+        }
+        let plane = 1u64 << (at.plane & 63);
+        let transfer_ns = self.transfer_ns;
+        let program_ns = self.program_ns;
+        let die = &mut self.dies[d];
+        let channel_free = &mut self.channel_free[at.channel as usize];
+        if self.multi_plane
+            && die.joinable
+            && die.kind == Kind::Program
+            && die.offset == at.offset
+            && die.planes & plane == 0
+            && !background
+        {
+            let transferred = ready.max(*channel_free) + transfer_ns;
+            let window = transfer_ns * die.planes.count_ones() as u64;
+            if transferred <= die.start + window {
+                // The group's tPROG starts once this plane's data is in too.
+                *channel_free = transferred;
+                let done = transferred + program_ns;
+                die.busy_ns += done - die.free;
+                die.free = done;
+                die.start = transferred;
+                die.planes |= plane;
+                self.stats.multi_plane_programs += 1;
+                return Span { transferred, done };
+            }
+        }
+        let begin = ready.max(die.free).max(*channel_free);
+        let transferred = begin + transfer_ns;
         *channel_free = transferred;
-        let done = transferred + self.program_ns;
-        *die_free = done;
+        let done = transferred + program_ns;
+        die.busy_ns += done - begin;
+        die.free = done;
+        die.kind = Kind::Program;
+        die.start = transferred;
+        die.offset = at.offset;
+        die.planes = plane;
+        die.joinable = !background;
         Span { transferred, done }
     }
 
     #[inline]
-    pub fn erase(&mut self, die: u32, ready: u64) -> Span {
-        let die_free = &mut self.die_free[die as usize];
-        let done = ready.max(*die_free) + self.erase_ns;
-        *die_free = done;
+    pub fn erase(&mut self, die: u32, ready: u64, background: bool) -> Span {
+        let d = die as usize;
+        if background && self.read_priority {
+            return self.enqueue(d, ready, self.erase_ns, Kind::Erase);
+        }
+        if self.read_priority {
+            self.run_queue(d, u64::MAX);
+        }
+        let die = &mut self.dies[d];
+        let start = ready.max(die.free);
+        let done = start + self.erase_ns;
+        die.busy_ns += self.erase_ns;
+        die.free = done;
+        die.kind = Kind::Erase;
+        die.start = start;
+        die.planes = 0;
+        die.joinable = true;
         Span {
             transferred: done,
             done,
@@ -82,5 +327,17 @@ impl Timeline {
 
     pub fn transfer_ns(&self) -> u64 {
         self.transfer_ns
+    }
+
+    /// Runs every die's queued background work to its end; returns when the last die is
+    /// done.
+    pub fn settle(&mut self) -> u64 {
+        (0..self.dies.len()).for_each(|d| self.run_queue(d, u64::MAX));
+        self.dies.iter().map(|d| d.free).max().unwrap_or(0)
+    }
+
+    /// Time each die has spent working, in ns (after [`Timeline::settle`], its whole work).
+    pub fn die_busy_ns(&self) -> impl Iterator<Item = u64> + '_ {
+        self.dies.iter().map(|d| d.busy_ns)
     }
 }

@@ -22,7 +22,7 @@
 //! translation block, and the translation store updates its directory.
 
 use crate::blocks::{select_victim, FreeBlocks};
-use crate::config::{Config, Layout, VictimPolicy};
+use crate::config::{Config, GcMode, Layout, VictimPolicy};
 use crate::error::{Error, Result};
 use crate::ftl::MemoryBreakdown;
 use crate::nand::{Cause, Flash, Ppn, NONE};
@@ -79,8 +79,17 @@ pub struct PageAllocator {
     free: FreeBlocks,
     /// Open blocks by stream (host, GC, translation) and unit.
     open: [Vec<OpenBlock>; 3],
-    /// Round-robin cursors of the host and translation streams.
+    /// Round-robin positions of the host and translation streams (see [`Self::unit_at`]).
     next_unit: [u32; 3],
+    /// Round robin visits the planes of a die one after the other (multi-plane pairs)
+    /// instead of unit by unit.
+    plane_first: bool,
+    /// Background GC: units below the soft threshold wait for [`Self::idle_gc`] instead of
+    /// reclaiming in the foreground of the write that noticed it.
+    background_gc: bool,
+    /// Units waiting for background GC, and whether each is in the list.
+    gc_pending: Vec<u32>,
+    gc_pending_flag: Vec<bool>,
     /// Per block: data or translation (empty when the scheme stores no translation pages).
     kind: Vec<BlockKind>,
     policy: VictimPolicy,
@@ -110,6 +119,10 @@ impl PageAllocator {
             free: FreeBlocks::all(layout),
             open: std::array::from_fn(|_| vec![OpenBlock::CLOSED; units]),
             next_unit: [0; 3],
+            plane_first: cfg.scheduler.multi_plane && layout.planes_per_die > 1,
+            background_gc: cfg.gc.mode == GcMode::Background,
+            gc_pending: Vec::new(),
+            gc_pending_flag: vec![false; units],
             kind: if translation {
                 vec![BlockKind::Data; layout.total_blocks as usize]
             } else {
@@ -165,7 +178,7 @@ impl PageAllocator {
     /// its open block has room, then move on round-robin.
     fn striped_host_page(&mut self, flash: &mut Flash) -> Result<Ppn> {
         for _ in 0..=self.layout.units {
-            let unit = self.next_unit[HOST];
+            let unit = self.unit_at(self.next_unit[HOST]);
             if self.host_left > 0 {
                 if let Some(ppn) = self.unit_page(HOST, unit, flash)? {
                     self.host_left -= 1;
@@ -175,7 +188,7 @@ impl PageAllocator {
                     return Ok(ppn);
                 }
             }
-            self.next_unit[HOST] = (unit + 1) % self.layout.units;
+            self.next_unit[HOST] = (self.next_unit[HOST] + 1) % self.layout.units;
             self.host_left = self.host_stripe;
         }
         Err(Error::DeviceFull {
@@ -221,8 +234,9 @@ impl PageAllocator {
     /// Round-robin over the units, each tried once.
     fn stream_page(&mut self, stream: usize, flash: &mut Flash) -> Result<Ppn> {
         for _ in 0..self.layout.units {
-            let unit = self.next_unit[stream];
-            self.next_unit[stream] = (unit + 1) % self.layout.units;
+            let position = self.next_unit[stream];
+            self.next_unit[stream] = (position + 1) % self.layout.units;
+            let unit = self.unit_at(position);
             if let Some(ppn) = self.unit_page(stream, unit, flash)? {
                 return Ok(ppn);
             }
@@ -232,6 +246,17 @@ impl PageAllocator {
                       the logical data fills the device (raise ftl.over_provisioning)"
                 .into(),
         })
+    }
+
+    /// The unit at round-robin position `position`: channel first, and with multi-plane
+    /// operations the planes of one die back to back.
+    #[inline]
+    fn unit_at(&self, position: u32) -> u32 {
+        if self.plane_first {
+            self.layout.stripe_unit(position)
+        } else {
+            position
+        }
     }
 
     #[inline]
@@ -251,7 +276,11 @@ impl PageAllocator {
         }
         self.open[stream][unit as usize] = OpenBlock::CLOSED;
         if self.free.count(unit) < self.soft_free_blocks {
-            self.reclaim(unit, flash)?;
+            if self.background_gc {
+                self.want_gc(unit);
+            } else {
+                self.reclaim(unit, flash)?;
+            }
         }
         while self.free.count(unit) <= self.hard_free_blocks {
             if !self.reclaim(unit, flash)? {
@@ -298,6 +327,45 @@ impl PageAllocator {
         self.set_kind(block, stream);
         self.open[stream][unit as usize] = OpenBlock { block, next: 1 };
         Ok(flash.first_page(block))
+    }
+
+    #[inline]
+    fn want_gc(&mut self, unit: u32) {
+        if !self.gc_pending_flag[unit as usize] {
+            self.gc_pending_flag[unit as usize] = true;
+            self.gc_pending.push(unit);
+        }
+    }
+
+    /// Background garbage collection, between requests: each unit below the soft threshold
+    /// reclaims one victim, its operations issued as background work (the caller sets
+    /// [`Flash::set_background`]). A unit stays pending while it is below the threshold.
+    /// The scheme applies the moves afterwards, as after an allocation.
+    pub fn idle_gc(&mut self, flash: &mut Flash) -> Result<()> {
+        if self.gc_pending.is_empty() {
+            return Ok(());
+        }
+        let mut pending = std::mem::take(&mut self.gc_pending);
+        pending.retain(|&unit| {
+            self.gc_pending_flag[unit as usize] = false;
+            self.free.count(unit) < self.soft_free_blocks
+        });
+        for &unit in &pending {
+            if self.reclaim(unit, flash)? && self.free.count(unit) < self.soft_free_blocks {
+                self.want_gc(unit);
+            }
+        }
+        pending.clear();
+        if self.gc_pending.is_empty() {
+            self.gc_pending = pending;
+        }
+        Ok(())
+    }
+
+    /// Whether background GC has work waiting.
+    #[inline]
+    pub fn gc_pending(&self) -> bool {
+        !self.gc_pending.is_empty()
     }
 
     /// Reclaims one victim block of `unit`; false if no block has an invalid page.

@@ -344,6 +344,12 @@ pub trait CachesEntries {
     fn move_cached(&mut self, m: &Move) -> bool;
 }
 
+/// Background GC between requests, then its moves settled ([`crate::ftl::Ftl::idle`]).
+pub fn idle<S: CachesEntries>(scheme: &mut S, flash: &mut Flash) -> Result<()> {
+    scheme.table().store.idle_gc(flash)?;
+    settle(scheme, flash)
+}
+
 /// Applies GC's data-page moves: entries in DRAM in place, the others batched per
 /// translation unit and written back (which may run GC again, hence the loop).
 pub fn settle<S: CachesEntries>(scheme: &mut S, flash: &mut Flash) -> Result<()> {

@@ -20,7 +20,7 @@ use crate::config::{Config, Layout};
 use crate::error::Result;
 use crate::ftl::alloc::Move;
 use crate::ftl::demand::{
-    entries_in_budget, move_cached_entry, read_entry, settle, trim_entry, write_entry,
+    self, entries_in_budget, move_cached_entry, read_entry, settle, trim_entry, write_entry,
     CachesEntries, CachesSingleEntries, OnFlashTable,
 };
 use crate::ftl::mapcache::{Links, List, Replacement, ReplacementKind, Slots, NIL};
@@ -159,6 +159,14 @@ impl Ftl for Dftl {
     #[inline]
     fn write(&mut self, lpa: u32, seq: u32, flash: &mut Flash) -> Result<()> {
         write_entry(self, lpa, seq, flash)
+    }
+
+    fn idle(&mut self, flash: &mut Flash) -> Result<()> {
+        demand::idle(self, flash)
+    }
+
+    fn reset_counters(&mut self) {
+        self.table.stats = Default::default();
     }
 
     fn trim(&mut self, lpa: u32, flash: &mut Flash) -> Result<()> {

@@ -619,6 +619,10 @@ impl Ftl for HpFtl {
         Ok(())
     }
 
+    fn reset_counters(&mut self) {
+        self.counters = Counters::default();
+    }
+
     fn trim(&mut self, lpa: u32, flash: &mut Flash) -> Result<()> {
         let (hid, ppid) = self.primary.get(lpa);
         if hid == 0 {

@@ -60,6 +60,18 @@ pub trait Ftl {
     /// Scheme-specific counters (appended to `out`).
     fn counters(&self, _out: &mut Vec<(&'static str, f64)>) {}
 
+    /// Background work between requests (garbage collection below the soft threshold with
+    /// `gc.mode = "background"`). The simulator calls it after every request, in mapping-only
+    /// runs too (so both take the same decisions), with the flash in background mode: the
+    /// operations queue behind host work on their dies and no request waits for them.
+    fn idle(&mut self, _flash: &mut Flash) -> Result<()> {
+        Ok(())
+    }
+
+    /// Forgets the scheme's event counters (hits, misses, merges, ...) but none of its
+    /// state: preconditioning traffic is kept out of the run's counters.
+    fn reset_counters(&mut self) {}
+
     /// End of the run, after the write buffer is drained and before the final metrics
     /// (for example a scheme's final background compaction).
     fn finish(&mut self, _flash: &mut Flash) -> Result<()> {

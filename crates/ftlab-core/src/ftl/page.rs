@@ -36,6 +36,12 @@ impl PageFtl {
     #[inline]
     fn allocate(&mut self, flash: &mut Flash) -> Result<Ppn> {
         let ppn = self.alloc.host_page(flash)?;
+        self.apply_moves();
+        Ok(ppn)
+    }
+
+    #[inline]
+    fn apply_moves(&mut self) {
         if self.alloc.has_moves() {
             let moves = self.alloc.take_moves();
             for m in &moves {
@@ -43,7 +49,6 @@ impl PageFtl {
             }
             self.alloc.recycle_moves(moves);
         }
-        Ok(ppn)
     }
 }
 
@@ -77,6 +82,12 @@ impl Ftl for PageFtl {
             flash.invalidate(old)?;
             self.l2p[lpa as usize] = NONE;
         }
+        Ok(())
+    }
+
+    fn idle(&mut self, flash: &mut Flash) -> Result<()> {
+        self.alloc.idle_gc(flash)?;
+        self.apply_moves();
         Ok(())
     }
 

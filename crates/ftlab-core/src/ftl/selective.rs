@@ -36,7 +36,7 @@
 use crate::config::{Config, Layout};
 use crate::error::{Error, Result};
 use crate::ftl::alloc::Move;
-use crate::ftl::demand::{read_data, settle, CachesEntries, OnFlashTable};
+use crate::ftl::demand::{self, read_data, settle, CachesEntries, OnFlashTable};
 use crate::ftl::mapcache::IndexedHeap;
 use crate::ftl::{Ftl, MemoryBreakdown};
 use crate::nand::{Flash, Oob, Ppn, NONE};
@@ -339,6 +339,17 @@ impl Ftl for Selective {
         let ppn = self.table.program_data(lpa, seq, old, flash)?;
         self.set(lpa, ppn);
         settle(self, flash)
+    }
+
+    fn idle(&mut self, flash: &mut Flash) -> Result<()> {
+        demand::idle(self, flash)
+    }
+
+    fn reset_counters(&mut self) {
+        self.table.stats = Default::default();
+        self.hinted_translations = 0;
+        self.hinted_misses = 0;
+        self.decays = 0;
     }
 
     fn trim(&mut self, lpa: u32, flash: &mut Flash) -> Result<()> {

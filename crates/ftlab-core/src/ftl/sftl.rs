@@ -25,7 +25,7 @@
 use crate::config::{Config, Layout};
 use crate::error::{Error, Result};
 use crate::ftl::alloc::Move;
-use crate::ftl::demand::{read_data, settle, CachesEntries, OnFlashTable};
+use crate::ftl::demand::{self, read_data, settle, CachesEntries, OnFlashTable};
 use crate::ftl::mapcache::{IndexedHeap, Links, List, Replacement, ReplacementKind, NIL};
 use crate::ftl::{Ftl, MemoryBreakdown};
 use crate::nand::{Flash, Oob, Ppn, NONE};
@@ -422,6 +422,16 @@ impl Ftl for Sftl {
         let old = self.translate(lpa, flash)?;
         let ppn = self.table.program_data(lpa, seq, old, flash)?;
         self.remap(lpa, ppn, flash)
+    }
+
+    fn idle(&mut self, flash: &mut Flash) -> Result<()> {
+        demand::idle(self, flash)
+    }
+
+    fn reset_counters(&mut self) {
+        self.table.stats = Default::default();
+        self.buffered_evictions = 0;
+        self.buffer_flushes = 0;
     }
 
     fn trim(&mut self, lpa: u32, flash: &mut Flash) -> Result<()> {

@@ -343,6 +343,10 @@ impl Ftl for SlimFtl {
         })
     }
 
+    fn reset_counters(&mut self) {
+        self.counters = Counters::default();
+    }
+
     fn trim(&mut self, lpa: u32, flash: &mut Flash) -> Result<()> {
         self.unmap(lpa, flash)
     }

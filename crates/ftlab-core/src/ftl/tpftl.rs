@@ -27,7 +27,7 @@ use crate::config::{Config, Layout};
 use crate::error::Result;
 use crate::ftl::alloc::Move;
 use crate::ftl::demand::{
-    address_bytes, entries_in_budget, move_cached_entry, read_entry, settle, trim_entry,
+    self, address_bytes, entries_in_budget, move_cached_entry, read_entry, settle, trim_entry,
     write_entry, CachesEntries, CachesSingleEntries, OnFlashTable,
 };
 use crate::ftl::mapcache::{IndexedHeap, Links, List, Slots, NIL};
@@ -339,6 +339,14 @@ impl Ftl for Tpftl {
         }
         self.request = saved;
         Ok(())
+    }
+
+    fn idle(&mut self, flash: &mut Flash) -> Result<()> {
+        demand::idle(self, flash)
+    }
+
+    fn reset_counters(&mut self) {
+        self.table.stats = Default::default();
     }
 
     fn trim(&mut self, lpa: u32, flash: &mut Flash) -> Result<()> {

@@ -114,6 +114,14 @@ impl TranslationStore {
         Ok(ppn)
     }
 
+    /// Background GC between requests ([`PageAllocator::idle_gc`]); translation pages it
+    /// moves are settled here, data pages left for the scheme.
+    pub fn idle_gc(&mut self, flash: &mut Flash) -> Result<()> {
+        self.alloc.idle_gc(flash)?;
+        self.settle_translation_moves();
+        Ok(())
+    }
+
     #[inline]
     fn settle_translation_moves(&mut self) {
         for m in self.alloc.drain_translation_moves() {
@@ -195,6 +203,10 @@ mod tests {
                     .unwrap();
                 l2p[lpa as usize] = ppn;
             }
+            // Background GC between requests, as the simulator runs it.
+            flash.set_background(true);
+            store.idle_gc(&mut flash).unwrap();
+            flash.set_background(false);
             // Translation writes trigger GC too: its data moves are applied before the next
             // lookup, whoever caused them.
             let moves = store.take_moves();

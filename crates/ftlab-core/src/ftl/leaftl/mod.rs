@@ -1076,6 +1076,22 @@ impl Ftl for LeaFtl {
         self.program_batch(flash)
     }
 
+    fn idle(&mut self, flash: &mut Flash) -> Result<()> {
+        match &mut self.backing {
+            Backing::Dram(a) => a.idle_gc(flash)?,
+            Backing::Flash(s) => s.idle_gc(flash)?,
+        }
+        self.apply_moves(flash);
+        Ok(())
+    }
+
+    fn reset_counters(&mut self) {
+        self.counters = Counters {
+            levels: vec![0; LEVEL_BUCKETS + 1],
+            ..Counters::default()
+        };
+    }
+
     fn trim(&mut self, lpa: u32, flash: &mut Flash) -> Result<()> {
         let Some(old) = self.locate_for_update(flash, lpa)? else {
             return Ok(());
