@@ -257,15 +257,17 @@ pub struct Config {
 impl Default for Geometry {
     fn default() -> Self {
         // The `default` preset: a current TLC SSD's parallelism (8 channels x 4 dies x 2
-        // planes), 2 GiB raw so that any bundled workload runs in seconds; a device fitted
-        // to a trace keeps this parallelism and scales the blocks per plane.
+        // planes) and about as many blocks per plane as the B17A die (504), so that the
+        // blocks GC keeps free and open cost little of the over-provisioning; 8 GiB raw, so
+        // that any bundled workload runs in seconds. A device fitted to a trace keeps this
+        // parallelism and scales the blocks per plane.
         Geometry {
             channels: 8,
             chips_per_channel: 4,
             dies_per_chip: 1,
             planes_per_die: 2,
-            blocks_per_plane: 64,
-            pages_per_block: 128,
+            blocks_per_plane: 512,
+            pages_per_block: 64,
             page_size: 4096,
             oob_size: 128,
         }
@@ -277,12 +279,12 @@ impl Default for Nand {
         // 3D TLC NAND (Micron B17A, as in the CAES UT81NDQ512G8T datasheet): single-plane
         // page read 74 us; effective program time 1.9 ms per 16 KiB page, i.e. 475 us per
         // simulated 4 KiB page, so that a die programs at the datasheet's rate; block erase
-        // 15 ms per 2,304 x 16 KiB pages, scaled to the simulated 128 x 4 KiB block (208 us)
+        // 15 ms per 2,304 x 16 KiB pages, scaled to the simulated 64 x 4 KiB block (104 us)
         // so that erasing costs the same time per page written; NV-DDR3 at 667 MT/s.
         Nand {
             read_latency_ns: 74_000,
             program_latency_ns: 475_000,
-            erase_latency_ns: 208_000,
+            erase_latency_ns: 104_000,
             channel_bytes_per_s: 667_000_000,
             program_order: ProgramOrder::Sequential,
         }
@@ -300,7 +302,7 @@ impl Default for FtlConfig {
 impl Default for GcConfig {
     fn default() -> Self {
         GcConfig {
-            threshold: 0.05,
+            threshold: 0.02,
             hard_threshold: 0.005,
             policy: VictimPolicy::Greedy,
             mode: GcMode::Background,
@@ -389,7 +391,7 @@ impl Default for Config {
 pub const PRESETS: &[(&str, &str, &str)] = &[
     (
         "default",
-        "a current TLC SSD: 8 channels x 4 dies x 2 planes, 2 GiB raw (fitted to traces), 74/475/208 us, 16 MiB write buffer, background GC, read priority, suspend",
+        "a current TLC SSD: 8 channels x 4 dies x 2 planes, 8 GiB raw (fitted to traces), 74/475/104 us, 16 MiB write buffer, background GC, read priority, suspend",
         include_str!("../presets/default.toml"),
     ),
     (

@@ -429,6 +429,18 @@ impl Flash {
         }
     }
 
+    /// Whether the die of `unit` still has background work queued that it has not started
+    /// by now (timed runs only): background GC adds a victim only when the die has
+    /// caught up, so that it runs in the die's idle time. Always false in mapping-only mode,
+    /// where background GC reclaims a victim after every request.
+    pub fn background_busy(&mut self, unit: u32) -> bool {
+        let die = self.layout.die_of_unit(unit);
+        let now = self.cursor;
+        self.timeline
+            .as_mut()
+            .is_some_and(|t| t.background_busy(die, now))
+    }
+
     /// Scheduling counters (multi-plane operations, suspensions, background work); None in
     /// mapping-only mode.
     pub fn scheduler_stats(&self) -> Option<&SchedulerStats> {

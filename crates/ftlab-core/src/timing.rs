@@ -13,9 +13,12 @@
 //!   data arrives within one transfer per plane of the group's start (issued back to back).
 //! - **Background work** (`scheduler.read_priority`): operations a controller issues on
 //!   its own (garbage collection between requests, write-back) are queued per die instead
-//!   of placed at once. The queue runs whenever the die has nothing else to do; a host read
-//!   goes ahead of everything still queued, host programs and erases queue behind it. A
-//!   queued operation is charged to its die only: a relocation within a plane is a
+//!   of placed at once. The queue runs whenever the die has nothing else to do; host
+//!   operations go ahead of what is still queued. Deferral is bounded: before a host program
+//!   or erase, queued work beyond one block's reclaim (`pages_per_block` x (tR + tPROG) +
+//!   tBERS) runs first, so that under sustained writes the die shares its time between host
+//!   writes and GC as a real controller must, and free space is never reclaimed on credit.
+//!   A queued operation is charged to its die only: a relocation within a plane is a
 //!   copy-back (no channel transfer), and the order between a copy's read and its program
 //!   is not modelled.
 //! - **Program/erase suspend** (`scheduler.suspend`): a host read arriving while its die
@@ -60,6 +63,8 @@ struct Die {
     /// suspended or joined).
     joinable: bool,
     queue: VecDeque<Queued>,
+    /// Total duration of the queued work.
+    queued_ns: u64,
     busy_ns: u64,
 }
 
@@ -73,6 +78,7 @@ impl Die {
             planes: 0,
             joinable: false,
             queue: VecDeque::new(),
+            queued_ns: 0,
             busy_ns: 0,
         }
     }
@@ -101,6 +107,8 @@ pub struct Timeline {
     /// Channel time to move one page with its OOB.
     transfer_ns: u64,
     read_priority: bool,
+    /// Queued background work a host program or erase may overtake, per die.
+    defer_limit_ns: u64,
     suspend: bool,
     suspend_ns: u64,
     multi_plane: bool,
@@ -140,6 +148,9 @@ impl Timeline {
             erase_ns: cfg.nand.erase_latency_ns,
             transfer_ns,
             read_priority: s.read_priority,
+            defer_limit_ns: layout.pages_per_block as u64
+                * (cfg.nand.read_latency_ns + cfg.nand.program_latency_ns)
+                + cfg.nand.erase_latency_ns,
             suspend: s.suspend,
             suspend_ns: s.suspend_ns,
             multi_plane: s.multi_plane && layout.planes_per_die > 1,
@@ -148,15 +159,16 @@ impl Timeline {
     }
 
     /// Starts the queued background work of die `d` that the die reaches before `t`
-    /// (everything, with `t = u64::MAX`).
+    /// (everything, with `t = u64::MAX`), and beyond that whatever exceeds `keep_ns`.
     #[inline]
-    fn run_queue(&mut self, d: usize, t: u64) {
+    fn run_queue(&mut self, d: usize, t: u64, keep_ns: u64) {
         let die = &mut self.dies[d];
         while let Some(q) = die.queue.front() {
             let start = die.free.max(q.ready);
-            if start >= t {
+            if start >= t && die.queued_ns <= keep_ns {
                 break;
             }
+            die.queued_ns -= q.duration;
             die.free = start + q.duration;
             die.busy_ns += q.duration;
             die.kind = q.kind;
@@ -170,6 +182,7 @@ impl Timeline {
     #[inline]
     fn enqueue(&mut self, d: usize, ready: u64, duration: u64, kind: Kind) -> Span {
         self.stats.background_operations += 1;
+        self.dies[d].queued_ns += duration;
         self.dies[d].queue.push_back(Queued {
             ready,
             duration,
@@ -188,7 +201,7 @@ impl Timeline {
             return self.enqueue(d, ready, self.read_ns, Kind::Read);
         }
         if self.read_priority {
-            self.run_queue(d, ready);
+            self.run_queue(d, ready, u64::MAX);
         }
         let plane = 1u64 << (at.plane & 63);
         let transfer_ns = self.transfer_ns;
@@ -259,7 +272,7 @@ impl Timeline {
             return self.enqueue(d, ready, self.program_ns, Kind::Program);
         }
         if self.read_priority {
-            self.run_queue(d, u64::MAX);
+            self.run_queue(d, ready, self.defer_limit_ns);
         }
         let plane = 1u64 << (at.plane & 63);
         let transfer_ns = self.transfer_ns;
@@ -278,7 +291,8 @@ impl Timeline {
             if transferred <= die.start + window {
                 // The group's tPROG starts once this plane's data is in too.
                 *channel_free = transferred;
-                let done = transferred + program_ns;
+                // (A suspension may already have pushed the group's end further.)
+                let done = (transferred + program_ns).max(die.free);
                 die.busy_ns += done - die.free;
                 die.free = done;
                 die.start = transferred;
@@ -308,7 +322,7 @@ impl Timeline {
             return self.enqueue(d, ready, self.erase_ns, Kind::Erase);
         }
         if self.read_priority {
-            self.run_queue(d, u64::MAX);
+            self.run_queue(d, ready, self.defer_limit_ns);
         }
         let die = &mut self.dies[d];
         let start = ready.max(die.free);
@@ -325,6 +339,14 @@ impl Timeline {
         }
     }
 
+    /// Whether die `die` still has queued background work at time `t` that has not started:
+    /// background GC waits for it rather than pile more on (it runs in idle time).
+    pub fn background_busy(&mut self, die: u32, t: u64) -> bool {
+        let d = die as usize;
+        self.run_queue(d, t, u64::MAX);
+        !self.dies[d].queue.is_empty()
+    }
+
     pub fn transfer_ns(&self) -> u64 {
         self.transfer_ns
     }
@@ -332,7 +354,7 @@ impl Timeline {
     /// Runs every die's queued background work to its end; returns when the last die is
     /// done.
     pub fn settle(&mut self) -> u64 {
-        (0..self.dies.len()).for_each(|d| self.run_queue(d, u64::MAX));
+        (0..self.dies.len()).for_each(|d| self.run_queue(d, u64::MAX, 0));
         self.dies.iter().map(|d| d.free).max().unwrap_or(0)
     }
 

@@ -338,9 +338,12 @@ impl PageAllocator {
     }
 
     /// Background garbage collection, between requests: each unit below the soft threshold
-    /// reclaims one victim, its operations issued as background work (the caller sets
-    /// [`Flash::set_background`]). A unit stays pending while it is below the threshold.
-    /// The scheme applies the moves afterwards, as after an allocation.
+    /// whose die has finished its earlier background work reclaims one victim, its
+    /// operations issued as background work (the caller sets [`Flash::set_background`]). GC
+    /// thus runs in idle die time; when that is not enough, free blocks fall to the hard
+    /// threshold and the writes that need them wait for foreground GC. A unit stays pending
+    /// while it is below the soft threshold. The scheme applies the moves afterwards, as
+    /// after an allocation.
     pub fn idle_gc(&mut self, flash: &mut Flash) -> Result<()> {
         if self.gc_pending.is_empty() {
             return Ok(());
@@ -351,7 +354,9 @@ impl PageAllocator {
             self.free.count(unit) < self.soft_free_blocks
         });
         for &unit in &pending {
-            if self.reclaim(unit, flash)? && self.free.count(unit) < self.soft_free_blocks {
+            if flash.background_busy(unit) {
+                self.want_gc(unit);
+            } else if self.reclaim(unit, flash)? && self.free.count(unit) < self.soft_free_blocks {
                 self.want_gc(unit);
             }
         }
