@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 
 def ftlab(*args: str) -> subprocess.CompletedProcess[str]:
@@ -36,7 +37,7 @@ def test_json_is_byte_identical_across_runs(tmp_path: Path) -> None:
 
 
 def test_mapping_only_has_same_counters_and_no_latency(tmp_path: Path) -> None:
-    reports = []
+    reports: list[dict[str, Any]] = []
     for flags in ([], ["--mapping-only"]):
         path = tmp_path / f"r{len(reports)}.json"
         out = ftlab("run", "--workload", "rand-rw", *SMALL, *flags, "--json", str(path), "-q")

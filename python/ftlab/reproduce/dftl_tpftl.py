@@ -35,7 +35,7 @@ def mean_latency_us(report: dict[str, Any]) -> float:
     read, write = latency["read"], latency["write"]
     count = read["count"] + write["count"]
     total = read["count"] * read["mean_ns"] + write["count"] * write["mean_ns"]
-    return total / max(count, 1) / 1000.0
+    return float(total / max(count, 1)) / 1000.0
 
 
 def run(out_dir: Path, quick: bool) -> None:

@@ -66,7 +66,7 @@ DFTL_DATA_CACHE_SHARE = 1 / 128
 ESTIMATE_SHARE = 0.9
 FLUSH_BYTES = 8 * 2**20
 
-PAPER = {
+PAPER: dict[str, Any] = {
     "memory_vs_sftl": 2.9,
     "memory_vs_dftl": "6-18x (artifact plots)",
     "misprediction_gamma16": "< 10%",
@@ -159,7 +159,7 @@ def latency_mean_us(report: dict[str, Any]) -> float:
         return 0.0
     total = lat["read"]["mean_ns"] * lat["read"]["count"]
     total += lat["write"]["mean_ns"] * lat["write"]["count"]
-    return total / n / 1000
+    return float(total / n) / 1000
 
 
 def _write_csv(path: Path, header: list[str], rows: list[list[Any]]) -> None:
