@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Collection, Sequence
 from typing import Any
 
 
@@ -39,6 +40,39 @@ def number(value: float | None, digits: int = 3, unit: str = "") -> str:
     else:
         text = f"{value:,.{digits}f}"
     return f"{text} {unit}".rstrip()
+
+
+def latency(us: float | None) -> str:
+    """A latency given in microseconds, for people: three significant digits in the unit
+    that suits it (`850 ns`, `12.3 us`, `4.56 ms`, `1.20 s`; `1,234 s` from 1,000 s on).
+    Every latency printed to the terminal or in a report table goes through here; JSON,
+    CSV and DataFrames keep plain microseconds."""
+    if us is None:
+        return "-"
+    if us == 0:
+        return "0 us"
+    # Rounded first, so that 999.6 us becomes 1.00 ms rather than 1000 us.
+    ns = float(f"{us * 1000:.3g}")
+    for unit, scale in (("ns", 1.0), ("us", 1e3), ("ms", 1e6), ("s", 1e9)):
+        if abs(ns) < 1000 * scale:
+            value = ns / scale
+            digits = max(0, 2 - math.floor(math.log10(abs(value))))
+            return f"{value:.{digits}f} {unit}"
+    return f"{us / 1e6:,.0f} s"
+
+
+def latency_table(
+    header: Sequence[str], rows: Sequence[Sequence[Any]], columns: Collection[int]
+) -> tuple[list[str], list[list[Any]]]:
+    """A table for people from one with latencies in microseconds (as numbers) in
+    `columns`: those cells through `latency`, and a trailing " us" dropped from their
+    headers (the unit is in each cell)."""
+    shown = [h.removesuffix(" us") if i in columns else h for i, h in enumerate(header)]
+    out = [
+        [latency(None if c is None else float(c)) if i in columns else c for i, c in enumerate(r)]
+        for r in rows
+    ]
+    return shown, out
 
 
 def mib(value: float | None) -> str:
@@ -89,9 +123,10 @@ def summary_rows(s: dict[str, Any]) -> list[tuple[str, str]]:
 
 
 def latency_pair(mean: float | None, p99: float | None) -> str:
+    """`mean / p99`, each in its own unit; `-` when not measured."""
     if mean is None:
         return "-"
-    return f"{mean:,.1f} / {p99:,.1f} us"
+    return f"{latency(mean)} / {latency(p99)}"
 
 
 def html_table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
@@ -116,19 +151,13 @@ def compact(value: float | None) -> str:
     return f"{value / 1e6:,.2f} M"
 
 
-def us_pair(mean: float | None, p99: float | None) -> str:
-    if mean is None or p99 is None:
-        return "-"
-    return f"{mean:,.0f} / {p99:,.0f}"
-
-
 COMPARE_HEADER = [
     "scheme",
     "DRAM peak",
     "WAF",
     "GC victims",
-    "read us mean/p99",
-    "write us mean/p99",
+    "read mean/p99",
+    "write mean/p99",
     "GC reads",
     "transl. reads",
     "mispred. reads",
@@ -150,8 +179,8 @@ def compare_rows(
                 mib(s["memory_peak_bytes"]),
                 number(s["waf"]),
                 compact(s["gc_invocations"]),
-                us_pair(s["read_mean_us"], s["read_p99_us"]),
-                us_pair(s["write_mean_us"], s["write_p99_us"]),
+                latency_pair(s["read_mean_us"], s["read_p99_us"]),
+                latency_pair(s["write_mean_us"], s["write_p99_us"]),
                 compact(s["gc_reads"]),
                 compact(s["translation_reads"]),
                 compact(s["misprediction_reads"]),

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import csv
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -166,6 +168,15 @@ def test_compare_prints_a_table_and_writes_a_report(tmp_path: Path) -> None:
     assert json.loads((out_dir / "runs" / "page.json").read_text())["ftl"] == "page"
     assert "page" in json.loads(merged.read_text())
     assert (out_dir / "table.csv").read_text().startswith("scheme,")
+    # Latencies: in units chosen per value for people, plain microseconds in the CSV.
+    unit_pair = re.compile(r"\d (ns|us|ms|s) / [\d.,]+ (ns|us|ms|s)")
+    assert "read mean/p99" in out.stdout and unit_pair.search(out.stdout)
+    for name in ("table.md", "table.txt", "index.html"):
+        text = (out_dir / name).read_text()
+        assert "read mean/p99" in text and unit_pair.search(text), name
+    with (out_dir / "table.csv").open() as f:
+        row = next(csv.DictReader(f))
+    assert float(row["read_mean_us"]) > 0
 
 
 def test_compare_report_is_deterministic(tmp_path: Path) -> None:

@@ -40,7 +40,7 @@ from typing import Any
 
 import ftlab
 from ftlab._bench import shared_dir
-from ftlab._format import render_table
+from ftlab._format import latency_table, render_table
 
 PRESET = "leaftl"
 UNITS = 16 * 4 * 2
@@ -308,7 +308,7 @@ def run(out_dir: Path, quick: bool) -> None:
                 name,
                 dram,
                 *(split[s][1] for s in TIMED),
-                *(_fmt(means[s], 1) for s in TIMED),
+                *(round(means[s], 1) for s in TIMED),
                 ratio("sftl", "leaftl-striped"),
                 ratio("sftl", "leaftl"),
                 ratio("dftl", "leaftl-striped"),
@@ -319,11 +319,17 @@ def run(out_dir: Path, quick: bool) -> None:
     summary = _summary(memory_rows, gamma_rows, latency_rows, level_rows, notes)
     for title, (header, rows) in tables_out.items():
         _write_csv(out_dir / f"{title}.csv", header, rows)
+        # Latencies (microseconds in the CSV) in readable units for people.
+        header, rows = latency_table(header, rows, LATENCY_COLUMNS.get(title, ()))
         (out_dir / f"{title}.md").write_text(_markdown(header, rows))
         print(f"\n{title}\n" + render_table(header, [[str(c) for c in r] for r in rows]))
     (out_dir / "summary.md").write_text(summary)
     print("\n" + summary)
     _plots(out_dir, memory_rows, gamma_rows, latency_rows, level_curves)
+
+
+# The columns of each table that hold mean latencies in microseconds.
+LATENCY_COLUMNS = {"latency": (6, 7, 8, 9)}
 
 
 def _tables(
