@@ -107,9 +107,9 @@ class Result:
         return _frames.memory(self.report)
 
     def _repr_html_(self) -> str:
-        from ftlab._format import html_table, summary_rows
+        from ftlab._format import html_table, run_rows
 
-        return html_table(["metric", "value"], summary_rows(self.summary))
+        return html_table(["metric", "value"], run_rows(self.report, self.summary))
 
 
 def _sets(sets: Sequence[str], mapping_only: bool) -> list[str]:
@@ -207,10 +207,13 @@ class CompareResult:
         return _report.write(self, Path(folder))
 
     def _repr_html_(self) -> str:
-        from ftlab._format import compare_rows, html_table
+        from html import escape
+
+        from ftlab._format import compare_notes, compare_rows, html_table
 
         header, rows = compare_rows(self.summary)
-        return html_table(header, rows)
+        notes = "".join(f"<p>{escape(n)}</p>" for n in compare_notes(self.summary))
+        return html_table(header, rows) + notes
 
 
 def compare(
@@ -323,11 +326,18 @@ def trace_info(
 
 
 def summarize(report: dict[str, Any]) -> dict[str, Any]:
-    """Headline numbers of a report (latencies in microseconds; None where not measured)."""
+    """Headline numbers of a report (latencies in microseconds; None where not measured).
+
+    `saturated` is True when an open-loop replay outran the device (its latencies then
+    measure the queue); `busiest_die_utilisation` is the busiest die's busy share of the
+    run (None in mapping-only runs); `precondition_mode` and `precondition_waf` say how
+    the device was prepared (None in reports of cores without preconditioning)."""
     m = report["metrics"]
     host, flash = m["host"], m["flash"]
     latency = m.get("latency") or {}
     memory = m["memory_bytes"]
+    load = m.get("load") or {}
+    precondition = report.get("precondition") or {}
 
     def lat(kind: str, key: str) -> float | None:
         stats = latency.get(kind)
@@ -374,6 +384,11 @@ def summarize(report: dict[str, Any]) -> dict[str, Any]:
         "bad_lines": trace["diagnostics"]["bad_lines"] if trace else None,
         # Demand-cached schemes only.
         "cache_hit_ratio": m["scheme"].get("cache_hit_ratio"),
+        "saturated": bool(load.get("saturated", False)),
+        "busiest_die_utilisation": load.get("busiest_die_utilisation"),
+        "suggested_time_scale": load.get("suggested_time_scale"),
+        "precondition_mode": precondition.get("mode"),
+        "precondition_waf": precondition.get("waf"),
     }
 
 

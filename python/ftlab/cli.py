@@ -21,13 +21,14 @@ import click
 import ftlab
 from ftlab import _core
 from ftlab._format import (
+    compare_notes,
     compare_rows,
     device_rows,
     render_table,
+    run_rows,
+    saturation_warning,
     size_rows,
-    summary_rows,
     trace_info_rows,
-    trace_rows,
 )
 
 TRACE_FORMATS = ["auto"] + [name for name, *_ in _core.trace_formats()]
@@ -359,10 +360,13 @@ def run(ftl_name: str, source: dict[str, Any], json_out: str | None, quiet: bool
     if not quiet:
         warn_bad_lines(result.report)
     if not quiet and json_out != "-":
-        rows = summary_rows(result.summary)
-        rows[2:2] = trace_rows(result.report)
+        rows = run_rows(result.report, result.summary)
         rows.append(("wall time", f"{result.wall_seconds:.3f} s"))
         click.echo(render_table(["metric", "value"], rows))
+    warning = saturation_warning(result.report)
+    if not quiet and warning:
+        # Last, where it is seen: the latencies above measure the queue.
+        click.echo(warning, err=True)
 
 
 @main.command()
@@ -407,7 +411,11 @@ def compare(
     first = next(iter(cmp.results.values()))
     if not quiet:
         warn_bad_lines(first.report)
-        click.echo(f"source: {first.summary['source']} ({first.report['mode']})")
+        mode = first.report["mode"]
+        precondition = first.summary["precondition_mode"]
+        if precondition and precondition != "none":
+            mode += f", preconditioned: {precondition}"
+        click.echo(f"source: {first.summary['source']} ({mode})")
         if cmp.fitted_blocks_per_plane is not None:
             logical = first.report["device"]["logical_bytes"] / 2**20
             click.echo(
@@ -417,6 +425,8 @@ def compare(
     walls = {n: r.wall_seconds for n, r in cmp.results.items()}
     header, rows = compare_rows(cmp.summary, walls)
     click.echo(render_table(header, rows))
+    for note in compare_notes(cmp.summary):
+        click.echo(note)
     if json_out:
         merged = {n: r.report for n, r in cmp.results.items()}
         write_output("--json", json_out, json.dumps(merged, indent=2) + "\n")
