@@ -18,7 +18,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Union
+from typing import TYPE_CHECKING, Any, Callable, Literal, Union
 
 from ftlab import _core
 from ftlab._core import FtlabError
@@ -31,6 +31,7 @@ __version__: str = _core.__version__
 __all__ = [
     "CompareResult",
     "FtlabError",
+    "Precondition",
     "Result",
     "TraceInfo",
     "__version__",
@@ -46,6 +47,8 @@ __all__ = [
 
 PathLike = Union[str, Path]
 Progress = Callable[[int, Union[float, None], str], object]
+#: How the device is prepared before the measured run (`precondition.mode`).
+Precondition = Literal["none", "fill", "steady"]
 
 
 @dataclass
@@ -112,8 +115,11 @@ class Result:
         return html_table(["metric", "value"], run_rows(self.report, self.summary))
 
 
-def _sets(sets: Sequence[str], mapping_only: bool) -> list[str]:
-    overrides = list(sets)
+def _sets(sets: Sequence[str], mapping_only: bool, precondition: str | None = None) -> list[str]:
+    """The overrides of a run: `precondition` first (so that `sets` may override it), then
+    `sets`, then `mapping_only`."""
+    overrides = [] if precondition is None else [f"precondition.mode={json.dumps(precondition)}"]
+    overrides += sets
     if mapping_only:
         overrides.append("replay.timing=false")
     return overrides
@@ -131,6 +137,7 @@ def simulate(
     mapping_only: bool = False,
     format: str = "",
     time_unit: str = "",
+    precondition: Precondition | None = None,
     progress: Progress | None = None,
 ) -> Result:
     """Runs scheme `ftl` over a trace file or a synthetic workload.
@@ -139,7 +146,9 @@ def simulate(
     `sets` are `key=value` overrides applied last (`trace.devices=["hm_0"]`,
     `geometry.channels=8`, ...); `mapping_only` skips the timing model. `format` and
     `time_unit` override `trace.format` and `trace.time_unit` (default: detected, and the
-    format's own unit). `progress(done, fraction, phase)` is called every 65,536 requests
+    format's own unit). `precondition` (`none`, `fill`, `steady`) overrides
+    `precondition.mode`: how the device is prepared before the measured run (an entry of
+    `sets` naming the key wins). `progress(done, fraction, phase)` is called every 65,536 requests
     (`phase` is "scan" while a trace is measured first, then "simulate"; `fraction` is the
     share done). Raises FtlabError with a message naming the key, file, line or request
     at fault.
@@ -150,7 +159,7 @@ def simulate(
         workload=workload,
         preset=preset,
         config=[str(c) for c in config],
-        sets=_sets(sets, mapping_only),
+        sets=_sets(sets, mapping_only, precondition),
         verify=verify,
         format=format,
         time_unit=time_unit,
@@ -228,6 +237,7 @@ def compare(
     mapping_only: bool = False,
     format: str = "",
     time_unit: str = "",
+    precondition: Precondition | None = None,
     jobs: int | None = None,
     on_done: Callable[[str, Result], object] | None = None,
 ) -> CompareResult:
@@ -254,7 +264,7 @@ def compare(
         "workload": workload,
         "preset": preset,
         "config": [str(c) for c in config],
-        "sets": _sets(sets, mapping_only),
+        "sets": _sets(sets, mapping_only, precondition),
         "verify": verify,
         "format": format,
         "time_unit": time_unit,

@@ -198,6 +198,7 @@ def source_options(func: Callable[..., Any]) -> Callable[..., Any]:
         sets: Sequence[str],
         verify: bool,
         mapping_only: bool,
+        precondition: str | None,
         **rest: Any,
     ) -> Any:
         source = source_kwargs(
@@ -212,6 +213,8 @@ def source_options(func: Callable[..., Any]) -> Callable[..., Any]:
             verify,
             mapping_only,
         )
+        if precondition is not None:
+            source["precondition"] = precondition
         return func(source=source, **rest)
 
     options = [
@@ -264,6 +267,13 @@ def source_options(func: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--set", "sets", multiple=True, metavar="KEY=VALUE", help="Override a key."),
         click.option("--verify", is_flag=True, help="Check every read against a shadow copy."),
         click.option("--mapping-only", is_flag=True, help="Skip the timing model."),
+        click.option(
+            "--precondition",
+            type=click.Choice(["none", "fill", "steady"]),
+            help="Prepare the device before the measured run: none (fresh), fill (every "
+            "logical page written once) or steady (fill, then random writes until the WAF "
+            "settles). Default: the configuration's precondition.mode.",
+        ),
     ]
     wrapped: Callable[..., Any] = command
     for option in reversed(options):

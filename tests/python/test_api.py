@@ -17,6 +17,17 @@ def test_simulate_returns_report_and_summary() -> None:
     assert result.wall_seconds > 0
 
 
+def test_precondition_keyword() -> None:
+    sets = ["workload.requests=1000"]
+    result = ftlab.simulate("page", workload="default", sets=sets, precondition="fill")
+    assert result.report["config"]["precondition"]["mode"] == "fill"
+    # An entry of `sets` naming the key wins over the keyword.
+    result = ftlab.simulate("page", sets=[*sets, 'precondition.mode="none"'], precondition="steady")
+    assert result.report["config"]["precondition"]["mode"] == "none"
+    cmp = ftlab.compare(["page"], sets=sets, precondition="steady", mapping_only=True, jobs=1)
+    assert cmp.results["page"].report["config"]["precondition"]["mode"] == "steady"
+
+
 def test_errors_are_ftlab_errors() -> None:
     with pytest.raises(ftlab.FtlabError, match="workload.read_ratio"):
         ftlab.simulate("page", sets=["workload.read_ratio=2"])

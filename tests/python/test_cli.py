@@ -317,3 +317,33 @@ def test_read_only_reasons_in_process(tmp_path: Path, monkeypatch: pytest.Monkey
     assert cli.folder_problem(folder) == f"directory {folder} is not writable"
     assert cli.file_problem(tmp_path / "out.json") is None
     assert cli.folder_problem(tmp_path / "new" / "report") is None
+
+
+def test_precondition_option(tmp_path: Path) -> None:
+    path = tmp_path / "r.json"
+    out = ftlab("run", *SMALL, "--precondition", "fill", "--json", str(path), "-q")
+    assert out.returncode == 0, out.stderr
+    assert json.loads(path.read_text())["config"]["precondition"]["mode"] == "fill"
+    # The user's --set comes after it, and wins.
+    out = ftlab(
+        "run", *SMALL, "--precondition", "fill", "--set", 'precondition.mode="none"',
+        "--json", str(path), "-q",
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert json.loads(path.read_text())["config"]["precondition"]["mode"] == "none"
+    merged = tmp_path / "all.json"
+    out = ftlab(
+        "compare", "--ftl", "page,dftl", *SMALL, "--precondition", "steady", "--mapping-only",
+        "--json", str(merged), "-q",
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    reports = json.loads(merged.read_text())
+    assert {r["config"]["precondition"]["mode"] for r in reports.values()} == {"steady"}
+
+
+def test_precondition_option_is_checked_and_documented() -> None:
+    out = ftlab("run", "--precondition", "warm")
+    assert out.returncode == 2 and "--precondition" in out.stderr and "steady" in out.stderr
+    for command in ("run", "compare"):
+        out = ftlab(command, "--help")
+        assert "--precondition [none|fill|steady]" in out.stdout
