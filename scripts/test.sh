@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The whole test suite, as CI runs it: installs what the tests need, then checks format and
-# lints, runs the Rust tests and the Python tests.
+# lints, type-checks the Python (mypy, strict), runs the Rust tests and the Python tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -13,4 +13,5 @@ cargo clippy --workspace --all-targets --quiet -- -D warnings
 cargo test --workspace --quiet
 python3 -m ruff check python tests
 python3 -m ruff format --check python tests
+python3 -m mypy python tests/python
 python3 -m pytest -q

@@ -18,7 +18,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Union
+from typing import TYPE_CHECKING, Any, Callable, Literal, Union
 
 from ftlab import _core
 from ftlab._core import FtlabError
@@ -31,6 +31,7 @@ __version__: str = _core.__version__
 __all__ = [
     "CompareResult",
     "FtlabError",
+    "Precondition",
     "Result",
     "TraceInfo",
     "__version__",
@@ -46,6 +47,8 @@ __all__ = [
 
 PathLike = Union[str, Path]
 Progress = Callable[[int, Union[float, None], str], object]
+#: How the device is prepared before the measured run (`precondition.mode`).
+Precondition = Literal["none", "fill", "steady"]
 
 
 @dataclass
@@ -107,13 +110,16 @@ class Result:
         return _frames.memory(self.report)
 
     def _repr_html_(self) -> str:
-        from ftlab._format import html_table, summary_rows
+        from ftlab._format import html_table, run_rows
 
-        return html_table(["metric", "value"], summary_rows(self.summary))
+        return html_table(["metric", "value"], run_rows(self.report, self.summary))
 
 
-def _sets(sets: Sequence[str], mapping_only: bool) -> list[str]:
-    overrides = list(sets)
+def _sets(sets: Sequence[str], mapping_only: bool, precondition: str | None = None) -> list[str]:
+    """The overrides of a run: `precondition` first (so that `sets` may override it), then
+    `sets`, then `mapping_only`."""
+    overrides = [] if precondition is None else [f"precondition.mode={json.dumps(precondition)}"]
+    overrides += sets
     if mapping_only:
         overrides.append("replay.timing=false")
     return overrides
@@ -131,6 +137,7 @@ def simulate(
     mapping_only: bool = False,
     format: str = "",
     time_unit: str = "",
+    precondition: Precondition | None = None,
     progress: Progress | None = None,
 ) -> Result:
     """Runs scheme `ftl` over a trace file or a synthetic workload.
@@ -139,7 +146,9 @@ def simulate(
     `sets` are `key=value` overrides applied last (`trace.devices=["hm_0"]`,
     `geometry.channels=8`, ...); `mapping_only` skips the timing model. `format` and
     `time_unit` override `trace.format` and `trace.time_unit` (default: detected, and the
-    format's own unit). `progress(done, fraction, phase)` is called every 65,536 requests
+    format's own unit). `precondition` (`none`, `fill`, `steady`) overrides
+    `precondition.mode`: how the device is prepared before the measured run (an entry of
+    `sets` naming the key wins). `progress(done, fraction, phase)` is called every 65,536 requests
     (`phase` is "scan" while a trace is measured first, then "simulate"; `fraction` is the
     share done). Raises FtlabError with a message naming the key, file, line or request
     at fault.
@@ -150,7 +159,7 @@ def simulate(
         workload=workload,
         preset=preset,
         config=[str(c) for c in config],
-        sets=_sets(sets, mapping_only),
+        sets=_sets(sets, mapping_only, precondition),
         verify=verify,
         format=format,
         time_unit=time_unit,
@@ -207,10 +216,13 @@ class CompareResult:
         return _report.write(self, Path(folder))
 
     def _repr_html_(self) -> str:
-        from ftlab._format import compare_rows, html_table
+        from html import escape
+
+        from ftlab._format import compare_notes, compare_rows, html_table
 
         header, rows = compare_rows(self.summary)
-        return html_table(header, rows)
+        notes = "".join(f"<p>{escape(n)}</p>" for n in compare_notes(self.summary))
+        return html_table(header, rows) + notes
 
 
 def compare(
@@ -225,6 +237,7 @@ def compare(
     mapping_only: bool = False,
     format: str = "",
     time_unit: str = "",
+    precondition: Precondition | None = None,
     jobs: int | None = None,
     on_done: Callable[[str, Result], object] | None = None,
 ) -> CompareResult:
@@ -251,7 +264,7 @@ def compare(
         "workload": workload,
         "preset": preset,
         "config": [str(c) for c in config],
-        "sets": _sets(sets, mapping_only),
+        "sets": _sets(sets, mapping_only, precondition),
         "verify": verify,
         "format": format,
         "time_unit": time_unit,
@@ -323,11 +336,18 @@ def trace_info(
 
 
 def summarize(report: dict[str, Any]) -> dict[str, Any]:
-    """Headline numbers of a report (latencies in microseconds; None where not measured)."""
+    """Headline numbers of a report (latencies in microseconds; None where not measured).
+
+    `saturated` is True when an open-loop replay outran the device (its latencies then
+    measure the queue); `busiest_die_utilisation` is the busiest die's busy share of the
+    run (None in mapping-only runs); `precondition_mode` and `precondition_waf` say how
+    the device was prepared (None in reports of cores without preconditioning)."""
     m = report["metrics"]
     host, flash = m["host"], m["flash"]
     latency = m.get("latency") or {}
     memory = m["memory_bytes"]
+    load = m.get("load") or {}
+    precondition = report.get("precondition") or {}
 
     def lat(kind: str, key: str) -> float | None:
         stats = latency.get(kind)
@@ -374,6 +394,11 @@ def summarize(report: dict[str, Any]) -> dict[str, Any]:
         "bad_lines": trace["diagnostics"]["bad_lines"] if trace else None,
         # Demand-cached schemes only.
         "cache_hit_ratio": m["scheme"].get("cache_hit_ratio"),
+        "saturated": bool(load.get("saturated", False)),
+        "busiest_die_utilisation": load.get("busiest_die_utilisation"),
+        "suggested_time_scale": load.get("suggested_time_scale"),
+        "precondition_mode": precondition.get("mode"),
+        "precondition_waf": precondition.get("waf"),
     }
 
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Collection, Sequence
 from typing import Any
 
 
@@ -39,6 +40,39 @@ def number(value: float | None, digits: int = 3, unit: str = "") -> str:
     else:
         text = f"{value:,.{digits}f}"
     return f"{text} {unit}".rstrip()
+
+
+def latency(us: float | None) -> str:
+    """A latency given in microseconds, for people: three significant digits in the unit
+    that suits it (`850 ns`, `12.3 us`, `4.56 ms`, `1.20 s`; `1,234 s` from 1,000 s on).
+    Every latency printed to the terminal or in a report table goes through here; JSON,
+    CSV and DataFrames keep plain microseconds."""
+    if us is None:
+        return "-"
+    if us == 0:
+        return "0 us"
+    # Rounded first, so that 999.6 us becomes 1.00 ms rather than 1000 us.
+    ns = float(f"{us * 1000:.3g}")
+    for unit, scale in (("ns", 1.0), ("us", 1e3), ("ms", 1e6), ("s", 1e9)):
+        if abs(ns) < 1000 * scale:
+            value = ns / scale
+            digits = max(0, 2 - math.floor(math.log10(abs(value))))
+            return f"{value:.{digits}f} {unit}"
+    return f"{us / 1e6:,.0f} s"
+
+
+def latency_table(
+    header: Sequence[str], rows: Sequence[Sequence[Any]], columns: Collection[int]
+) -> tuple[list[str], list[list[Any]]]:
+    """A table for people from one with latencies in microseconds (as numbers) in
+    `columns`: those cells through `latency`, and a trailing " us" dropped from their
+    headers (the unit is in each cell)."""
+    shown = [h.removesuffix(" us") if i in columns else h for i, h in enumerate(header)]
+    out = [
+        [latency(None if c is None else float(c)) if i in columns else c for i, c in enumerate(r)]
+        for r in rows
+    ]
+    return shown, out
 
 
 def mib(value: float | None) -> str:
@@ -89,9 +123,10 @@ def summary_rows(s: dict[str, Any]) -> list[tuple[str, str]]:
 
 
 def latency_pair(mean: float | None, p99: float | None) -> str:
+    """`mean / p99`, each in its own unit; `-` when not measured."""
     if mean is None:
         return "-"
-    return f"{mean:,.1f} / {p99:,.1f} us"
+    return f"{latency(mean)} / {latency(p99)}"
 
 
 def html_table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
@@ -116,19 +151,13 @@ def compact(value: float | None) -> str:
     return f"{value / 1e6:,.2f} M"
 
 
-def us_pair(mean: float | None, p99: float | None) -> str:
-    if mean is None or p99 is None:
-        return "-"
-    return f"{mean:,.0f} / {p99:,.0f}"
-
-
 COMPARE_HEADER = [
     "scheme",
     "DRAM peak",
     "WAF",
     "GC victims",
-    "read us mean/p99",
-    "write us mean/p99",
+    "read mean/p99",
+    "write mean/p99",
     "GC reads",
     "transl. reads",
     "mispred. reads",
@@ -137,21 +166,30 @@ COMPARE_HEADER = [
 ]
 
 
+#: After the latencies of a scheme whose open-loop replay saturated the device.
+SATURATED_MARK = "!"
+
+
 def compare_rows(
     summaries: dict[str, dict[str, Any]], walls: dict[str, float] | None = None
 ) -> tuple[list[str], list[tuple[str, ...]]]:
     """The side-by-side table of `ftlab compare`: DRAM, WAF, GC, latency, extra flash
-    reads by cause (beyond the host's own)."""
+    reads by cause (beyond the host's own). The latencies of saturated runs are marked
+    with `!` (see `compare_notes`)."""
     rows: list[tuple[str, ...]] = []
+    # Latencies stay aligned: when a row is marked, the others are padded.
+    marked = any(s.get("saturated") for s in summaries.values())
+    pad = " " * (1 + len(SATURATED_MARK)) if marked else ""
     for name, s in summaries.items():
+        mark = f" {SATURATED_MARK}" if s.get("saturated") else pad
         rows.append(
             (
                 name,
                 mib(s["memory_peak_bytes"]),
                 number(s["waf"]),
                 compact(s["gc_invocations"]),
-                us_pair(s["read_mean_us"], s["read_p99_us"]),
-                us_pair(s["write_mean_us"], s["write_p99_us"]),
+                latency_pair(s["read_mean_us"], s["read_p99_us"]) + mark,
+                latency_pair(s["write_mean_us"], s["write_p99_us"]) + mark,
                 compact(s["gc_reads"]),
                 compact(s["translation_reads"]),
                 compact(s["misprediction_reads"]),
@@ -164,6 +202,130 @@ def compare_rows(
         header = header[:-1]
         rows = [r[:-1] for r in rows]
     return header, rows
+
+
+def compare_notes(summaries: dict[str, dict[str, Any]]) -> list[str]:
+    """Footnotes under the compare table: which schemes' replays saturated the device."""
+    saturated = [name for name, s in summaries.items() if s.get("saturated")]
+    if not saturated:
+        return []
+    scales = [
+        s["suggested_time_scale"] for s in summaries.values() if s.get("suggested_time_scale")
+    ]
+    return [
+        f"{SATURATED_MARK} saturated: the open-loop replay outran the device for "
+        f"{', '.join(saturated)} (the queue grew without bound: these latencies measure "
+        f"the queue, not the device); {_remedy(max(scales) if scales else None)}"
+    ]
+
+
+def _remedy(time_scale: float | None) -> str:
+    closed = "--set replay.mode=closed"
+    if time_scale is None:
+        return f"replay in closed loop with {closed}"
+    return f"replay slower with --set replay.time_scale={scale_text(time_scale)} or use {closed}"
+
+
+def scale_text(value: float) -> str:
+    """A time scale for `--set`: three significant digits (whole numbers from 100 on),
+    rounded up (slower is the safe side), always a float (`4.0`, `3.72`, `1235.0`)."""
+    if value <= 0:
+        return f"{value:.1f}"
+    digits = max(0, 2 - math.floor(math.log10(value)))
+    scaled = math.ceil(round(value * 10**digits, 6)) / 10**digits
+    text = f"{scaled:.{digits}f}"
+    if "." not in text:
+        return text + ".0"
+    text = text.rstrip("0")
+    return text + "0" if text.endswith(".") else text
+
+
+def percent(value: float | None) -> str:
+    return "-" if value is None else f"{100 * value:.0f}%"
+
+
+def load_rows(report: dict[str, Any]) -> list[tuple[str, str]]:
+    """The offered load and how busy the dies were, for the run summary (nothing in
+    mapping-only runs or reports without it)."""
+    load = report["metrics"].get("load")
+    if not load:
+        return []
+    text = (
+        f"{load.get('mode', '?')} loop, {number(load.get('offered_iops'), 0)} IOPS / "
+        f"{number(_mb(load.get('offered_bytes_per_s')), 1)} MB/s offered, busiest die "
+        f"{percent(load.get('busiest_die_utilisation'))} busy "
+        f"(mean {percent(load.get('mean_die_utilisation'))})"
+    )
+    rows = [("load", text)]
+    if load.get("saturated"):
+        backlog = load.get("backlog_at_end_ns")
+        at_end = "" if backlog is None else f", {latency(backlog / 1000)} of backlog at the end"
+        rows.append(("SATURATED", f"yes{at_end} (see the warning)"))
+    return rows
+
+
+def _mb(value: float | None) -> float | None:
+    return None if value is None else float(value) / 1e6
+
+
+def saturation_warning(report: dict[str, Any]) -> str | None:
+    """The warning a run prints when its open-loop replay saturated the device."""
+    load = report["metrics"].get("load") or {}
+    if not load.get("saturated"):
+        return None
+    busy = percent(load.get("busiest_die_utilisation"))
+    return (
+        "warning: the open-loop replay saturated the device: requests arrived faster than\n"
+        f"  the busiest die could serve them ({busy} busy) and the queue grew without bound,\n"
+        "  so the latencies measure the queue, not the device. To measure the device,\n"
+        f"  {_remedy(load.get('suggested_time_scale'))}."
+    )
+
+
+def precondition_rows(report: dict[str, Any]) -> list[tuple[str, str]]:
+    """How the device was prepared before the measured run (nothing in reports without
+    it)."""
+    p = report.get("precondition")
+    if not p:
+        return []
+    mode = p.get("mode", "?")
+    parts = []
+    if mode != "none":
+        parts.append(f"{number(p.get('host_pages_written'))} pages written")
+        parts.append(f"WAF {number(p.get('waf'))}")
+    if mode == "steady":
+        windows = len(p.get("window_waf") or [])
+        state = "steady" if p.get("steady") else "not steady"
+        parts.append(f"{state} after {windows:,} window{'' if windows == 1 else 's'}")
+    if p.get("warmup_pages"):
+        parts.append(f"warm-up {number(p['warmup_pages'])} pages")
+    return [("preconditioning", mode + (": " + ", ".join(parts) if parts else ""))]
+
+
+def scheduler_rows(report: dict[str, Any]) -> list[tuple[str, str]]:
+    """What the flash scheduler did, when it did anything."""
+    s = report["metrics"].get("scheduler")
+    if not s or not any(s.values()):
+        return []
+    return [
+        (
+            "multi-plane reads / programs",
+            f"{s.get('multi_plane_reads', 0):,} / {s.get('multi_plane_programs', 0):,}",
+        ),
+        (
+            "suspensions / background operations",
+            f"{s.get('suspensions', 0):,} / {s.get('background_operations', 0):,}",
+        ),
+    ]
+
+
+def run_rows(report: dict[str, Any], summary: dict[str, Any]) -> list[tuple[str, str]]:
+    """The run summary: headline numbers, how the trace was read, the load, the
+    preconditioning and the scheduler."""
+    rows = summary_rows(summary)
+    rows[2:2] = trace_rows(report)
+    rows += load_rows(report) + precondition_rows(report) + scheduler_rows(report)
+    return rows
 
 
 def trace_rows(report: dict[str, Any]) -> list[tuple[str, str]]:

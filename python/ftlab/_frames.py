@@ -97,6 +97,10 @@ def compare_table(results: dict[str, Result]) -> pl.DataFrame:
                 "flash_programs": s["flash_programs"],
                 "flash_erases": s["flash_erases"],
                 "iops": s["iops"],
+                "saturated": s["saturated"],
+                "busiest_die_utilisation": s["busiest_die_utilisation"],
+                "precondition_mode": s["precondition_mode"],
+                "precondition_waf": s["precondition_waf"],
                 "wall_seconds": r.wall_seconds,
             }
         )
@@ -119,6 +123,10 @@ def compare_table(results: dict[str, Result]) -> pl.DataFrame:
         "flash_programs": pl.UInt64,
         "flash_erases": pl.UInt64,
         "iops": pl.Float64,
+        "saturated": pl.Boolean,
+        "busiest_die_utilisation": pl.Float64,
+        "precondition_mode": pl.Utf8,
+        "precondition_waf": pl.Float64,
         "wall_seconds": pl.Float64,
     }
     return pl.DataFrame(rows, schema=schema)

@@ -14,7 +14,7 @@ from html import escape
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ftlab._format import compare_rows, html_table, render_table
+from ftlab._format import compare_notes, compare_rows, html_table, render_table
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -178,6 +178,9 @@ def _source(cmp: CompareResult) -> str:
     )
     if cmp.fitted_blocks_per_plane is not None:
         text += " (fitted to the trace, the same for every scheme)"
+    precondition = (first.get("precondition") or {}).get("mode")
+    if precondition and precondition != "none":
+        text += f"; preconditioned: {precondition}"
     return text + f"; {first['mode']}"
 
 
@@ -190,6 +193,7 @@ def write(cmp: CompareResult, folder: Path) -> Path:
     # No wall-clock figures in the files: the same results give the same report.
     cmp.table.drop("wall_seconds").write_csv(folder / "table.csv")
     header, rows = compare_rows(cmp.summary)
+    notes = compare_notes(cmp.summary)
     (folder / "table.md").write_text(
         "| "
         + " | ".join(header)
@@ -197,8 +201,11 @@ def write(cmp: CompareResult, folder: Path) -> Path:
         + "---|" * len(header)
         + "\n"
         + "".join("| " + " | ".join(row) + " |\n" for row in rows)
+        + "".join(f"\n{note}\n" for note in notes)
     )
-    (folder / "table.txt").write_text(render_table(header, rows) + "\n")
+    (folder / "table.txt").write_text(
+        render_table(header, rows) + "\n" + "".join(f"{n}\n" for n in notes)
+    )
     plots = [
         plot_memory_vs_latency(cmp, folder),
         plot_latency_cdf(cmp, folder),
@@ -215,6 +222,7 @@ def write(cmp: CompareResult, folder: Path) -> Path:
     )
     links = " ".join(f'<a href="runs/{escape(n)}.json">{escape(n)}</a>' for n in cmp.results)
     first = next(iter(cmp.results.values())).report
+    notes_html = "".join(f"\n<p>{escape(n)}</p>" for n in notes)
     page = f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>ftlab compare</title>
 <style>
@@ -227,7 +235,7 @@ img {{ max-width: 560px; }}
 </style></head><body>
 <h1>ftlab compare</h1>
 <p>{escape(_source(cmp))}. ftlab {escape(str(first["ftlab_version"]))}.</p>
-{html_table(header, rows)}
+{html_table(header, rows)}{notes_html}
 <p>DRAM: the scheme's mapping memory at its peak. GC victims: blocks reclaimed. Extra reads:
 flash reads beyond the host's own, by cause. Table as <a href="table.csv">CSV</a>,
 <a href="table.md">Markdown</a>; full reports: {links}.</p>

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import sys
 import time
 from collections.abc import Sequence
@@ -20,13 +21,14 @@ import click
 import ftlab
 from ftlab import _core
 from ftlab._format import (
+    compare_notes,
     compare_rows,
     device_rows,
     render_table,
+    run_rows,
+    saturation_warning,
     size_rows,
-    summary_rows,
     trace_info_rows,
-    trace_rows,
 )
 
 TRACE_FORMATS = ["auto"] + [name for name, *_ in _core.trace_formats()]
@@ -35,6 +37,69 @@ TRACE_FORMATS = ["auto"] + [name for name, *_ in _core.trace_formats()]
 def fail(message: str) -> NoReturn:
     click.echo(f"error: {message}", err=True)
     sys.exit(2)
+
+
+def _nearest_existing(path: Path) -> Path:
+    """`path` itself or its nearest ancestor that exists (the current directory at worst)."""
+    for candidate in (path, *path.parents):
+        if candidate.exists():
+            return candidate
+    return Path(".")
+
+
+def _unwritable_dir(folder: Path) -> str | None:
+    """Why files cannot be created in `folder` (which exists), or None."""
+    if not folder.is_dir():
+        return f"{folder} is not a directory"
+    if not os.access(folder, os.W_OK | os.X_OK):
+        return f"directory {folder} is not writable"
+    return None
+
+
+def file_problem(path: Path) -> str | None:
+    """Why `path` cannot be written as a file, or None: it is a directory, its directory is
+    missing, is not a directory, or is not writable, or the file itself is read-only."""
+    if path.is_dir():
+        return "it is a directory"
+    folder = path.parent
+    if not folder.exists():
+        existing = _nearest_existing(folder)
+        if existing.is_dir():
+            return f"directory {folder} does not exist"
+        return f"{existing} is not a directory"
+    problem = _unwritable_dir(folder)
+    if problem is not None:
+        return problem
+    if path.exists() and not os.access(path, os.W_OK):
+        return "the file is not writable"
+    return None
+
+
+def folder_problem(path: Path) -> str | None:
+    """Why `path` cannot be used as an output folder (created with its parents when
+    missing), or None."""
+    if path.exists():
+        return _unwritable_dir(path) if path.is_dir() else "it is not a directory"
+    return _unwritable_dir(_nearest_existing(path.parent))
+
+
+def check_output(option: str, path: str | Path | None, folder: bool = False) -> None:
+    """Before any work: `error: cannot write OPTION PATH: reason` and exit status 2 when
+    the output file (or folder) cannot be written. `-` (standard output) passes."""
+    if path is None or str(path) == "-":
+        return
+    problem = folder_problem(Path(path)) if folder else file_problem(Path(path))
+    if problem is not None:
+        fail(f"cannot write {option} {path}: {problem}")
+
+
+def write_output(option: str, path: str | Path, text: str) -> None:
+    """Writes an output file; an error (a full disk, a folder removed meanwhile) is reported
+    like the checks before the run."""
+    try:
+        Path(path).write_text(text)
+    except OSError as e:
+        fail(f"cannot write {option} {path}: {e.strerror or e}")
 
 
 class Progress:
@@ -133,6 +198,7 @@ def source_options(func: Callable[..., Any]) -> Callable[..., Any]:
         sets: Sequence[str],
         verify: bool,
         mapping_only: bool,
+        precondition: str | None,
         **rest: Any,
     ) -> Any:
         source = source_kwargs(
@@ -147,6 +213,8 @@ def source_options(func: Callable[..., Any]) -> Callable[..., Any]:
             verify,
             mapping_only,
         )
+        if precondition is not None:
+            source["precondition"] = precondition
         return func(source=source, **rest)
 
     options = [
@@ -199,6 +267,13 @@ def source_options(func: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--set", "sets", multiple=True, metavar="KEY=VALUE", help="Override a key."),
         click.option("--verify", is_flag=True, help="Check every read against a shadow copy."),
         click.option("--mapping-only", is_flag=True, help="Skip the timing model."),
+        click.option(
+            "--precondition",
+            type=click.Choice(["none", "fill", "steady"]),
+            help="Prepare the device before the measured run: none (fresh), fill (every "
+            "logical page written once) or steady (fill, then random writes until the WAF "
+            "settles). Default: the configuration's precondition.mode.",
+        ),
     ]
     wrapped: Callable[..., Any] = command
     for option in reversed(options):
@@ -282,6 +357,7 @@ def main() -> None:
 @click.option("--quiet", "-q", is_flag=True, help="No summary, no progress bar.")
 def run(ftl_name: str, source: dict[str, Any], json_out: str | None, quiet: bool) -> None:
     """Run one FTL scheme over a trace or a synthetic workload and print a summary."""
+    check_output("--json", json_out)
     progress = Progress(quiet)
     try:
         result = run_core(lambda: ftlab.simulate(ftl_name, progress=progress, **source))
@@ -290,14 +366,17 @@ def run(ftl_name: str, source: dict[str, Any], json_out: str | None, quiet: bool
     if json_out == "-":
         click.echo(result.json, nl=False)
     elif json_out:
-        Path(json_out).write_text(result.json)
+        write_output("--json", json_out, result.json)
     if not quiet:
         warn_bad_lines(result.report)
     if not quiet and json_out != "-":
-        rows = summary_rows(result.summary)
-        rows[2:2] = trace_rows(result.report)
+        rows = run_rows(result.report, result.summary)
         rows.append(("wall time", f"{result.wall_seconds:.3f} s"))
         click.echo(render_table(["metric", "value"], rows))
+    warning = saturation_warning(result.report)
+    if not quiet and warning:
+        # Last, where it is seen: the latencies above measure the queue.
+        click.echo(warning, err=True)
 
 
 @main.command()
@@ -325,6 +404,8 @@ def compare(
     quiet: bool,
 ) -> None:
     """Run several FTL schemes over the same trace or workload; print them side by side."""
+    check_output("--json", json_out)
+    check_output("--out", out, folder=True)
     names = [n.strip() for n in ftl_names.split(",") if n.strip()] if ftl_names else None
     started = time.monotonic()
 
@@ -340,7 +421,11 @@ def compare(
     first = next(iter(cmp.results.values()))
     if not quiet:
         warn_bad_lines(first.report)
-        click.echo(f"source: {first.summary['source']} ({first.report['mode']})")
+        mode = first.report["mode"]
+        precondition = first.summary["precondition_mode"]
+        if precondition and precondition != "none":
+            mode += f", preconditioned: {precondition}"
+        click.echo(f"source: {first.summary['source']} ({mode})")
         if cmp.fitted_blocks_per_plane is not None:
             logical = first.report["device"]["logical_bytes"] / 2**20
             click.echo(
@@ -350,9 +435,11 @@ def compare(
     walls = {n: r.wall_seconds for n, r in cmp.results.items()}
     header, rows = compare_rows(cmp.summary, walls)
     click.echo(render_table(header, rows))
+    for note in compare_notes(cmp.summary):
+        click.echo(note)
     if json_out:
         merged = {n: r.report for n, r in cmp.results.items()}
-        Path(json_out).write_text(json.dumps(merged, indent=2) + "\n")
+        write_output("--json", json_out, json.dumps(merged, indent=2) + "\n")
     if out is not None:
         index = run_core(lambda: cmp.write_report(out))
         click.echo(f"report: {index}")
@@ -402,6 +489,7 @@ def trace_info(
     quiet: bool,
 ) -> None:
     """Requests, read/write/trim mix, sizes, footprint, spans, overwrite factor, devices."""
+    check_output("--json", json_out)
     sets = trace_sets(devices, device_layout, None, blkparse_event, skip_bad_lines)
     if time_unit:
         sets.append(f"trace.time_unit={json.dumps(time_unit)}")
@@ -419,7 +507,7 @@ def trace_info(
     finally:
         progress.close()
     if json_out:
-        Path(json_out).write_text(info.json)
+        write_output("--json", json_out, info.json)
     if quiet:
         return
     d = info.info["diagnostics"]
@@ -515,6 +603,7 @@ def bench(
     reading speed of each text format."""
     from ftlab import _bench
 
+    check_output("--json", json_out)
     names = [s for s in scheme_list.split(",") if s] if scheme_list else None
     try:
         results = _bench.run_all(
@@ -529,7 +618,7 @@ def bench(
         fail(str(e))
     click.echo(_bench.table(results))
     if json_out:
-        Path(json_out).write_text(json.dumps(results, indent=2) + "\n")
+        write_output("--json", json_out, json.dumps(results, indent=2) + "\n")
 
 
 @main.command()
@@ -546,8 +635,11 @@ def reproduce(name: str | None, out: Path | None, quick: bool) -> None:
         pairs = [(n, d) for n, (_, d) in sorted(experiments.EXPERIMENTS.items())]
         print_pairs(pairs, ("experiment", "description"))
         return
+    folder = out or Path("reproduce") / name
+    if name in experiments.EXPERIMENTS:  # else the error is the unknown name
+        check_output("--out", folder, folder=True)
     try:
-        run_core(lambda: experiments.run(name, out or Path("reproduce") / name, quick))
+        run_core(lambda: experiments.run(name, folder, quick))
     except KeyError as e:
         fail(str(e.args[0]))
 

@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import csv
 import json
+import os
+import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 
 def ftlab(*args: str) -> subprocess.CompletedProcess[str]:
@@ -36,7 +42,7 @@ def test_json_is_byte_identical_across_runs(tmp_path: Path) -> None:
 
 
 def test_mapping_only_has_same_counters_and_no_latency(tmp_path: Path) -> None:
-    reports = []
+    reports: list[dict[str, Any]] = []
     for flags in ([], ["--mapping-only"]):
         path = tmp_path / f"r{len(reports)}.json"
         out = ftlab("run", "--workload", "rand-rw", *SMALL, *flags, "--json", str(path), "-q")
@@ -162,6 +168,15 @@ def test_compare_prints_a_table_and_writes_a_report(tmp_path: Path) -> None:
     assert json.loads((out_dir / "runs" / "page.json").read_text())["ftl"] == "page"
     assert "page" in json.loads(merged.read_text())
     assert (out_dir / "table.csv").read_text().startswith("scheme,")
+    # Latencies: in units chosen per value for people, plain microseconds in the CSV.
+    unit_pair = re.compile(r"\d (ns|us|ms|s) / [\d.,]+ (ns|us|ms|s)")
+    assert "read mean/p99" in out.stdout and unit_pair.search(out.stdout)
+    for name in ("table.md", "table.txt", "index.html"):
+        text = (out_dir / name).read_text()
+        assert "read mean/p99" in text and unit_pair.search(text), name
+    with (out_dir / "table.csv").open() as f:
+        row = next(csv.DictReader(f))
+    assert float(row["read_mean_us"]) > 0
 
 
 def test_compare_report_is_deterministic(tmp_path: Path) -> None:
@@ -195,3 +210,140 @@ def test_compare_errors() -> None:
 def test_trace_options_need_a_trace() -> None:
     out = ftlab("run", "--device", "0")
     assert out.returncode == 2 and "--trace" in out.stderr
+
+
+def tiny_trace(tmp_path: Path) -> Path:
+    trace = tmp_path / "tiny.trace"
+    trace.write_text("".join(f"{i * 1000} 0 {i * 8} 8 {i % 2}\n" for i in range(100)))
+    return trace
+
+
+# Each command that writes a file, with the option naming it last (the path follows).
+OUTPUT_COMMANDS = {
+    "run --json": ["run", *SMALL, "--json"],
+    "compare --json": ["compare", "--ftl", "page", *SMALL, "--json"],
+    "compare --out": ["compare", "--ftl", "page", *SMALL, "--out"],
+    "trace info --json": ["trace", "info", "{trace}", "--json"],
+    "bench --json": ["bench", "--schemes", "page", "--requests", "1000", "--json"],
+    "reproduce --out": ["reproduce", "selective", "--quick", "--out"],
+}
+
+
+def bad_output(command: str, tmp_path: Path, target: Path) -> subprocess.CompletedProcess[str]:
+    """Runs `command` with its output at `target`; checks the error and that nothing ran."""
+    args = [a.replace("{trace}", str(tiny_trace(tmp_path))) for a in OUTPUT_COMMANDS[command]]
+    out = ftlab(*args, str(target))
+    option = command.split()[-1]
+    assert out.returncode == 2, out.stdout + out.stderr
+    assert f"error: cannot write {option} {target}: " in out.stderr, out.stderr
+    assert "Traceback" not in out.stderr
+    assert out.stdout == ""  # no summary, no table: the check came before the run
+    return out
+
+
+@pytest.mark.parametrize("command", list(OUTPUT_COMMANDS))
+def test_output_under_a_missing_directory(command: str, tmp_path: Path) -> None:
+    if command.endswith("--out"):
+        # Output folders are created with their parents: a regular file in the way fails.
+        blocker = tmp_path / "afile"
+        blocker.write_text("")
+        out = bad_output(command, tmp_path, blocker / "sub" / "report")
+        assert "afile is not a directory" in out.stderr
+    else:
+        out = bad_output(command, tmp_path, tmp_path / "missing" / "out.json")
+        assert "does not exist" in out.stderr
+
+
+@pytest.mark.parametrize("command", list(OUTPUT_COMMANDS))
+def test_output_under_a_regular_file(command: str, tmp_path: Path) -> None:
+    # Fails for root too (root may write into read-only directories).
+    blocker = tmp_path / "somefile"
+    blocker.write_text("")
+    out = bad_output(command, tmp_path, blocker / "out.json")
+    assert "somefile is not a directory" in out.stderr
+
+
+@pytest.mark.parametrize("command", ["run --json", "compare --out", "trace info --json"])
+def test_output_in_a_read_only_directory(command: str, tmp_path: Path) -> None:
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        pytest.skip("root may write into read-only directories")
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    folder.chmod(0o555)
+    try:
+        out = bad_output(command, tmp_path, folder / "out")
+        assert "is not writable" in out.stderr
+    finally:
+        folder.chmod(0o755)
+
+
+@pytest.mark.parametrize("command", ["run --json", "compare --json", "trace info --json"])
+def test_json_to_a_directory(command: str, tmp_path: Path) -> None:
+    out = bad_output(command, tmp_path, tmp_path)
+    assert "it is a directory" in out.stderr
+
+
+def test_out_to_a_regular_file(tmp_path: Path) -> None:
+    target = tmp_path / "report"
+    target.write_text("")
+    out = bad_output("compare --out", tmp_path, target)
+    assert "it is not a directory" in out.stderr
+
+
+def test_json_to_a_writable_place_still_works(tmp_path: Path) -> None:
+    # A path without a directory part: the current directory.
+    out = subprocess.run(
+        [sys.executable, "-m", "ftlab", "run", *SMALL, "--json", "r.json", "-q"],
+        capture_output=True, text=True, timeout=600, cwd=tmp_path,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert json.loads((tmp_path / "r.json").read_text())["ftl"] == "page"
+
+
+def test_read_only_reasons_in_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The read-only cases even as root: os.access made to refuse writing to one folder."""
+    from ftlab import cli
+
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    real_access = os.access
+
+    def access(path: Any, mode: int) -> bool:
+        return Path(path) != folder and real_access(path, mode)
+
+    monkeypatch.setattr(os, "access", access)
+    assert cli.file_problem(folder / "out.json") == f"directory {folder} is not writable"
+    assert cli.folder_problem(folder / "a" / "b") == f"directory {folder} is not writable"
+    assert cli.folder_problem(folder) == f"directory {folder} is not writable"
+    assert cli.file_problem(tmp_path / "out.json") is None
+    assert cli.folder_problem(tmp_path / "new" / "report") is None
+
+
+def test_precondition_option(tmp_path: Path) -> None:
+    path = tmp_path / "r.json"
+    out = ftlab("run", *SMALL, "--precondition", "fill", "--json", str(path), "-q")
+    assert out.returncode == 0, out.stderr
+    assert json.loads(path.read_text())["config"]["precondition"]["mode"] == "fill"
+    # The user's --set comes after it, and wins.
+    out = ftlab(
+        "run", *SMALL, "--precondition", "fill", "--set", 'precondition.mode="none"',
+        "--json", str(path), "-q",
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert json.loads(path.read_text())["config"]["precondition"]["mode"] == "none"
+    merged = tmp_path / "all.json"
+    out = ftlab(
+        "compare", "--ftl", "page,dftl", *SMALL, "--precondition", "steady", "--mapping-only",
+        "--json", str(merged), "-q",
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    reports = json.loads(merged.read_text())
+    assert {r["config"]["precondition"]["mode"] for r in reports.values()} == {"steady"}
+
+
+def test_precondition_option_is_checked_and_documented() -> None:
+    out = ftlab("run", "--precondition", "warm")
+    assert out.returncode == 2 and "--precondition" in out.stderr and "steady" in out.stderr
+    for command in ("run", "compare"):
+        out = ftlab(command, "--help")
+        assert "--precondition [none|fill|steady]" in out.stdout

@@ -10,7 +10,7 @@ import struct
 import subprocess
 import sys
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 import pytest
 
@@ -21,11 +21,12 @@ def ftlab(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def info_json(tmp_path: Path, path: Path, *extra: str) -> dict:
+def info_json(tmp_path: Path, path: Path, *extra: str) -> dict[str, Any]:
     target = tmp_path / "info.json"
     out = ftlab("trace", "info", str(path), "--json", str(target), "-q", *extra)
     assert out.returncode == 0, out.stderr
-    return json.loads(target.read_text())
+    info: dict[str, Any] = json.loads(target.read_text())
+    return info
 
 
 # Independent counts: (requests, reads), with the parsing of the traces' README.

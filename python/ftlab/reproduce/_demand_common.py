@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import csv
 import math
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import Any
 
 import ftlab
 from ftlab._bench import shared_dir
-from ftlab._format import render_table
+from ftlab._format import latency_table, render_table
 
 # (name, path under shared/traces, time unit ("": the format's own)): the real traces, the
 # first being the one quick mode uses.
@@ -96,13 +96,21 @@ def full_table_bytes(report: dict[str, Any]) -> int:
 
 
 def write_table(
-    out_dir: Path, name: str, title: str, header: Sequence[str], rows: Sequence[Sequence[Any]]
+    out_dir: Path,
+    name: str,
+    title: str,
+    header: Sequence[str],
+    rows: Sequence[Sequence[Any]],
+    latency_columns: Collection[int] = (),
 ) -> str:
-    """Writes `name`.csv and `name`.md; returns the table as text (also printed)."""
+    """Writes `name`.csv and `name`.md; returns the table as text (also printed). The
+    `latency_columns` hold microseconds: plain numbers in the CSV, readable units
+    (`_format.latency`) in the Markdown and the text."""
     with (out_dir / f"{name}.csv").open("w", newline="") as f:
         writer = csv.writer(f)
         writer.writerow(header)
         writer.writerows(rows)
+    header, rows = latency_table(header, rows, latency_columns)
     lines = [f"# {title}", "", "| " + " | ".join(header) + " |"]
     lines.append("|" + "---|" * len(header))
     lines.extend("| " + " | ".join(str(c) for c in row) + " |" for row in rows)

@@ -35,7 +35,7 @@ def mean_latency_us(report: dict[str, Any]) -> float:
     read, write = latency["read"], latency["write"]
     count = read["count"] + write["count"]
     total = read["count"] * read["mean_ns"] + write["count"] * write["mean_ns"]
-    return total / max(count, 1) / 1000.0
+    return float(total / max(count, 1)) / 1000.0
 
 
 def run(out_dir: Path, quick: bool) -> None:
@@ -90,9 +90,9 @@ def run(out_dir: Path, quick: bool) -> None:
                     writes[2],
                     f"{100 * reduction:.1f}%",
                     f"{100 * saved(writes[1], writes[2]):.1f}%",
-                    fmt(latency[0], 1),
-                    fmt(latency[1], 1),
-                    fmt(latency[2], 1),
+                    round(latency[0], 1),
+                    round(latency[1], 1),
+                    round(latency[2], 1),
                     f"{100 * saved(latency[0], latency[2]):.1f}%",
                     fmt(dftl["metrics"]["scheme"]["cache_hit_ratio"], 3),
                     fmt(tpftl["metrics"]["scheme"]["cache_hit_ratio"], 3),
@@ -123,6 +123,7 @@ def run(out_dir: Path, quick: bool) -> None:
             "TPFTL hit ratio",
         ],
         rows,
+        latency_columns=(8, 9, 10),
     )
     fig = figure()
     ax = fig.add_subplot(1, 1, 1)

@@ -40,7 +40,7 @@ from typing import Any
 
 import ftlab
 from ftlab._bench import shared_dir
-from ftlab._format import render_table
+from ftlab._format import latency_table, render_table
 
 PRESET = "leaftl"
 UNITS = 16 * 4 * 2
@@ -66,7 +66,7 @@ DFTL_DATA_CACHE_SHARE = 1 / 128
 ESTIMATE_SHARE = 0.9
 FLUSH_BYTES = 8 * 2**20
 
-PAPER = {
+PAPER: dict[str, Any] = {
     "memory_vs_sftl": 2.9,
     "memory_vs_dftl": "6-18x (artifact plots)",
     "misprediction_gamma16": "< 10%",
@@ -159,7 +159,7 @@ def latency_mean_us(report: dict[str, Any]) -> float:
         return 0.0
     total = lat["read"]["mean_ns"] * lat["read"]["count"]
     total += lat["write"]["mean_ns"] * lat["write"]["count"]
-    return total / n / 1000
+    return float(total / n) / 1000
 
 
 def _write_csv(path: Path, header: list[str], rows: list[list[Any]]) -> None:
@@ -308,7 +308,7 @@ def run(out_dir: Path, quick: bool) -> None:
                 name,
                 dram,
                 *(split[s][1] for s in TIMED),
-                *(_fmt(means[s], 1) for s in TIMED),
+                *(round(means[s], 1) for s in TIMED),
                 ratio("sftl", "leaftl-striped"),
                 ratio("sftl", "leaftl"),
                 ratio("dftl", "leaftl-striped"),
@@ -319,11 +319,17 @@ def run(out_dir: Path, quick: bool) -> None:
     summary = _summary(memory_rows, gamma_rows, latency_rows, level_rows, notes)
     for title, (header, rows) in tables_out.items():
         _write_csv(out_dir / f"{title}.csv", header, rows)
+        # Latencies (microseconds in the CSV) in readable units for people.
+        header, rows = latency_table(header, rows, LATENCY_COLUMNS.get(title, ()))
         (out_dir / f"{title}.md").write_text(_markdown(header, rows))
         print(f"\n{title}\n" + render_table(header, [[str(c) for c in r] for r in rows]))
     (out_dir / "summary.md").write_text(summary)
     print("\n" + summary)
     _plots(out_dir, memory_rows, gamma_rows, latency_rows, level_curves)
+
+
+# The columns of each table that hold mean latencies in microseconds.
+LATENCY_COLUMNS = {"latency": (6, 7, 8, 9)}
 
 
 def _tables(

@@ -1,0 +1,133 @@
+"""Type stubs of the Rust extension `ftlab._core` (crates/ftlab-py/src/lib.rs).
+
+Keep in step with the `#[pymodule]` there: tests/python/test_stubs.py checks that every name
+the extension exports is declared here. The run functions take the options of `options()`
+in lib.rs as keyword arguments; any other keyword is a TypeError.
+"""
+
+from collections.abc import Callable, Sequence
+from os import PathLike
+
+from typing_extensions import TypeAlias
+
+_Path: TypeAlias = str | PathLike[str]
+#: progress(done, fraction or None, phase): phase "scan" (records) or "simulate" (requests).
+_RunProgress: TypeAlias = Callable[[int, float | None, str], object]
+#: progress(records, fraction), while a trace is described.
+_ScanProgress: TypeAlias = Callable[[int, float], object]
+
+__all__ = [
+    "FtlabError",
+    "__version__",
+    "bench",
+    "causes",
+    "config_show",
+    "fitted_blocks_per_plane",
+    "peak_rss_bytes",
+    "presets",
+    "read_speed",
+    "run",
+    "schemes",
+    "trace_formats",
+    "trace_info",
+    "trace_requests",
+    "workloads",
+]
+
+__version__: str
+
+class FtlabError(Exception):
+    """An error reported by the ftlab core."""
+
+def run(
+    ftl: str,
+    progress: _RunProgress | None = None,
+    *,
+    trace: _Path | None = None,
+    workload: str | None = None,
+    preset: str | None = None,
+    config: Sequence[_Path] = (),
+    sets: Sequence[str] = (),
+    verify: bool = False,
+    format: str = "",
+    time_unit: str = "",
+) -> tuple[str, float]:
+    """Runs one scheme; returns (report JSON, wall-clock seconds)."""
+
+def bench(
+    ftl: str,
+    *,
+    trace: _Path | None = None,
+    workload: str | None = None,
+    preset: str | None = None,
+    config: Sequence[_Path] = (),
+    sets: Sequence[str] = (),
+    verify: bool = False,
+    format: str = "",
+    time_unit: str = "",
+) -> str:
+    """Loads the requests into memory, then times the simulation alone; returns JSON."""
+
+def fitted_blocks_per_plane(
+    ftls: Sequence[str],
+    *,
+    trace: _Path | None = None,
+    workload: str | None = None,
+    preset: str | None = None,
+    config: Sequence[_Path] = (),
+    sets: Sequence[str] = (),
+    verify: bool = False,
+    format: str = "",
+    time_unit: str = "",
+) -> int | None:
+    """When the device would be fitted to the trace: the `geometry.blocks_per_plane` every
+    scheme of `ftls` accepts; else None."""
+
+def config_show(
+    *,
+    trace: _Path | None = None,
+    workload: str | None = None,
+    preset: str | None = None,
+    config: Sequence[_Path] = (),
+    sets: Sequence[str] = (),
+    verify: bool = False,
+    format: str = "",
+    time_unit: str = "",
+) -> str:
+    """The resolved configuration as TOML."""
+
+def presets() -> list[tuple[str, str]]:
+    """(name, description) of each preset."""
+
+def schemes() -> list[tuple[str, str]]:
+    """(name, description) of each FTL scheme."""
+
+def workloads() -> list[tuple[str, str]]:
+    """(name, description) of each built-in workload."""
+
+def causes() -> list[str]:
+    """The names of the causes flash operations are counted by (host, gc, ...)."""
+
+def peak_rss_bytes() -> int:
+    """Peak resident set size of this process in bytes (Linux; 0 elsewhere)."""
+
+def trace_info(
+    path: _Path,
+    page_size: int = 4096,
+    config: Sequence[_Path] = ...,
+    sets: Sequence[str] = ...,
+    progress: _ScanProgress | None = None,
+) -> str:
+    """Describes a trace: returns the `ftlab trace info` JSON."""
+
+def read_speed(path: _Path, sets: Sequence[str] = ...) -> str:
+    """Reads a whole trace and times it; returns JSON (lines per second, ...)."""
+
+def trace_formats() -> list[tuple[str, list[str], str, str, str]]:
+    """(name, aliases, description, time unit, example line) of each trace format."""
+
+def trace_requests(
+    trace: _Path, preset: str | None = None, sets: Sequence[str] = ...
+) -> tuple[list[tuple[int, int, int, int]], int]:
+    """The requests a run over `trace` would simulate, as (time_ns, offset_bytes,
+    len_bytes, op) with op 0 = write, 1 = read, 2 = trim, and the device's logical pages."""
