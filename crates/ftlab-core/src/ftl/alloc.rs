@@ -354,9 +354,10 @@ impl PageAllocator {
             self.free.count(unit) < self.soft_free_blocks
         });
         for &unit in &pending {
-            if flash.background_busy(unit) {
-                self.want_gc(unit);
-            } else if self.reclaim(unit, flash)? && self.free.count(unit) < self.soft_free_blocks {
+            // A die still busy with earlier background work gets no more until it catches up.
+            let still_low = flash.background_busy(unit)
+                || (self.reclaim(unit, flash)? && self.free.count(unit) < self.soft_free_blocks);
+            if still_low {
                 self.want_gc(unit);
             }
         }
