@@ -15,7 +15,9 @@ cheap: heavy modules (rich, polars, matplotlib) are imported only where they are
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Literal, Union
@@ -125,6 +127,39 @@ def _sets(sets: Sequence[str], mapping_only: bool, precondition: str | None = No
     return overrides
 
 
+#: Overrides that select ftlab 0.1's device model on any preset: every flash operation
+#: placed in issue order (no read priority, suspend or multi-plane operations), garbage
+#: collection in the foreground, a fresh device. The paper reproductions run on it (with
+#: the `legacy` device where they named no preset) until they are set up again on the
+#: current model; see the README's Reproductions.
+MODEL_0_1_SETS = [
+    'precondition.mode="none"',
+    "precondition.warmup=false",
+    'gc.mode="foreground"',
+    "scheduler.read_priority=false",
+    "scheduler.suspend=false",
+    "scheduler.multi_plane=false",
+]
+_MODEL_0_1: ContextVar[bool] = ContextVar("ftlab_model_0_1", default=False)
+
+
+@contextmanager
+def model_0_1() -> Iterator[None]:
+    """Within the block, `simulate` and `compare` run on ftlab 0.1's device model
+    (`MODEL_0_1_SETS`, preset `legacy` where none is named)."""
+    token = _MODEL_0_1.set(True)
+    try:
+        yield
+    finally:
+        _MODEL_0_1.reset(token)
+
+
+def _model(preset: str | None, sets: list[str]) -> tuple[str | None, list[str]]:
+    if not _MODEL_0_1.get():
+        return preset, sets
+    return preset or "legacy", [*MODEL_0_1_SETS, *sets]
+
+
 def simulate(
     ftl: str = "page",
     *,
@@ -153,13 +188,14 @@ def simulate(
     share done). Raises FtlabError with a message naming the key, file, line or request
     at fault.
     """
+    preset, overrides = _model(preset, _sets(sets, mapping_only, precondition))
     text, wall = _core.run(
         ftl,
         trace=None if trace is None else str(trace),
         workload=workload,
         preset=preset,
         config=[str(c) for c in config],
-        sets=_sets(sets, mapping_only, precondition),
+        sets=overrides,
         verify=verify,
         format=format,
         time_unit=time_unit,
@@ -259,12 +295,13 @@ def compare(
         )
     if trace is None and workload is None and not config and not sets:
         workload = "default"
+    preset, overrides = _model(preset, _sets(sets, mapping_only, precondition))
     common: dict[str, Any] = {
         "trace": None if trace is None else str(trace),
         "workload": workload,
         "preset": preset,
         "config": [str(c) for c in config],
-        "sets": _sets(sets, mapping_only, precondition),
+        "sets": overrides,
         "verify": verify,
         "format": format,
         "time_unit": time_unit,

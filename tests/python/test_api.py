@@ -11,7 +11,11 @@ def test_simulate_returns_report_and_summary() -> None:
     result = ftlab.simulate("page", workload="hotcold", sets=["workload.requests=5000"])
     s = result.summary
     assert s["requests"] == 5000
-    assert s["waf"] >= 1.0
+    m = result.report["metrics"]
+    # The default device's write buffer absorbs overwrites, so WAF may be below 1.
+    assert s["waf"] == pytest.approx(m["flash"]["programs"]["total"] / m["host"]["pages_written"])
+    host = m["host"]
+    assert m["flash"]["programs"]["host"] + host["buffer_write_hits"] <= host["pages_written"]
     assert s["host_pages_trimmed"] > 0
     assert result.report["metrics"]["host"]["requests"] == 5000
     assert result.wall_seconds > 0

@@ -29,7 +29,7 @@ from ftlab.reproduce._demand_common import (
 
 def run(out_dir: Path, quick: bool) -> None:
     if quick:
-        preset = "default"
+        preset = "legacy"
         journal = 8 << 20
         base = ["workload.requests=20000", "selective.mapping_block_bytes=4KiB"]
         fractions = [0.25]

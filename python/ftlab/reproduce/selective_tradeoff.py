@@ -35,7 +35,7 @@ def _run(sets: list[str], preset: str) -> dict[str, Any]:
 
 def run(out_dir: Path, quick: bool) -> None:
     if quick:
-        preset = "default"
+        preset = "legacy"
         base = ["workload.requests=20000", "selective.mapping_block_bytes=4KiB"]
         series = {"scattered, 4 KiB blocks": ["workload.scatter_ranks=true"]}
     else:

@@ -275,20 +275,24 @@ impl PageAllocator {
             return Ok(Some(ppn));
         }
         self.open[stream][unit as usize] = OpenBlock::CLOSED;
+        let mut collected = false;
         if self.free.count(unit) < self.soft_free_blocks {
             if self.background_gc {
                 self.want_gc(unit);
             } else {
-                self.reclaim(unit, flash)?;
+                collected |= self.reclaim(unit, flash)?;
             }
         }
         while self.free.count(unit) <= self.hard_free_blocks {
             if !self.reclaim(unit, flash)? {
                 break;
             }
+            collected = true;
         }
-        // Writes after foreground GC wait for it.
-        flash.chain();
+        if collected {
+            // Writes after foreground GC wait for it.
+            flash.chain();
+        }
         // GC may have opened the unit's translation block for relocated translation pages.
         if let Some(ppn) = self.next_in_open(stream, unit) {
             return Ok(Some(ppn));

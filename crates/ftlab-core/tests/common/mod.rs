@@ -61,6 +61,7 @@ struct RunAll<'a> {
     requests: &'a [Request],
     verify: bool,
     check_all: bool,
+    precondition: bool,
     name: &'a str,
 }
 
@@ -68,6 +69,13 @@ impl Visitor for RunAll<'_> {
     type Output = Result<Report>;
     fn visit<F: Ftl>(self, ftl: F, flash: Flash) -> Result<Report> {
         let mut sim = Simulator::new(self.cfg, self.layout, ftl, flash, self.verify);
+        if self.precondition {
+            let warmup = ftlab_core::api::read_before_written(
+                self.requests.iter().map(|r| Ok(*r)),
+                self.layout,
+            )?;
+            sim.precondition(&self.cfg.precondition, &warmup, &mut |_, _| true)?;
+        }
         for r in self.requests {
             sim.submit(r)?;
         }
@@ -98,6 +106,27 @@ pub fn run(scheme: &str, cfg: &Config, requests: &[Request], check_all: bool) ->
             requests,
             verify: true,
             check_all,
+            precondition: false,
+            name: scheme,
+        },
+    )?
+}
+
+/// [`run`] on a device preconditioned as `cfg.precondition` says (with the warm-up of the
+/// pages `requests` read before writing them).
+pub fn run_preconditioned(scheme: &str, cfg: &Config, requests: &[Request]) -> Result<Report> {
+    let layout = cfg.validate()?;
+    ftl::build(
+        scheme,
+        cfg,
+        &layout,
+        RunAll {
+            cfg,
+            layout: &layout,
+            requests,
+            verify: true,
+            check_all: true,
+            precondition: true,
             name: scheme,
         },
     )?
