@@ -45,7 +45,7 @@ use crate::error::{Error, Result};
 use crate::ftl::alloc::{Move, PageAllocator};
 use crate::ftl::mapcache::{Links, List, NIL};
 use crate::ftl::translation::TranslationStore;
-use crate::ftl::{Ftl, MemoryBreakdown};
+use crate::ftl::{Ftl, MemoryBreakdown, Scheme};
 use crate::nand::{Cause, Flash, Oob, Ppn, NONE};
 use plr::{Codec, Learned, Learner, Point};
 use serde::{Deserialize, Serialize};
@@ -118,12 +118,6 @@ impl Default for LeaftlConfig {
             crb_accounting: CrbAccounting::Runs,
             cpu_timing: false,
         }
-    }
-}
-
-impl LeaftlConfig {
-    pub fn from_config(cfg: &Config) -> Result<LeaftlConfig> {
-        cfg.scheme_config("leaftl")
     }
 }
 
@@ -340,9 +334,14 @@ fn internal(message: String) -> Error {
     Error::Usage(format!("internal error in leaftl: {message}"))
 }
 
-impl LeaFtl {
-    pub fn new(cfg: &Config, layout: &Layout) -> Result<LeaFtl> {
-        let lcfg = LeaftlConfig::from_config(cfg)?;
+impl Scheme for LeaFtl {
+    const NAME: &'static str = "leaftl";
+    const DESCRIPTION: &'static str =
+        "LeaFTL (ASPLOS'23): learned linear segments per 256-page group, OOB-verified predictions";
+    type Section = LeaftlConfig;
+
+    fn new(cfg: &Config, layout: &Layout) -> Result<Self> {
+        let lcfg = Self::section(cfg)?;
         let codec = Codec::for_pages(layout.physical_pages).ok_or_else(|| {
             Error::config(
                 "geometry.blocks_per_plane",
@@ -434,7 +433,9 @@ impl LeaFtl {
             cfg: lcfg,
         })
     }
+}
 
+impl LeaFtl {
     /// The configuration in force.
     pub fn config(&self) -> &LeaftlConfig {
         &self.cfg
