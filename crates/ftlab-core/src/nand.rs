@@ -23,38 +23,75 @@ pub type Ppn = u32;
 /// An unmapped entry / a page holding no logical page.
 pub const NONE: u32 = u32::MAX;
 
-/// Why a flash operation was issued.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Cause {
-    /// Serving a host read or write.
-    Host = 0,
-    /// Relocating valid pages and erasing in garbage collection.
-    Gc = 1,
-    /// Reading or writing mapping (translation) pages.
-    Translation = 2,
-    /// Extra reads after a wrong prediction of a page's location.
-    Misprediction = 3,
-    /// Log-block merges.
-    Merge = 4,
+/// Declares the causes once: the [`Cause`] enum (its discriminant is the index into the
+/// counters), [`CAUSES`], [`CAUSE_COUNT`] and each cause's name, group and description.
+macro_rules! causes {
+    ($($variant:ident = $name:literal, $group:literal, $description:literal;)+) => {
+        /// Why a flash operation was issued. The report counts operations by cause, in
+        /// the order of [`CAUSES`].
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        pub enum Cause {
+            $(
+                #[doc = $description]
+                $variant,
+            )+
+        }
+
+        /// Number of causes: the length of the per-cause counters.
+        pub const CAUSE_COUNT: usize = [$($name),+].len();
+
+        /// Every cause, in report order (`CAUSES[c as usize] == c`).
+        pub const CAUSES: [Cause; CAUSE_COUNT] = [$(Cause::$variant),+];
+
+        impl Cause {
+            /// The cause's name in reports (`flash.reads.NAME`).
+            pub const fn name(self) -> &'static str {
+                match self {
+                    $(Cause::$variant => $name,)+
+                }
+            }
+
+            /// The family the cause belongs to: `host`, `gc`, `translation`,
+            /// `misprediction` or `merge` (summaries add up a family, e.g. merge reads).
+            pub const fn group(self) -> &'static str {
+                match self {
+                    $(Cause::$variant => $group,)+
+                }
+            }
+
+            /// What operations of this cause are, in a few words.
+            pub const fn description(self) -> &'static str {
+                match self {
+                    $(Cause::$variant => $description,)+
+                }
+            }
+        }
+    };
 }
 
-pub const CAUSES: [Cause; 5] = [
-    Cause::Host,
-    Cause::Gc,
-    Cause::Translation,
-    Cause::Misprediction,
-    Cause::Merge,
-];
+// The flash operation causes, in report order. New causes go at the end, so that existing
+// reports keep their order and plots their colours.
+causes! {
+    Host = "host", "host", "serving a host read or write";
+    Gc = "gc", "gc", "relocating valid pages and erasing blocks in garbage collection";
+    Translation = "translation", "translation", "reading or writing mapping (translation) pages";
+    Misprediction = "misprediction", "misprediction",
+        "extra reads after a wrong prediction of a page's location (learned and hashed maps)";
+    MergeSwitch = "merge_switch", "merge",
+        "switch merge of a log-block FTL: a log block written in order becomes the data block";
+    MergePartial = "merge_partial", "merge",
+        "partial merge of a log-block FTL: the rest of a data block copied into its log block";
+    MergeFull = "merge_full", "merge",
+        "full merge of a log-block FTL: the valid pages of a data block and its log blocks copied to a new block";
+    HostCleaning = "host_cleaning", "host",
+        "host writes and reads of a log-structured file system's cleaning (segment cleaning)";
+    FsMetadata = "fs_metadata", "host", "host writes and reads of file-system metadata";
+}
 
 impl Cause {
-    pub fn name(self) -> &'static str {
-        match self {
-            Cause::Host => "host",
-            Cause::Gc => "gc",
-            Cause::Translation => "translation",
-            Cause::Misprediction => "misprediction",
-            Cause::Merge => "merge",
-        }
+    /// The cause named `name`, if any.
+    pub fn from_name(name: &str) -> Option<Cause> {
+        CAUSES.into_iter().find(|c| c.name() == name)
     }
 }
 
@@ -128,12 +165,12 @@ impl fmt::Display for NandError {
     }
 }
 
-/// Flash operation counters.
+/// Flash operation counters, indexed by [`Cause`] (`stats.reads[cause as usize]`).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct FlashStats {
-    pub reads: [u64; 5],
-    pub programs: [u64; 5],
-    pub erases: [u64; 5],
+    pub reads: [u64; CAUSE_COUNT],
+    pub programs: [u64; CAUSE_COUNT],
+    pub erases: [u64; CAUSE_COUNT],
     /// Victim blocks reclaimed by garbage collection.
     pub gc_invocations: u64,
     /// Valid pages relocated by garbage collection.
@@ -173,6 +210,8 @@ pub struct Flash {
     /// While set, operations occupy their die and channel but the request does not wait
     /// for them (work a controller does in the background).
     background: bool,
+    /// The cause under which operations issued with [`Cause::Host`] are counted.
+    host_cause: Cause,
     /// Logical time: host pages written so far. Used for block ages, so that mapping-only
     /// and timed runs take the same decisions.
     pub clock: u64,
@@ -240,6 +279,7 @@ impl Flash {
             request_done: 0,
             ack_host_programs_on_transfer: false,
             background: false,
+            host_cause: Cause::Host,
             clock: 0,
             stats: FlashStats::default(),
         })
@@ -407,6 +447,33 @@ impl Flash {
         self.background = on;
     }
 
+    /// Counts the operations a scheme issues with [`Cause::Host`] under `cause` from now on
+    /// ([`Cause::Host`] again by default): the simulator sets [`Cause::HostCleaning`] or
+    /// [`Cause::FsMetadata`] while it serves requests that a host stack originates (a log-
+    /// structured file system's cleaning, file-system metadata), so that schemes need not
+    /// know. Only the counting changes: such operations are host operations in every other
+    /// respect (a buffered host write is acknowledged on transfer whatever its cause).
+    #[inline]
+    pub fn set_host_cause(&mut self, cause: Cause) {
+        self.host_cause = cause;
+    }
+
+    /// The cause host operations are currently counted under.
+    #[inline]
+    pub fn host_cause(&self) -> Cause {
+        self.host_cause
+    }
+
+    /// The counter an operation of `cause` goes to.
+    #[inline(always)]
+    fn counter(&self, cause: Cause) -> usize {
+        if cause == Cause::Host {
+            self.host_cause as usize
+        } else {
+            cause as usize
+        }
+    }
+
     #[inline]
     fn waits_for(&mut self, done: u64) {
         if !self.background {
@@ -446,7 +513,7 @@ impl Flash {
         if !self.is_programmed(ppn) {
             return Err(NandError::ReadErased { ppn });
         }
-        self.stats.reads[cause as usize] += 1;
+        self.stats.reads[self.counter(cause)] += 1;
         let mut done = ready;
         if self.timeline.is_some() {
             let (die, channel) = self.location(self.block_of(ppn));
@@ -521,7 +588,7 @@ impl Flash {
         set_bit(&mut self.valid, ppn, true);
         self.valid_count[block as usize] += 1;
         self.modified_at[block as usize] = self.clock;
-        self.stats.programs[cause as usize] += 1;
+        self.stats.programs[self.counter(cause)] += 1;
         if self.timeline.is_some() {
             let (die, channel) = self.location(block);
             if let Some(t) = self.timeline.as_mut() {
@@ -588,7 +655,7 @@ impl Flash {
         self.write_ptr[block as usize] = 0;
         self.erase_count[block as usize] += 1;
         self.modified_at[block as usize] = self.clock;
-        self.stats.erases[cause as usize] += 1;
+        self.stats.erases[self.counter(cause)] += 1;
         if self.timeline.is_some() {
             let (die, _) = self.location(block);
             if let Some(t) = self.timeline.as_mut() {

@@ -141,3 +141,63 @@ fn timing_overlaps_dies_and_serialises_one_die() {
     f.read(0, Cause::Host).unwrap();
     assert_eq!(f.request_done(), 2_000_000 + 50_000 + 1_000);
 }
+
+#[test]
+fn host_operations_count_under_the_host_cause() {
+    let mut f = flash(ProgramOrder::Sequential, 0);
+    assert_eq!(f.host_cause(), Cause::Host);
+    f.program(0, OOB, &[], Cause::Host).unwrap();
+    f.set_host_cause(Cause::HostCleaning);
+    f.program(1, OOB, &[], Cause::Host).unwrap();
+    f.read(0, Cause::Host).unwrap();
+    // Other causes are counted as issued.
+    f.copy(1, 2, Cause::Gc).unwrap();
+    f.program(3, OOB, &[], Cause::Translation).unwrap();
+    f.set_host_cause(Cause::FsMetadata);
+    f.program(4, OOB, &[], Cause::Host).unwrap();
+    f.set_host_cause(Cause::Host);
+    f.read(4, Cause::Host).unwrap();
+    let s = &f.stats;
+    let count = |counts: &[u64], c: Cause| counts[c as usize];
+    assert_eq!(count(&s.programs, Cause::Host), 1);
+    assert_eq!(count(&s.programs, Cause::HostCleaning), 1);
+    assert_eq!(count(&s.programs, Cause::FsMetadata), 1);
+    assert_eq!(count(&s.programs, Cause::Gc), 1);
+    assert_eq!(count(&s.programs, Cause::Translation), 1);
+    assert_eq!(count(&s.reads, Cause::HostCleaning), 1);
+    assert_eq!(count(&s.reads, Cause::Gc), 1);
+    assert_eq!(count(&s.reads, Cause::Host), 1);
+    assert_eq!(s.total_programs(), 5);
+}
+
+#[test]
+fn causes_are_listed_once_in_report_order() {
+    use ftlab_core::nand::{CAUSES, CAUSE_COUNT};
+    assert_eq!(CAUSES.len(), CAUSE_COUNT);
+    for (i, c) in CAUSES.iter().enumerate() {
+        assert_eq!(*c as usize, i);
+        assert_eq!(Cause::from_name(c.name()), Some(*c));
+        assert!(!c.description().is_empty());
+    }
+    let names: Vec<&str> = CAUSES.iter().map(|c| c.name()).collect();
+    assert_eq!(
+        names,
+        [
+            "host",
+            "gc",
+            "translation",
+            "misprediction",
+            "merge_switch",
+            "merge_partial",
+            "merge_full",
+            "host_cleaning",
+            "fs_metadata"
+        ]
+    );
+    let merges: Vec<&str> = CAUSES
+        .iter()
+        .filter(|c| c.group() == "merge")
+        .map(|c| c.name())
+        .collect();
+    assert_eq!(merges, ["merge_switch", "merge_partial", "merge_full"]);
+}

@@ -4,6 +4,7 @@ mod common;
 
 use common::*;
 use ftlab_core::config::{ProgramOrder, VictimPolicy};
+use ftlab_core::nand::Cause;
 use ftlab_core::{Op, Request};
 use proptest::prelude::*;
 
@@ -22,7 +23,7 @@ fn waf_is_one_without_overwrites_or_gc() {
     assert_eq!(m.host.pages_written, n);
     assert_eq!(m.flash.programs.total, n);
     assert_eq!(m.waf, Some(1.0));
-    assert_eq!(m.flash.reads.host, n);
+    assert_eq!(m.flash.reads[Cause::Host], n);
     assert_eq!(m.flash.erases.total, 0);
 }
 
@@ -45,8 +46,8 @@ fn gc_keeps_every_valid_page_under_heavy_overwrite() {
         let report = run("page", &cfg, &reqs, true).unwrap();
         let m = &report.metrics;
         assert!(m.gc.invocations > 0, "{policy:?}: GC never ran");
-        assert_eq!(m.flash.programs.gc, m.gc.pages_moved);
-        assert_eq!(m.flash.programs.host, m.host.pages_written);
+        assert_eq!(m.flash.programs[Cause::Gc], m.gc.pages_moved);
+        assert_eq!(m.flash.programs[Cause::Host], m.host.pages_written);
         assert!(m.waf.unwrap() > 1.0);
     }
 }
@@ -93,7 +94,7 @@ fn partial_page_writes_read_modify_write() {
     let report = run("page", &cfg, &reqs, true).unwrap();
     let m = &report.metrics;
     assert_eq!(m.host.partial_page_writes, 2);
-    assert_eq!(m.flash.reads.host, 2);
+    assert_eq!(m.flash.reads[Cause::Host], 2);
     assert_eq!(m.host.pages_trimmed, 0);
     assert_eq!(m.host.pages_written, 4);
 }
@@ -231,6 +232,6 @@ proptest! {
         let report = run("page", &cfg, &reqs, true);
         prop_assert!(report.is_ok(), "{}", report.unwrap_err());
         let m = report.unwrap().metrics;
-        prop_assert_eq!(m.flash.programs.gc, m.gc.pages_moved);
+        prop_assert_eq!(m.flash.programs[Cause::Gc], m.gc.pages_moved);
     }
 }
