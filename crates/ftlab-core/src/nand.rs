@@ -7,11 +7,15 @@
 //! is a [`NandError`]. So is reading an erased page or erasing a block that still holds valid
 //! pages (which would lose data).
 //!
-//! Per page the model stores 8 bytes of OOB header (logical page address and write sequence
-//! number) and one valid bit (plus one programmed bit when any program order is allowed); a
-//! scheme may ask for a fixed number of extra OOB bytes per page at construction. The write
-//! sequence number stands in for the page's data: verification compares it with the shadow
-//! copy, so a read is correct only if the FTL found the page that really holds the data.
+//! Per page the model stores the OOB header (logical page address and 64-bit write sequence
+//! number, 12 bytes) and one valid bit (plus one programmed bit when any program order is
+//! allowed); a scheme may ask for a fixed number of extra OOB bytes per page at
+//! construction. The write sequence number stands in for the page's data: verification
+//! compares it with the shadow copy, so a read is correct only if the FTL found the page
+//! that really holds the data. The device's OOB budget counts the header as
+//! [`OOB_HEADER_BYTES`] (8) bytes, as a controller would store it (a 4-byte logical page and
+//! a 4-byte sequence number): the simulator's wider sequence number is the data's identity,
+//! not device OOB.
 
 use crate::config::{Config, Layout, ProgramOrder, OOB_HEADER_BYTES};
 use crate::error::{Error, Result};
@@ -100,9 +104,53 @@ impl Cause {
 pub struct Oob {
     /// Logical page the data belongs to ([`NONE`] for pages that hold no logical page).
     pub lpa: u32,
-    /// Host write sequence number of the data (its identity, for verification).
-    pub seq: u32,
+    /// Host write sequence number of the data (its identity, for verification; 64 bits,
+    /// so it never wraps). Pages holding no logical page may use it as a key: a
+    /// translation page carries its page number ([`Oob::translation`]).
+    pub seq: u64,
 }
+
+impl Oob {
+    /// The OOB header of an erased page.
+    pub const ERASED: Oob = Oob { lpa: NONE, seq: 0 };
+
+    /// The OOB header of translation page `k` (the page-table store of the demand-cached
+    /// schemes): no logical page, and the translation page number in the sequence field.
+    #[inline]
+    pub const fn translation(k: u32) -> Oob {
+        Oob {
+            lpa: NONE,
+            seq: k as u64,
+        }
+    }
+
+    /// The translation page number of a header written by [`Oob::translation`].
+    #[inline]
+    pub fn translation_page(self) -> u32 {
+        debug_assert!(self.lpa == NONE && self.seq <= u32::MAX as u64, "{self:?}");
+        self.seq as u32
+    }
+
+    #[inline]
+    fn store(self) -> StoredOob {
+        [!self.lpa, self.seq as u32, (self.seq >> 32) as u32]
+    }
+
+    #[inline]
+    fn load(stored: StoredOob) -> Oob {
+        Oob {
+            lpa: !stored[0],
+            seq: stored[1] as u64 | (stored[2] as u64) << 32,
+        }
+    }
+}
+
+/// The OOB header as the model stores it, 12 bytes a page, 4-byte aligned: the logical
+/// page complemented, then the low and the high half of the sequence number. An erased
+/// page ([`Oob::ERASED`]) is all zero bits, so a fresh device's header array is zeroed
+/// memory, which the operating system maps lazily: pages never programmed cost no resident
+/// memory.
+type StoredOob = [u32; 3];
 
 /// A NAND rule the FTL broke.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -189,8 +237,8 @@ pub struct Flash {
     /// log2(pages per block) when it is a power of two: divisions become shifts.
     block_shift: Option<u32>,
     order: ProgramOrder,
-    /// OOB headers, interleaved so that a read touches one cache line.
-    oob: Vec<Oob>,
+    /// OOB headers ([`StoredOob`]), interleaved so that a read touches one cache line.
+    oob: Vec<StoredOob>,
     valid: Vec<u64>,
     /// Programmed bits, kept only when pages may be programmed in any order (with
     /// sequential order a page is programmed iff it lies below the write pointer).
@@ -261,7 +309,8 @@ impl Flash {
             layout: *layout,
             block_shift: ppb.is_power_of_two().then(|| ppb.trailing_zeros()),
             order: cfg.nand.program_order,
-            oob: vec![Oob { lpa: NONE, seq: 0 }; pages],
+            // Zero bits (the erased header): allocated zeroed, never written here.
+            oob: vec![[0; 3]; pages],
             valid: vec![0; words],
             programmed: if cfg.nand.program_order == ProgramOrder::Any {
                 vec![0; words]
@@ -392,7 +441,7 @@ impl Flash {
     /// already paid the read (the OOB arrives with the page) and for tests.
     #[inline]
     pub fn oob(&self, ppn: Ppn) -> Oob {
-        self.oob[ppn as usize]
+        Oob::load(self.oob[ppn as usize])
     }
 
     /// The scheme's extra OOB bytes of a page (see [`Flash::oob`]).
@@ -578,7 +627,7 @@ impl Flash {
             }
         }
         self.write_ptr[block as usize] += 1;
-        self.oob[ppn as usize] = oob;
+        self.oob[ppn as usize] = oob.store();
         if self.extra_width > 0 {
             let start = ppn as usize * self.extra_width;
             let dst = &mut self.extra[start..start + self.extra_width];
@@ -646,7 +695,7 @@ impl Flash {
         }
         let first = self.first_page(block) as usize;
         let ppb = self.layout.pages_per_block as usize;
-        self.oob[first..first + ppb].fill(Oob { lpa: NONE, seq: 0 });
+        self.oob[first..first + ppb].fill(Oob::ERASED.store());
         if self.order == ProgramOrder::Any {
             for p in first..first + ppb {
                 set_bit(&mut self.programmed, p as u32, false);

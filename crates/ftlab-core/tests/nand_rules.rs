@@ -201,3 +201,41 @@ fn causes_are_listed_once_in_report_order() {
         .collect();
     assert_eq!(merges, ["merge_switch", "merge_partial", "merge_full"]);
 }
+
+#[test]
+fn oob_headers_keep_64_bit_sequence_numbers() {
+    let mut f = flash(ProgramOrder::Sequential, 0);
+    let big = [
+        Oob {
+            lpa: 0,
+            seq: u32::MAX as u64 + 1,
+        },
+        Oob {
+            lpa: 7,
+            seq: (5 << 32) | 3,
+        },
+        Oob {
+            lpa: u32::MAX - 1,
+            seq: u64::MAX,
+        },
+    ];
+    for (p, &oob) in big.iter().enumerate() {
+        f.program(p as u32, oob, &[], Cause::Host).unwrap();
+    }
+    for (p, &oob) in big.iter().enumerate() {
+        assert_eq!(f.read(p as u32, Cause::Host).unwrap(), oob);
+    }
+    // A copy keeps the whole header; an erased page reads back as erased.
+    f.copy(2, 3, Cause::Gc).unwrap();
+    assert_eq!(f.oob(3), big[2]);
+    assert_eq!(f.oob(4), Oob::ERASED);
+    // Translation pages carry their page number in the sequence field.
+    f.program(4, Oob::translation(u32::MAX - 3), &[], Cause::Translation)
+        .unwrap();
+    assert_eq!(f.oob(4).translation_page(), u32::MAX - 3);
+    for p in 0..5 {
+        f.invalidate(p).unwrap();
+    }
+    f.erase(0, Cause::Gc).unwrap();
+    assert!((0..8).all(|p| f.oob(p) == Oob::ERASED));
+}

@@ -19,7 +19,7 @@ impl Ftl for LosesWrites {
     fn read(&mut self, lpa: u32, flash: &mut Flash) -> Result<Option<Oob>> {
         self.inner.read(lpa, flash)
     }
-    fn write(&mut self, lpa: u32, seq: u32, flash: &mut Flash) -> Result<()> {
+    fn write(&mut self, lpa: u32, seq: u64, flash: &mut Flash) -> Result<()> {
         self.writes += 1;
         if self.writes.is_multiple_of(10) {
             return Ok(());

@@ -164,7 +164,7 @@ impl Ftl for Dftl {
     }
 
     #[inline]
-    fn write(&mut self, lpa: u32, seq: u32, flash: &mut Flash) -> Result<()> {
+    fn write(&mut self, lpa: u32, seq: u64, flash: &mut Flash) -> Result<()> {
         write_entry(self, lpa, seq, flash)
     }
 

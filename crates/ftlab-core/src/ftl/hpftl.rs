@@ -591,7 +591,7 @@ impl Ftl for HpFtl {
         Ok(Some(flash.read(ppn, Cause::Host)?))
     }
 
-    fn write(&mut self, lpa: u32, seq: u32, flash: &mut Flash) -> Result<()> {
+    fn write(&mut self, lpa: u32, seq: u64, flash: &mut Flash) -> Result<()> {
         // Invalidate first, so that GC triggered by this write sees the stale copy.
         self.trim(lpa, flash)?;
         self.make_room(flash)?;

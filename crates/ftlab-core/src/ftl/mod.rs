@@ -45,11 +45,12 @@ pub trait Ftl {
     #[inline]
     fn begin_request(&mut self, _first_lpa: u32, _pages: u32, _op: Op) {}
 
-    /// Writes logical page `lpa` with data identified by host write sequence number `seq`.
-    fn write(&mut self, lpa: u32, seq: u32, flash: &mut Flash) -> Result<()>;
+    /// Writes logical page `lpa` with data identified by host write sequence number `seq`
+    /// (64 bits: it never wraps).
+    fn write(&mut self, lpa: u32, seq: u64, flash: &mut Flash) -> Result<()>;
 
-    /// Writes a batch flushed from the write buffer, in the order given.
-    fn write_batch(&mut self, pages: &[(u32, u32)], flash: &mut Flash) -> Result<()> {
+    /// Writes a batch of (lpa, seq) flushed from the write buffer, in the order given.
+    fn write_batch(&mut self, pages: &[(u32, u64)], flash: &mut Flash) -> Result<()> {
         for &(lpa, seq) in pages {
             self.write(lpa, seq, flash)?;
         }

@@ -65,7 +65,7 @@ impl Ftl for PageFtl {
     }
 
     #[inline]
-    fn write(&mut self, lpa: u32, seq: u32, flash: &mut Flash) -> Result<()> {
+    fn write(&mut self, lpa: u32, seq: u64, flash: &mut Flash) -> Result<()> {
         let old = self.l2p[lpa as usize];
         if old != NONE {
             // Invalidate first so that GC triggered by this write sees the stale copy.

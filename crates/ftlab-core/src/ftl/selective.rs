@@ -341,7 +341,7 @@ impl Ftl for Selective {
     }
 
     #[inline]
-    fn write(&mut self, lpa: u32, seq: u32, flash: &mut Flash) -> Result<()> {
+    fn write(&mut self, lpa: u32, seq: u64, flash: &mut Flash) -> Result<()> {
         let old = self.translate(lpa, Op::Write, flash)?;
         let ppn = self.table.program_data(lpa, seq, old, flash)?;
         self.set(lpa, ppn);

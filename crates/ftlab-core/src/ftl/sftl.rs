@@ -425,7 +425,7 @@ impl Ftl for Sftl {
     }
 
     #[inline]
-    fn write(&mut self, lpa: u32, seq: u32, flash: &mut Flash) -> Result<()> {
+    fn write(&mut self, lpa: u32, seq: u64, flash: &mut Flash) -> Result<()> {
         let old = self.translate(lpa, flash)?;
         let ppn = self.table.program_data(lpa, seq, old, flash)?;
         self.remap(lpa, ppn, flash)

@@ -269,7 +269,7 @@ impl SlimFtl {
 
     /// Programs `lpa` at the write pointer of `vba`'s block (allocating or collecting it
     /// first if needed); returns the PPID.
-    fn program_into(&mut self, vba: u32, lpa: u32, seq: u32, flash: &mut Flash) -> Result<u32> {
+    fn program_into(&mut self, vba: u32, lpa: u32, seq: u64, flash: &mut Flash) -> Result<u32> {
         let mut pba = self.vbt[vba as usize];
         if pba == NONE {
             pba = self.allocate(vba)?;
@@ -299,7 +299,7 @@ impl Ftl for SlimFtl {
         Ok(Some(flash.oob(ppn)))
     }
 
-    fn write(&mut self, lpa: u32, seq: u32, flash: &mut Flash) -> Result<()> {
+    fn write(&mut self, lpa: u32, seq: u64, flash: &mut Flash) -> Result<()> {
         // Invalidate first, so that GC triggered by this write sees the stale copy.
         self.unmap(lpa, flash)?;
         let digest = self.hasher.digest(lpa);

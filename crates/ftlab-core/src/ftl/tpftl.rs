@@ -324,13 +324,13 @@ impl Ftl for Tpftl {
     }
 
     #[inline]
-    fn write(&mut self, lpa: u32, seq: u32, flash: &mut Flash) -> Result<()> {
+    fn write(&mut self, lpa: u32, seq: u64, flash: &mut Flash) -> Result<()> {
         write_entry(self, lpa, seq, flash)
     }
 
     /// A flush of the write buffer: each run of consecutive pages counts as one request
     /// for request-level prefetching.
-    fn write_batch(&mut self, pages: &[(u32, u32)], flash: &mut Flash) -> Result<()> {
+    fn write_batch(&mut self, pages: &[(u32, u64)], flash: &mut Flash) -> Result<()> {
         let saved = self.request;
         let mut i = 0;
         while i < pages.len() {

@@ -307,7 +307,7 @@ pub struct LeaFtl {
     /// Recently read OOB areas (page, erase count of its block then), oldest first.
     oob_cache: Vec<(Ppn, u32)>,
     // Scratch, reused.
-    batch: Vec<(u32, u32)>,
+    batch: Vec<(u32, u64)>,
     pending: Vec<Written>,
     gc_moved: Vec<Written>,
     points: Vec<Point>,
@@ -975,7 +975,7 @@ impl LeaFtl {
         Ok(())
     }
 
-    fn program_sorted(&mut self, batch: &[(u32, u32)], flash: &mut Flash) -> Result<()> {
+    fn program_sorted(&mut self, batch: &[(u32, u64)], flash: &mut Flash) -> Result<()> {
         // Invalidate the old copies first, so that GC triggered by this batch sees them.
         for &(lpa, _) in batch {
             if let Some(old) = self.locate_for_update(flash, lpa)? {
@@ -1055,13 +1055,13 @@ impl Ftl for LeaFtl {
         Ok(Some(flash.read(at, Cause::Host)?))
     }
 
-    fn write(&mut self, lpa: u32, seq: u32, flash: &mut Flash) -> Result<()> {
+    fn write(&mut self, lpa: u32, seq: u64, flash: &mut Flash) -> Result<()> {
         self.batch.clear();
         self.batch.push((lpa, seq));
         self.program_batch(flash)
     }
 
-    fn write_batch(&mut self, pages: &[(u32, u32)], flash: &mut Flash) -> Result<()> {
+    fn write_batch(&mut self, pages: &[(u32, u64)], flash: &mut Flash) -> Result<()> {
         self.batch.clear();
         self.batch.extend_from_slice(pages);
         // LeaFTL programs a flush in logical order whatever order the buffer gives; of two
