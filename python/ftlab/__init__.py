@@ -37,6 +37,7 @@ __all__ = [
     "Result",
     "TraceInfo",
     "__version__",
+    "causes",
     "compare",
     "presets",
     "schemes",
@@ -98,8 +99,8 @@ class Result:
 
     @property
     def flash_ops(self) -> polars.DataFrame:
-        """Flash operations by kind (read, program, erase) and cause (host, gc,
-        translation, misprediction, merge)."""
+        """Flash operations by kind (read, program, erase) and cause (every cause of
+        `causes()`, in report order)."""
         from ftlab import _frames
 
         return _frames.flash_ops(self.report)
@@ -413,7 +414,9 @@ def summarize(report: dict[str, Any]) -> dict[str, Any]:
         "translation_reads": flash["reads"]["translation"],
         "translation_programs": flash["programs"]["translation"],
         "misprediction_reads": flash["reads"]["misprediction"],
-        "merge_reads": flash["reads"]["merge"],
+        "merge_reads": sum(
+            flash["reads"][name] for name, group, _ in _core.causes() if group == "merge"
+        ),
         "waf": m["waf"],
         "gc_invocations": m["gc"]["invocations"],
         "gc_pages_moved": m["gc"]["pages_moved"],
@@ -447,6 +450,14 @@ def presets() -> list[tuple[str, str]]:
 def schemes() -> list[tuple[str, str]]:
     """(name, description) of each FTL scheme, as the core registers them."""
     return list(_core.schemes())
+
+
+def causes() -> list[tuple[str, str, str]]:
+    """(name, group, description) of each flash operation cause, in report order: the keys
+    of a report's `flash.reads`, `flash.programs` and `flash.erases` (then `total`). The
+    group (`host`, `gc`, `translation`, `misprediction`, `merge`) is the family a summary
+    adds up (`merge_reads` is every `merge` cause's reads)."""
+    return list(_core.causes())
 
 
 def workloads() -> list[tuple[str, str]]:

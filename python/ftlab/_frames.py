@@ -6,10 +6,13 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
+from ftlab import _core
+
 if TYPE_CHECKING:
     from ftlab import Result
 
-CAUSES = ["host", "gc", "translation", "misprediction", "merge"]
+# Flash operation causes in report order, as the core defines them.
+CAUSES = [name for name, _, _ in _core.causes()]
 
 
 def time_series(report: dict[str, Any]) -> pl.DataFrame:

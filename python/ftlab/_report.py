@@ -14,6 +14,7 @@ from html import escape
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ftlab import _core
 from ftlab._format import compare_notes, compare_rows, html_table, render_table
 
 if TYPE_CHECKING:
@@ -21,7 +22,8 @@ if TYPE_CHECKING:
 
     from ftlab import CompareResult
 
-CAUSES = ["host", "gc", "translation", "misprediction", "merge"]
+# Flash operation causes in report order, as the core defines them.
+CAUSES = [name for name, _, _ in _core.causes()]
 MIB = 2**20
 
 

@@ -43,6 +43,23 @@ def test_lists() -> None:
     assert "default" in dict(ftlab.workloads())
 
 
+def test_causes_come_from_the_core_in_report_order() -> None:
+    causes = ftlab.causes()
+    names = [name for name, _, _ in causes]
+    assert names[:4] == ["host", "gc", "translation", "misprediction"]
+    assert {"merge_switch", "merge_partial", "merge_full", "host_cleaning", "fs_metadata"} <= set(
+        names
+    )
+    result = ftlab.simulate("page", workload="rand-write", sets=["workload.requests=2000"])
+    for kind in ("reads", "programs", "erases"):
+        assert list(result.report["metrics"]["flash"][kind]) == [*names, "total"]
+    merges = [name for name, group, _ in causes if group == "merge"]
+    assert merges == ["merge_switch", "merge_partial", "merge_full"]
+    reads = result.report["metrics"]["flash"]["reads"]
+    assert result.summary["merge_reads"] == sum(reads[m] for m in merges) == 0
+    assert set(result.flash_ops["cause"].unique()) == set(names)
+
+
 def test_result_frames() -> None:
     result = ftlab.simulate("page", workload="rand-rw", sets=["workload.requests=20000"])
     ts = result.time_series

@@ -61,7 +61,7 @@ pub enum Buffered {
 #[derive(Clone, Copy)]
 struct Slot {
     lpa: u32,
-    seq: u32,
+    seq: u64,
     /// Towards the most recently used end of its list.
     newer: u32,
     /// Towards the least recently used end of its list.
@@ -86,7 +86,7 @@ pub struct WriteBuffer {
     sorted: bool,
     group_pages: u32,
     group_fill: f64,
-    batch: Vec<(u32, u32)>,
+    batch: Vec<(u32, u64)>,
     /// Group filtering scratch: candidates (group, LRU rank, slot) and groups
     /// (count, rank of their oldest candidate, group).
     candidates: Vec<(u32, u32, u32)>,
@@ -171,7 +171,7 @@ impl WriteBuffer {
 
     /// The sequence number of the buffered copy of `lpa`, if any.
     #[inline]
-    pub fn get(&self, lpa: u32) -> Option<u32> {
+    pub fn get(&self, lpa: u32) -> Option<u64> {
         self.index.get(&lpa).map(|&s| self.slots[s as usize].seq)
     }
 
@@ -226,7 +226,7 @@ impl WriteBuffer {
         Some(s)
     }
 
-    fn fill(&mut self, s: u32, lpa: u32, seq: u32, dirty: bool) {
+    fn fill(&mut self, s: u32, lpa: u32, seq: u64, dirty: bool) {
         let slot = &mut self.slots[s as usize];
         (slot.lpa, slot.seq, slot.dirty) = (lpa, seq, dirty);
         self.push_newest(s);
@@ -237,7 +237,7 @@ impl WriteBuffer {
     /// page, nothing is written and [`Buffered::Full`] asks the caller to
     /// [`WriteBuffer::evict`] first.
     #[inline]
-    pub fn write(&mut self, lpa: u32, seq: u32) -> Buffered {
+    pub fn write(&mut self, lpa: u32, seq: u64) -> Buffered {
         use std::collections::hash_map::Entry;
         match self.index.entry(lpa) {
             Entry::Occupied(e) => {
@@ -265,7 +265,7 @@ impl WriteBuffer {
     /// A host read: the buffered copy's sequence number, if any (a clean copy becomes the
     /// most recently used).
     #[inline]
-    pub fn read(&mut self, lpa: u32) -> Option<u32> {
+    pub fn read(&mut self, lpa: u32) -> Option<u64> {
         let &s = self.index.get(&lpa)?;
         if !self.slots[s as usize].dirty {
             self.unlink(s);
@@ -277,7 +277,7 @@ impl WriteBuffer {
     /// Keeps a clean copy of a page just read from flash (`cache_reads` only), in a free
     /// slot or the least recently used clean page's; never flushes for it.
     #[inline]
-    pub fn cache_read(&mut self, lpa: u32, seq: u32) {
+    pub fn cache_read(&mut self, lpa: u32, seq: u64) {
         if !self.cache_reads || self.index.contains_key(&lpa) {
             return;
         }
@@ -301,7 +301,7 @@ impl WriteBuffer {
 
     /// Removes the next eviction batch and returns it as (lpa, seq) pairs: up to the flush
     /// size of the least recently written pages, sorted by lpa if so configured.
-    pub fn evict(&mut self) -> &[(u32, u32)] {
+    pub fn evict(&mut self) -> &[(u32, u64)] {
         if self.group_pages > 0 {
             return self.take_groups();
         }
@@ -311,7 +311,7 @@ impl WriteBuffer {
     /// The sorted flush with group filtering: of the `flush_pages` least recently written
     /// pages, the groups with the most of them (ties: the group with the older page first)
     /// while their total stays within `group_fill` of the flush size, at least one group.
-    fn take_groups(&mut self) -> &[(u32, u32)] {
+    fn take_groups(&mut self) -> &[(u32, u64)] {
         self.candidates.clear();
         let mut s = self.oldest_of[DIRTY];
         while s != NIL && self.candidates.len() < self.flush_pages {
@@ -362,12 +362,12 @@ impl WriteBuffer {
     }
 
     /// Removes every dirty page (end of run), in eviction order.
-    pub fn drain(&mut self) -> &[(u32, u32)] {
+    pub fn drain(&mut self) -> &[(u32, u64)] {
         self.batch.reserve(self.len());
         self.take(usize::MAX)
     }
 
-    fn take(&mut self, limit: usize) -> &[(u32, u32)] {
+    fn take(&mut self, limit: usize) -> &[(u32, u64)] {
         self.batch.clear();
         while self.batch.len() < limit && self.oldest_of[DIRTY] != NIL {
             let s = self.oldest_of[DIRTY];
@@ -411,7 +411,7 @@ mod tests {
         let mut b = WriteBuffer::new(&cfg, 4096).unwrap();
         // Groups: 0 -> {1, 2}, 1 -> {11, 12, 13}, 2 -> {25}, 3 -> {31, 32}.
         for (i, lpa) in [31u32, 1, 11, 25, 2, 12, 13, 32].into_iter().enumerate() {
-            b.write(lpa, i as u32);
+            b.write(lpa, i as u64);
         }
         // Budget 6 pages: group 1 (3), then groups 3 and 0 tie at 2 pages; group 3 holds the
         // oldest page, so it goes first; group 0 would exceed the budget.
@@ -425,7 +425,7 @@ mod tests {
         };
         let mut b = WriteBuffer::new(&cfg, 4096).unwrap();
         for lpa in [5u32, 6, 7, 40] {
-            b.write(lpa, lpa);
+            b.write(lpa, lpa as u64);
         }
         assert_eq!(b.evict(), &[(5, 5), (6, 6), (7, 7)]);
         assert_eq!(b.drain(), &[(40, 40)]);
@@ -453,7 +453,7 @@ mod tests {
     fn sorted_flush_takes_whole_buffer_by_default() {
         let mut b = buffer(4, FlushOrder::Sorted, 0);
         for (i, lpa) in [7u32, 3, 9, 1].into_iter().enumerate() {
-            b.write(lpa, i as u32);
+            b.write(lpa, i as u64);
         }
         assert_eq!(b.evict(), &[(1, 3), (3, 1), (7, 0), (9, 2)]);
         assert!(b.is_empty());
@@ -463,7 +463,7 @@ mod tests {
     fn partial_sorted_flush_takes_oldest_first() {
         let mut b = buffer(4, FlushOrder::Sorted, 2);
         for (i, lpa) in [7u32, 3, 9, 1].into_iter().enumerate() {
-            b.write(lpa, i as u32);
+            b.write(lpa, i as u64);
         }
         assert_eq!(b.evict(), &[(3, 1), (7, 0)]);
         assert_eq!(b.len(), 2);

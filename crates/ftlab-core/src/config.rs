@@ -37,6 +37,10 @@ pub struct Geometry {
 pub enum ProgramOrder {
     /// Page by page from the first, as modern MLC/TLC NAND requires.
     Sequential,
+    /// In increasing page order, skipping allowed: a page may be programmed only above the
+    /// block's highest programmed page, and pages skipped stay erased until the block is
+    /// erased. The rule of the MLC NAND that later log-block FTLs (KRAFT) were designed for.
+    Ascending,
     /// Any erased page of the block, as the SLC NAND of log-block FTLs allowed.
     Any,
 }

@@ -5,7 +5,7 @@
 
 use crate::config::{Config, Layout};
 use crate::ftl::MemoryBreakdown;
-use crate::nand::{Cause, Flash, CAUSES};
+use crate::nand::{Cause, Flash, CAUSES, CAUSE_COUNT};
 use hdrhistogram::Histogram;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -34,28 +34,61 @@ pub struct HostCounters {
     pub partial_page_writes: u64,
 }
 
-/// Flash operations of one kind, by cause.
-#[derive(Clone, Debug, Default, Serialize)]
+/// Flash operations of one kind, by cause: reported as a map from each cause's name to its
+/// count, in the order of [`CAUSES`], then `total`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ByCause {
-    pub host: u64,
-    pub gc: u64,
-    pub translation: u64,
-    pub misprediction: u64,
-    pub merge: u64,
+    counts: [u64; CAUSE_COUNT],
+    /// Operations of every cause.
     pub total: u64,
 }
 
 impl ByCause {
-    fn from(counts: &[u64; 5]) -> Self {
-        let get = |c: Cause| counts[c as usize];
+    pub fn from(counts: &[u64; CAUSE_COUNT]) -> Self {
         ByCause {
-            host: get(Cause::Host),
-            gc: get(Cause::Gc),
-            translation: get(Cause::Translation),
-            misprediction: get(Cause::Misprediction),
-            merge: get(Cause::Merge),
-            total: CAUSES.iter().map(|&c| get(c)).sum(),
+            counts: *counts,
+            total: counts.iter().sum(),
         }
+    }
+
+    /// Operations of `cause`.
+    #[inline]
+    pub fn get(&self, cause: Cause) -> u64 {
+        self.counts[cause as usize]
+    }
+
+    /// Operations of every cause of `group` ([`Cause::group`]), e.g. `merge`.
+    pub fn group(&self, group: &str) -> u64 {
+        CAUSES
+            .iter()
+            .filter(|c| c.group() == group)
+            .map(|&c| self.get(c))
+            .sum()
+    }
+
+    /// (cause, count) pairs in report order.
+    pub fn iter(&self) -> impl Iterator<Item = (Cause, u64)> + '_ {
+        CAUSES.iter().map(|&c| (c, self.get(c)))
+    }
+}
+
+impl std::ops::Index<Cause> for ByCause {
+    type Output = u64;
+    #[inline]
+    fn index(&self, cause: Cause) -> &u64 {
+        &self.counts[cause as usize]
+    }
+}
+
+impl Serialize for ByCause {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = serializer.serialize_map(Some(CAUSE_COUNT + 1))?;
+        for (cause, count) in self.iter() {
+            map.serialize_entry(cause.name(), &count)?;
+        }
+        map.serialize_entry("total", &self.total)?;
+        map.end()
     }
 }
 
@@ -381,5 +414,32 @@ impl Report {
             .unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"));
         s.push('\n');
         s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flash_ops_by_cause_serialise_in_list_order_then_total() {
+        let mut counts = [0u64; CAUSE_COUNT];
+        for (i, c) in counts.iter_mut().enumerate() {
+            *c = i as u64 + 1;
+        }
+        let by = ByCause::from(&counts);
+        assert_eq!(by.total, (1..=CAUSE_COUNT as u64).sum::<u64>());
+        assert_eq!(by[Cause::Gc], 2);
+        assert_eq!(
+            by.group("merge"),
+            by[Cause::MergeSwitch] + by[Cause::MergePartial] + by[Cause::MergeFull]
+        );
+        let json = serde_json::to_string(&by).unwrap();
+        let mut expected: Vec<String> = CAUSES
+            .iter()
+            .map(|c| format!("\"{}\":{}", c.name(), by[*c]))
+            .collect();
+        expected.push(format!("\"total\":{}", by.total));
+        assert_eq!(json, format!("{{{}}}", expected.join(",")));
     }
 }

@@ -7,11 +7,15 @@
 //! is a [`NandError`]. So is reading an erased page or erasing a block that still holds valid
 //! pages (which would lose data).
 //!
-//! Per page the model stores 8 bytes of OOB header (logical page address and write sequence
-//! number) and one valid bit (plus one programmed bit when any program order is allowed); a
-//! scheme may ask for a fixed number of extra OOB bytes per page at construction. The write
-//! sequence number stands in for the page's data: verification compares it with the shadow
-//! copy, so a read is correct only if the FTL found the page that really holds the data.
+//! Per page the model stores the OOB header (logical page address and 64-bit write sequence
+//! number, 12 bytes) and one valid bit (plus one programmed bit when any program order is
+//! allowed); a scheme may ask for a fixed number of extra OOB bytes per page at
+//! construction. The write sequence number stands in for the page's data: verification
+//! compares it with the shadow copy, so a read is correct only if the FTL found the page
+//! that really holds the data. The device's OOB budget counts the header as
+//! [`OOB_HEADER_BYTES`] (8) bytes, as a controller would store it (a 4-byte logical page and
+//! a 4-byte sequence number): the simulator's wider sequence number is the data's identity,
+//! not device OOB.
 
 use crate::config::{Config, Layout, ProgramOrder, OOB_HEADER_BYTES};
 use crate::error::{Error, Result};
@@ -23,38 +27,75 @@ pub type Ppn = u32;
 /// An unmapped entry / a page holding no logical page.
 pub const NONE: u32 = u32::MAX;
 
-/// Why a flash operation was issued.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Cause {
-    /// Serving a host read or write.
-    Host = 0,
-    /// Relocating valid pages and erasing in garbage collection.
-    Gc = 1,
-    /// Reading or writing mapping (translation) pages.
-    Translation = 2,
-    /// Extra reads after a wrong prediction of a page's location.
-    Misprediction = 3,
-    /// Log-block merges.
-    Merge = 4,
+/// Declares the causes once: the [`Cause`] enum (its discriminant is the index into the
+/// counters), [`CAUSES`], [`CAUSE_COUNT`] and each cause's name, group and description.
+macro_rules! causes {
+    ($($variant:ident = $name:literal, $group:literal, $description:literal;)+) => {
+        /// Why a flash operation was issued. The report counts operations by cause, in
+        /// the order of [`CAUSES`].
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        pub enum Cause {
+            $(
+                #[doc = $description]
+                $variant,
+            )+
+        }
+
+        /// Number of causes: the length of the per-cause counters.
+        pub const CAUSE_COUNT: usize = [$($name),+].len();
+
+        /// Every cause, in report order (`CAUSES[c as usize] == c`).
+        pub const CAUSES: [Cause; CAUSE_COUNT] = [$(Cause::$variant),+];
+
+        impl Cause {
+            /// The cause's name in reports (`flash.reads.NAME`).
+            pub const fn name(self) -> &'static str {
+                match self {
+                    $(Cause::$variant => $name,)+
+                }
+            }
+
+            /// The family the cause belongs to: `host`, `gc`, `translation`,
+            /// `misprediction` or `merge` (summaries add up a family, e.g. merge reads).
+            pub const fn group(self) -> &'static str {
+                match self {
+                    $(Cause::$variant => $group,)+
+                }
+            }
+
+            /// What operations of this cause are, in a few words.
+            pub const fn description(self) -> &'static str {
+                match self {
+                    $(Cause::$variant => $description,)+
+                }
+            }
+        }
+    };
 }
 
-pub const CAUSES: [Cause; 5] = [
-    Cause::Host,
-    Cause::Gc,
-    Cause::Translation,
-    Cause::Misprediction,
-    Cause::Merge,
-];
+// The flash operation causes, in report order. New causes go at the end, so that existing
+// reports keep their order and plots their colours.
+causes! {
+    Host = "host", "host", "serving a host read or write";
+    Gc = "gc", "gc", "relocating valid pages and erasing blocks in garbage collection";
+    Translation = "translation", "translation", "reading or writing mapping (translation) pages";
+    Misprediction = "misprediction", "misprediction",
+        "extra reads after a wrong prediction of a page's location (learned and hashed maps)";
+    MergeSwitch = "merge_switch", "merge",
+        "switch merge of a log-block FTL: a log block written in order becomes the data block";
+    MergePartial = "merge_partial", "merge",
+        "partial merge of a log-block FTL: the rest of a data block copied into its log block";
+    MergeFull = "merge_full", "merge",
+        "full merge of a log-block FTL: the valid pages of a data block and its log blocks copied to a new block";
+    HostCleaning = "host_cleaning", "host",
+        "host writes and reads of a log-structured file system's cleaning (segment cleaning)";
+    FsMetadata = "fs_metadata", "host", "host writes and reads of file-system metadata";
+}
 
 impl Cause {
-    pub fn name(self) -> &'static str {
-        match self {
-            Cause::Host => "host",
-            Cause::Gc => "gc",
-            Cause::Translation => "translation",
-            Cause::Misprediction => "misprediction",
-            Cause::Merge => "merge",
-        }
+    /// The cause named `name`, if any.
+    pub fn from_name(name: &str) -> Option<Cause> {
+        CAUSES.into_iter().find(|c| c.name() == name)
     }
 }
 
@@ -63,9 +104,53 @@ impl Cause {
 pub struct Oob {
     /// Logical page the data belongs to ([`NONE`] for pages that hold no logical page).
     pub lpa: u32,
-    /// Host write sequence number of the data (its identity, for verification).
-    pub seq: u32,
+    /// Host write sequence number of the data (its identity, for verification; 64 bits,
+    /// so it never wraps). Pages holding no logical page may use it as a key: a
+    /// translation page carries its page number ([`Oob::translation`]).
+    pub seq: u64,
 }
+
+impl Oob {
+    /// The OOB header of an erased page.
+    pub const ERASED: Oob = Oob { lpa: NONE, seq: 0 };
+
+    /// The OOB header of translation page `k` (the page-table store of the demand-cached
+    /// schemes): no logical page, and the translation page number in the sequence field.
+    #[inline]
+    pub const fn translation(k: u32) -> Oob {
+        Oob {
+            lpa: NONE,
+            seq: k as u64,
+        }
+    }
+
+    /// The translation page number of a header written by [`Oob::translation`].
+    #[inline]
+    pub fn translation_page(self) -> u32 {
+        debug_assert!(self.lpa == NONE && self.seq <= u32::MAX as u64, "{self:?}");
+        self.seq as u32
+    }
+
+    #[inline]
+    fn store(self) -> StoredOob {
+        [!self.lpa, self.seq as u32, (self.seq >> 32) as u32]
+    }
+
+    #[inline]
+    fn load(stored: StoredOob) -> Oob {
+        Oob {
+            lpa: !stored[0],
+            seq: stored[1] as u64 | (stored[2] as u64) << 32,
+        }
+    }
+}
+
+/// The OOB header as the model stores it, 12 bytes a page, 4-byte aligned: the logical
+/// page complemented, then the low and the high half of the sequence number. An erased
+/// page ([`Oob::ERASED`]) is all zero bits, so a fresh device's header array is zeroed
+/// memory, which the operating system maps lazily: pages never programmed cost no resident
+/// memory.
+type StoredOob = [u32; 3];
 
 /// A NAND rule the FTL broke.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -82,6 +167,11 @@ pub enum NandError {
     ProgramOutOfOrder {
         ppn: Ppn,
         expected_page: u32,
+    },
+    /// Ascending order: a page at or below the block's highest programmed page.
+    ProgramBelowHighest {
+        ppn: Ppn,
+        lowest_page: u32,
     },
     OobTooLarge {
         ppn: Ppn,
@@ -112,6 +202,11 @@ impl fmt::Display for NandError {
                 f,
                 "page {ppn} programmed out of order: the block's next page is offset {expected_page}"
             ),
+            NandError::ProgramBelowHighest { ppn, lowest_page } => write!(
+                f,
+                "page {ppn} programmed below a higher programmed page of its block (ascending \
+                 order: the next page must be at offset {lowest_page} or above)"
+            ),
             NandError::OobTooLarge { ppn, bytes, limit } => write!(
                 f,
                 "page {ppn} programmed with {bytes} extra OOB bytes, more than the {limit} available"
@@ -128,12 +223,12 @@ impl fmt::Display for NandError {
     }
 }
 
-/// Flash operation counters.
+/// Flash operation counters, indexed by [`Cause`] (`stats.reads[cause as usize]`).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct FlashStats {
-    pub reads: [u64; 5],
-    pub programs: [u64; 5],
-    pub erases: [u64; 5],
+    pub reads: [u64; CAUSE_COUNT],
+    pub programs: [u64; CAUSE_COUNT],
+    pub erases: [u64; CAUSE_COUNT],
     /// Victim blocks reclaimed by garbage collection.
     pub gc_invocations: u64,
     /// Valid pages relocated by garbage collection.
@@ -152,15 +247,16 @@ pub struct Flash {
     /// log2(pages per block) when it is a power of two: divisions become shifts.
     block_shift: Option<u32>,
     order: ProgramOrder,
-    /// OOB headers, interleaved so that a read touches one cache line.
-    oob: Vec<Oob>,
+    /// OOB headers ([`StoredOob`]), interleaved so that a read touches one cache line.
+    oob: Vec<StoredOob>,
     valid: Vec<u64>,
-    /// Programmed bits, kept only when pages may be programmed in any order (with
-    /// sequential order a page is programmed iff it lies below the write pointer).
+    /// Programmed bits, kept unless the order is sequential (then a page is programmed iff
+    /// it lies below the write pointer).
     programmed: Vec<u64>,
     extra_width: usize,
     extra: Vec<u8>,
-    /// Next page to program (sequential order) or pages programmed (any order).
+    /// Next page to program (sequential order), one past the highest programmed page
+    /// (ascending order) or pages programmed (any order).
     write_ptr: Vec<u32>,
     valid_count: Vec<u32>,
     erase_count: Vec<u32>,
@@ -173,6 +269,8 @@ pub struct Flash {
     /// While set, operations occupy their die and channel but the request does not wait
     /// for them (work a controller does in the background).
     background: bool,
+    /// The cause under which operations issued with [`Cause::Host`] are counted.
+    host_cause: Cause,
     /// Logical time: host pages written so far. Used for block ages, so that mapping-only
     /// and timed runs take the same decisions.
     pub clock: u64,
@@ -222,9 +320,10 @@ impl Flash {
             layout: *layout,
             block_shift: ppb.is_power_of_two().then(|| ppb.trailing_zeros()),
             order: cfg.nand.program_order,
-            oob: vec![Oob { lpa: NONE, seq: 0 }; pages],
+            // Zero bits (the erased header): allocated zeroed, never written here.
+            oob: vec![[0; 3]; pages],
             valid: vec![0; words],
-            programmed: if cfg.nand.program_order == ProgramOrder::Any {
+            programmed: if cfg.nand.program_order != ProgramOrder::Sequential {
                 vec![0; words]
             } else {
                 Vec::new()
@@ -240,6 +339,7 @@ impl Flash {
             request_done: 0,
             ack_host_programs_on_transfer: false,
             background: false,
+            host_cause: Cause::Host,
             clock: 0,
             stats: FlashStats::default(),
         })
@@ -302,7 +402,7 @@ impl Flash {
             ProgramOrder::Sequential => {
                 self.page_offset(ppn) < self.write_ptr[self.block_of(ppn) as usize]
             }
-            ProgramOrder::Any => bit(&self.programmed, ppn),
+            ProgramOrder::Ascending | ProgramOrder::Any => bit(&self.programmed, ppn),
         }
     }
 
@@ -311,7 +411,8 @@ impl Flash {
         bit(&self.valid, ppn)
     }
 
-    /// Sequential order: the next page offset to program. Any order: pages programmed.
+    /// Sequential and ascending order: the lowest page offset that may be programmed next
+    /// (one past the highest programmed page). Any order: pages programmed.
     #[inline]
     pub fn write_pointer(&self, block: u32) -> u32 {
         self.write_ptr[block as usize]
@@ -323,7 +424,8 @@ impl Flash {
         self.write_ptr[block as usize] == 0
     }
 
-    /// Every page of the block is programmed.
+    /// No page of the block can be programmed any more (every page programmed, or, in
+    /// ascending order, the last page programmed).
     #[inline]
     pub fn is_full(&self, block: u32) -> bool {
         self.write_ptr[block as usize] == self.layout.pages_per_block
@@ -352,7 +454,7 @@ impl Flash {
     /// already paid the read (the OOB arrives with the page) and for tests.
     #[inline]
     pub fn oob(&self, ppn: Ppn) -> Oob {
-        self.oob[ppn as usize]
+        Oob::load(self.oob[ppn as usize])
     }
 
     /// The scheme's extra OOB bytes of a page (see [`Flash::oob`]).
@@ -405,6 +507,33 @@ impl Flash {
     #[inline]
     pub fn set_background(&mut self, on: bool) {
         self.background = on;
+    }
+
+    /// Counts the operations a scheme issues with [`Cause::Host`] under `cause` from now on
+    /// ([`Cause::Host`] again by default): the simulator sets [`Cause::HostCleaning`] or
+    /// [`Cause::FsMetadata`] while it serves requests that a host stack originates (a log-
+    /// structured file system's cleaning, file-system metadata), so that schemes need not
+    /// know. Only the counting changes: such operations are host operations in every other
+    /// respect (a buffered host write is acknowledged on transfer whatever its cause).
+    #[inline]
+    pub fn set_host_cause(&mut self, cause: Cause) {
+        self.host_cause = cause;
+    }
+
+    /// The cause host operations are currently counted under.
+    #[inline]
+    pub fn host_cause(&self) -> Cause {
+        self.host_cause
+    }
+
+    /// The counter an operation of `cause` goes to.
+    #[inline(always)]
+    fn counter(&self, cause: Cause) -> usize {
+        if cause == Cause::Host {
+            self.host_cause as usize
+        } else {
+            cause as usize
+        }
     }
 
     #[inline]
@@ -492,7 +621,7 @@ impl Flash {
         if !self.is_programmed(ppn) {
             return Err(NandError::ReadErased { ppn });
         }
-        self.stats.reads[cause as usize] += 1;
+        self.stats.reads[self.counter(cause)] += 1;
         let mut done = ready;
         if self.timeline.is_some() {
             let place = self.place(ppn);
@@ -550,6 +679,19 @@ impl Flash {
                     });
                 }
             }
+            ProgramOrder::Ascending => {
+                let wp = self.write_ptr[block as usize];
+                if bit(&self.programmed, ppn) {
+                    return Err(NandError::ProgramNotErased { ppn });
+                }
+                if offset < wp {
+                    return Err(NandError::ProgramBelowHighest {
+                        ppn,
+                        lowest_page: wp,
+                    });
+                }
+                set_bit(&mut self.programmed, ppn, true);
+            }
             ProgramOrder::Any => {
                 if bit(&self.programmed, ppn) {
                     return Err(NandError::ProgramNotErased { ppn });
@@ -557,8 +699,11 @@ impl Flash {
                 set_bit(&mut self.programmed, ppn, true);
             }
         }
-        self.write_ptr[block as usize] += 1;
-        self.oob[ppn as usize] = oob;
+        self.write_ptr[block as usize] = match self.order {
+            ProgramOrder::Ascending => offset + 1,
+            ProgramOrder::Sequential | ProgramOrder::Any => self.write_ptr[block as usize] + 1,
+        };
+        self.oob[ppn as usize] = oob.store();
         if self.extra_width > 0 {
             let start = ppn as usize * self.extra_width;
             let dst = &mut self.extra[start..start + self.extra_width];
@@ -568,7 +713,7 @@ impl Flash {
         set_bit(&mut self.valid, ppn, true);
         self.valid_count[block as usize] += 1;
         self.modified_at[block as usize] = self.clock;
-        self.stats.programs[cause as usize] += 1;
+        self.stats.programs[self.counter(cause)] += 1;
         if self.timeline.is_some() {
             let place = self.place(ppn);
             let background = self.background;
@@ -627,8 +772,8 @@ impl Flash {
         }
         let first = self.first_page(block) as usize;
         let ppb = self.layout.pages_per_block as usize;
-        self.oob[first..first + ppb].fill(Oob { lpa: NONE, seq: 0 });
-        if self.order == ProgramOrder::Any {
+        self.oob[first..first + ppb].fill(Oob::ERASED.store());
+        if self.order != ProgramOrder::Sequential {
             for p in first..first + ppb {
                 set_bit(&mut self.programmed, p as u32, false);
             }
@@ -636,7 +781,7 @@ impl Flash {
         self.write_ptr[block as usize] = 0;
         self.erase_count[block as usize] += 1;
         self.modified_at[block as usize] = self.clock;
-        self.stats.erases[cause as usize] += 1;
+        self.stats.erases[self.counter(cause)] += 1;
         if self.timeline.is_some() {
             let die = self.layout.die_of_unit(self.layout.unit_of_block(block));
             let (cursor, background) = (self.cursor, self.background);

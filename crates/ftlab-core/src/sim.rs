@@ -31,11 +31,11 @@ use std::collections::{BTreeMap, BinaryHeap};
 #[derive(Clone, Copy, Debug)]
 enum Served {
     Unmapped,
-    Buffer(u32),
+    Buffer(u64),
     Flash(Oob),
 }
 
-fn describe_expected(seq: u32) -> String {
+fn describe_expected(seq: u64) -> String {
     if seq == 0 {
         "nothing (never written, or trimmed)".into()
     } else {
@@ -70,8 +70,10 @@ pub struct Simulator<F: Ftl> {
     ftl: F,
     buffer: Option<WriteBuffer>,
     /// Verification: the sequence number of the last write to each logical page.
-    shadow: Option<Vec<u32>>,
-    last_seq: u32,
+    shadow: Option<Vec<u64>>,
+    /// The last host write sequence number given (64 bits: it never wraps; 0 is "never
+    /// written").
+    last_seq: u64,
     host: HostCounters,
     read_latency: Latency,
     write_latency: Latency,
@@ -358,13 +360,7 @@ impl<F: Ftl> Simulator<F> {
         {
             return Err(Error::Usage("interrupted".into()));
         }
-        self.last_seq = self.last_seq.checked_add(1).unwrap_or(1);
-        let seq = self.last_seq;
-        self.host.pages_written += 1;
-        self.flash.clock += 1;
-        if let Some(shadow) = self.shadow.as_mut() {
-            shadow[lpa as usize] = seq;
-        }
+        let seq = self.next_write(lpa);
         self.ftl.write(lpa, seq, &mut self.flash)?;
         self.idle()
     }
@@ -421,15 +417,19 @@ impl<F: Ftl> Simulator<F> {
         Ok(())
     }
 
-    fn write_page(&mut self, lpa: u32) -> Result<()> {
-        // Sequence numbers wrap after 2^32 - 1 writes, skipping 0 ("never written").
-        self.last_seq = self.last_seq.checked_add(1).unwrap_or(1);
-        let seq = self.last_seq;
+    /// Numbers a host write of `lpa`, counts it and records it in the shadow copy.
+    fn next_write(&mut self, lpa: u32) -> u64 {
+        self.last_seq += 1;
         self.host.pages_written += 1;
         self.flash.clock += 1;
         if let Some(shadow) = self.shadow.as_mut() {
-            shadow[lpa as usize] = seq;
+            shadow[lpa as usize] = self.last_seq;
         }
+        self.last_seq
+    }
+
+    fn write_page(&mut self, lpa: u32) -> Result<()> {
+        let seq = self.next_write(lpa);
         let Some(buffer) = self.buffer.as_mut() else {
             return self.ftl.write(lpa, seq, &mut self.flash);
         };
@@ -602,6 +602,44 @@ impl<F: Ftl> Simulator<F> {
                     busiest.max(self.last_done.saturating_sub(first)) as f64 / span.max(1) as f64;
                 (self.time_scale * needed / 0.7 * 100.0).ceil() / 100.0
             }),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ftl::{page::PageFtl, Scheme};
+
+    /// Host write sequence numbers go past 2^32 without wrapping, through the write buffer,
+    /// the FTL, the flash and the verification shadow.
+    #[test]
+    fn sequence_numbers_do_not_wrap() {
+        for buffer_pages in [0, 4] {
+            let mut cfg = Config::default();
+            cfg.buffer.size_bytes = buffer_pages * 4096;
+            let layout = cfg.validate().unwrap();
+            let flash = Flash::new(&cfg, &layout, 0, true).unwrap();
+            let ftl = PageFtl::new(&cfg, &layout).unwrap();
+            let mut sim = Simulator::new(&cfg, &layout, ftl, flash, true);
+            sim.last_seq = u32::MAX as u64 - 2;
+            let page = |lpa: u64, op| Request {
+                time_ns: 0,
+                offset_bytes: lpa * 4096,
+                len_bytes: 4096,
+                op,
+            };
+            for lpa in 0..10 {
+                sim.submit(&page(lpa, Op::Write)).unwrap();
+            }
+            sim.drain().unwrap();
+            for lpa in 0..10 {
+                sim.submit(&page(lpa, Op::Read)).unwrap();
+            }
+            assert_eq!(sim.last_seq, u32::MAX as u64 + 8);
+            let shadow = sim.shadow.as_ref().unwrap();
+            assert_eq!(shadow[9], u32::MAX as u64 + 8);
+            assert!(shadow[..10].iter().all(|&s| s != 0));
         }
     }
 }

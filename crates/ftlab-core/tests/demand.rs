@@ -7,6 +7,7 @@ mod common;
 use common::*;
 use ftlab_core::config::Config;
 use ftlab_core::metrics::Report;
+use ftlab_core::nand::Cause;
 use ftlab_core::rng::Rng;
 use ftlab_core::Request;
 use proptest::prelude::*;
@@ -98,7 +99,7 @@ fn every_budget_serves_every_read_right_with_gc() {
             }
             if bytes != 0 && bytes <= 256 {
                 assert!(
-                    m.flash.programs.translation > 0,
+                    m.flash.programs[Cause::Translation] > 0,
                     "{scheme} at {bytes} B wrote no translation page"
                 );
                 assert!(counter(&report, "dirty_evictions") > 0.0);
@@ -115,9 +116,10 @@ fn the_whole_table_in_dram_never_writes_translation_pages() {
         let report = run(scheme, &cfg, &reqs, true).unwrap();
         let m = &report.metrics;
         assert!(m.gc.invocations > 0);
-        assert_eq!(m.flash.programs.translation, 0, "{scheme}");
+        assert_eq!(m.flash.programs[Cause::Translation], 0, "{scheme}");
         assert_eq!(
-            m.flash.reads.translation, 0,
+            m.flash.reads[Cause::Translation],
+            0,
             "{scheme}: nothing was ever on flash"
         );
         assert_eq!(counter(&report, "dirty_evictions"), 0.0);
@@ -140,11 +142,14 @@ fn translation_blocks_are_garbage_collected() {
         let translation_reads = counter(&report, "translation_reads_miss")
             + counter(&report, "translation_reads_writeback")
             + counter(&report, "translation_reads_gc_update");
-        assert_eq!(translation_reads, m.flash.reads.translation as f64);
+        assert_eq!(translation_reads, m.flash.reads[Cause::Translation] as f64);
         let translation_writes = counter(&report, "translation_writes_writeback")
             + counter(&report, "translation_writes_gc_update");
-        assert_eq!(translation_writes, m.flash.programs.translation as f64);
-        assert_eq!(m.flash.programs.host, m.host.pages_written);
+        assert_eq!(
+            translation_writes,
+            m.flash.programs[Cause::Translation] as f64
+        );
+        assert_eq!(m.flash.programs[Cause::Host], m.host.pages_written);
     }
 }
 
@@ -295,7 +300,7 @@ fn tpftl_writes_fewer_translation_pages_than_dftl_at_equal_budget() {
         cfg.dram.budget_bytes = 600;
         let reqs = churn(&cfg, 8000, 8);
         let report = run(scheme, &cfg, &reqs, false).unwrap();
-        writes.push(report.metrics.flash.programs.translation);
+        writes.push(report.metrics.flash.programs[Cause::Translation]);
     }
     assert!(
         writes[1] < writes[0],

@@ -29,7 +29,11 @@ fn one_die(planes: u32) -> Config {
 }
 
 fn read_and_write_max(cfg: &Config, reqs: &[Request]) -> (u64, u64) {
-    let l = run("page", cfg, reqs, false).unwrap().metrics.latency.unwrap();
+    let l = run("page", cfg, reqs, false)
+        .unwrap()
+        .metrics
+        .latency
+        .unwrap();
     (l.read.max_ns, l.write.max_ns)
 }
 
@@ -148,7 +152,10 @@ fn background_gc_keeps_reads_off_the_gc_path() {
         p99.push(l.read.p99_ns);
     }
     // Foreground GC holds its die for a whole block's copies while reads queue behind it.
-    assert!(p99[1] * 5 < p99[0], "read p99 foreground vs background: {p99:?}");
+    assert!(
+        p99[1] * 5 < p99[0],
+        "read p99 foreground vs background: {p99:?}"
+    );
 }
 
 #[test]
@@ -282,10 +289,7 @@ fn superblocks_take_one_block_of_every_unit() {
             })
             .collect();
         // Stripe order: the two planes of a die back to back.
-        assert_eq!(
-            layout.die_of_unit(units[0]),
-            layout.die_of_unit(units[1])
-        );
+        assert_eq!(layout.die_of_unit(units[0]), layout.die_of_unit(units[1]));
         units.sort_unstable();
         assert_eq!(units, (0..layout.units).collect::<Vec<_>>());
     }

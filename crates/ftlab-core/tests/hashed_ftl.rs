@@ -6,8 +6,9 @@ mod common;
 use common::*;
 use ftlab_core::config::Config;
 use ftlab_core::ftl::slimftl::SlimFtl;
+use ftlab_core::ftl::Scheme;
 use ftlab_core::metrics::Report;
-use ftlab_core::nand::Flash;
+use ftlab_core::nand::{Cause, Flash};
 use ftlab_core::sim::Simulator;
 use ftlab_core::{Op, Request};
 use proptest::prelude::*;
@@ -77,7 +78,11 @@ fn both_pass_verification_with_gc_on_a_nearly_full_device() {
             let report = run(scheme, &cfg, &reqs, true).unwrap();
             let m = &report.metrics;
             assert!(m.gc.invocations > 0, "{scheme}: GC never ran");
-            assert_eq!(m.flash.programs.host, m.host.pages_written, "{scheme}");
+            assert_eq!(
+                m.flash.programs[Cause::Host],
+                m.host.pages_written,
+                "{scheme}"
+            );
             assert!(m.waf.unwrap() > 1.0, "{scheme}");
         }
     }
@@ -102,7 +107,7 @@ fn hpftl_collisions_fill_the_secondary_table_and_reclaim_empties_it() {
     assert!(counter(&report, "secondary_inserts_by_gc") > 0.0);
     // Reclaim copies are GC-caused programs but not GC relocations.
     assert_eq!(
-        m.flash.programs.gc as f64,
+        m.flash.programs[Cause::Gc] as f64,
         m.gc.pages_moved as f64 + counter(&report, "reclaim_pages_moved")
     );
     assert_eq!(
@@ -128,7 +133,7 @@ fn slimftl_shares_virtual_blocks_when_hashing_cannot_place_a_page() {
     assert!(counter(&report, "longest_probe_vbas") >= 1.0);
     let m = &report.metrics;
     assert_eq!(
-        m.flash.reads.misprediction as f64,
+        m.flash.reads[Cause::Misprediction] as f64,
         counter(&report, "probe_reads")
     );
     assert!(m.gc.invocations > 0);

@@ -5,6 +5,7 @@ mod common;
 
 use common::*;
 use ftlab_core::config::{Config, FlushOrder};
+use ftlab_core::nand::Cause;
 use ftlab_core::rng::Rng;
 use ftlab_core::{Request, Result};
 use proptest::prelude::*;
@@ -73,7 +74,9 @@ fn verifies_with_a_mapping_cache_for_every_gamma() -> Result<()> {
             assert!(m.gc.invocations > 0);
             assert!(counter(&report, "dirty_evictions") > 0.0);
             assert!(counter(&report, "group_loads") > 0.0);
-            assert!(m.flash.reads.translation > 0 && m.flash.programs.translation > 0);
+            assert!(
+                m.flash.reads[Cause::Translation] > 0 && m.flash.programs[Cause::Translation] > 0
+            );
             // The resident table never exceeds the budget between requests.
             assert!(
                 counter(&report, "mapping_table_bytes") <= cfg.dram.budget_bytes as f64,
@@ -86,8 +89,8 @@ fn verifies_with_a_mapping_cache_for_every_gamma() -> Result<()> {
                 counter(&report, "partial_groups"),
                 counter(&report, "dirty_evictions"),
                 counter(&report, "clean_evictions"),
-                m.flash.reads.translation,
-                m.flash.programs.translation,
+                m.flash.reads[Cause::Translation],
+                m.flash.programs[Cause::Translation],
             );
         }
     }

@@ -52,6 +52,43 @@ fn program_out_of_order() {
 }
 
 #[test]
+fn ascending_order_allows_skipping_never_going_back() {
+    let mut f = flash(ProgramOrder::Ascending, 0);
+    // Pages 0 and 3 of block 0, skipping 1 and 2.
+    f.program(0, OOB, &[], Cause::Host).unwrap();
+    f.program(3, OOB, &[], Cause::Host).unwrap();
+    assert_eq!(f.write_pointer(0), 4);
+    assert!(f.is_programmed(3) && !f.is_programmed(1) && !f.is_full(0));
+    // A skipped page stays erased: it cannot be programmed below page 3, nor read.
+    let err = f.program(1, OOB, &[], Cause::Host).unwrap_err();
+    assert_eq!(
+        err,
+        NandError::ProgramBelowHighest {
+            ppn: 1,
+            lowest_page: 4
+        }
+    );
+    assert!(err.to_string().contains("ascending"));
+    assert_eq!(
+        f.read(2, Cause::Host),
+        Err(NandError::ReadErased { ppn: 2 })
+    );
+    assert_eq!(
+        f.program(3, OOB, &[], Cause::Host),
+        Err(NandError::ProgramNotErased { ppn: 3 })
+    );
+    // Programming the last page closes the block; an erase reopens every page.
+    f.program(7, OOB, &[], Cause::Host).unwrap();
+    assert!(f.is_full(0));
+    for p in [0, 3, 7] {
+        f.invalidate(p).unwrap();
+    }
+    f.erase(0, Cause::Gc).unwrap();
+    assert!(f.is_erased(0) && !f.is_programmed(3));
+    f.program(1, OOB, &[], Cause::Host).unwrap();
+}
+
+#[test]
 fn oob_size_is_enforced() {
     // The default OOB is 128 bytes, 8 of them the header.
     let mut cfg = small_config((1, 1, 1, 1), 8, 8, 0.5);
@@ -140,4 +177,102 @@ fn timing_overlaps_dies_and_serialises_one_die() {
     f.begin_request(2_000_000);
     f.read(0, Cause::Host).unwrap();
     assert_eq!(f.request_done(), 2_000_000 + 50_000 + 1_000);
+}
+
+#[test]
+fn host_operations_count_under_the_host_cause() {
+    let mut f = flash(ProgramOrder::Sequential, 0);
+    assert_eq!(f.host_cause(), Cause::Host);
+    f.program(0, OOB, &[], Cause::Host).unwrap();
+    f.set_host_cause(Cause::HostCleaning);
+    f.program(1, OOB, &[], Cause::Host).unwrap();
+    f.read(0, Cause::Host).unwrap();
+    // Other causes are counted as issued.
+    f.copy(1, 2, Cause::Gc).unwrap();
+    f.program(3, OOB, &[], Cause::Translation).unwrap();
+    f.set_host_cause(Cause::FsMetadata);
+    f.program(4, OOB, &[], Cause::Host).unwrap();
+    f.set_host_cause(Cause::Host);
+    f.read(4, Cause::Host).unwrap();
+    let s = &f.stats;
+    let count = |counts: &[u64], c: Cause| counts[c as usize];
+    assert_eq!(count(&s.programs, Cause::Host), 1);
+    assert_eq!(count(&s.programs, Cause::HostCleaning), 1);
+    assert_eq!(count(&s.programs, Cause::FsMetadata), 1);
+    assert_eq!(count(&s.programs, Cause::Gc), 1);
+    assert_eq!(count(&s.programs, Cause::Translation), 1);
+    assert_eq!(count(&s.reads, Cause::HostCleaning), 1);
+    assert_eq!(count(&s.reads, Cause::Gc), 1);
+    assert_eq!(count(&s.reads, Cause::Host), 1);
+    assert_eq!(s.total_programs(), 5);
+}
+
+#[test]
+fn causes_are_listed_once_in_report_order() {
+    use ftlab_core::nand::{CAUSES, CAUSE_COUNT};
+    assert_eq!(CAUSES.len(), CAUSE_COUNT);
+    for (i, c) in CAUSES.iter().enumerate() {
+        assert_eq!(*c as usize, i);
+        assert_eq!(Cause::from_name(c.name()), Some(*c));
+        assert!(!c.description().is_empty());
+    }
+    let names: Vec<&str> = CAUSES.iter().map(|c| c.name()).collect();
+    assert_eq!(
+        names,
+        [
+            "host",
+            "gc",
+            "translation",
+            "misprediction",
+            "merge_switch",
+            "merge_partial",
+            "merge_full",
+            "host_cleaning",
+            "fs_metadata"
+        ]
+    );
+    let merges: Vec<&str> = CAUSES
+        .iter()
+        .filter(|c| c.group() == "merge")
+        .map(|c| c.name())
+        .collect();
+    assert_eq!(merges, ["merge_switch", "merge_partial", "merge_full"]);
+}
+
+#[test]
+fn oob_headers_keep_64_bit_sequence_numbers() {
+    let mut f = flash(ProgramOrder::Sequential, 0);
+    let big = [
+        Oob {
+            lpa: 0,
+            seq: u32::MAX as u64 + 1,
+        },
+        Oob {
+            lpa: 7,
+            seq: (5 << 32) | 3,
+        },
+        Oob {
+            lpa: u32::MAX - 1,
+            seq: u64::MAX,
+        },
+    ];
+    for (p, &oob) in big.iter().enumerate() {
+        f.program(p as u32, oob, &[], Cause::Host).unwrap();
+    }
+    for (p, &oob) in big.iter().enumerate() {
+        assert_eq!(f.read(p as u32, Cause::Host).unwrap(), oob);
+    }
+    // A copy keeps the whole header; an erased page reads back as erased.
+    f.copy(2, 3, Cause::Gc).unwrap();
+    assert_eq!(f.oob(3), big[2]);
+    assert_eq!(f.oob(4), Oob::ERASED);
+    // Translation pages carry their page number in the sequence field.
+    f.program(4, Oob::translation(u32::MAX - 3), &[], Cause::Translation)
+        .unwrap();
+    assert_eq!(f.oob(4).translation_page(), u32::MAX - 3);
+    for p in 0..5 {
+        f.invalidate(p).unwrap();
+    }
+    f.erase(0, Cause::Gc).unwrap();
+    assert!((0..8).all(|p| f.oob(p) == Oob::ERASED));
 }

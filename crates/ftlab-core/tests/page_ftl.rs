@@ -4,6 +4,7 @@ mod common;
 
 use common::*;
 use ftlab_core::config::{ProgramOrder, VictimPolicy};
+use ftlab_core::nand::Cause;
 use ftlab_core::{Op, Request};
 use proptest::prelude::*;
 
@@ -22,7 +23,7 @@ fn waf_is_one_without_overwrites_or_gc() {
     assert_eq!(m.host.pages_written, n);
     assert_eq!(m.flash.programs.total, n);
     assert_eq!(m.waf, Some(1.0));
-    assert_eq!(m.flash.reads.host, n);
+    assert_eq!(m.flash.reads[Cause::Host], n);
     assert_eq!(m.flash.erases.total, 0);
 }
 
@@ -45,8 +46,8 @@ fn gc_keeps_every_valid_page_under_heavy_overwrite() {
         let report = run("page", &cfg, &reqs, true).unwrap();
         let m = &report.metrics;
         assert!(m.gc.invocations > 0, "{policy:?}: GC never ran");
-        assert_eq!(m.flash.programs.gc, m.gc.pages_moved);
-        assert_eq!(m.flash.programs.host, m.host.pages_written);
+        assert_eq!(m.flash.programs[Cause::Gc], m.gc.pages_moved);
+        assert_eq!(m.flash.programs[Cause::Host], m.host.pages_written);
         assert!(m.waf.unwrap() > 1.0);
     }
 }
@@ -93,7 +94,7 @@ fn partial_page_writes_read_modify_write() {
     let report = run("page", &cfg, &reqs, true).unwrap();
     let m = &report.metrics;
     assert_eq!(m.host.partial_page_writes, 2);
-    assert_eq!(m.flash.reads.host, 2);
+    assert_eq!(m.flash.reads[Cause::Host], 2);
     assert_eq!(m.host.pages_trimmed, 0);
     assert_eq!(m.host.pages_written, 4);
 }
@@ -204,14 +205,15 @@ proptest! {
         channels in 1u32..3, dies in 1u32..3, planes in 1u32..3,
         blocks in 8u32..24, ppb_shift in 2u32..6, op in 0.15f64..0.45,
         buffer_pages in prop_oneof![Just(0u64), 1u64..12],
-        sorted in any::<bool>(), any_order in any::<bool>(), cost_benefit in any::<bool>(),
+        sorted in any::<bool>(), order in 0u8..3, cost_benefit in any::<bool>(),
         timed in any::<bool>(),
         ops in prop::collection::vec(op_strategy(), 200..1500),
     ) {
         let mut cfg = small_config((channels, 1, dies, planes), blocks, 1 << ppb_shift, op);
         cfg.buffer.size_bytes = buffer_pages * 4096;
         if sorted { cfg.buffer.flush = ftlab_core::config::FlushOrder::Sorted; }
-        if any_order { cfg.nand.program_order = ProgramOrder::Any; }
+        cfg.nand.program_order =
+            [ProgramOrder::Sequential, ProgramOrder::Ascending, ProgramOrder::Any][order as usize];
         if cost_benefit { cfg.gc.policy = VictimPolicy::CostBenefit; }
         cfg.replay.timing = timed;
         let Ok(layout) = cfg.validate() else { return Ok(()); };
@@ -231,6 +233,6 @@ proptest! {
         let report = run("page", &cfg, &reqs, true);
         prop_assert!(report.is_ok(), "{}", report.unwrap_err());
         let m = report.unwrap().metrics;
-        prop_assert_eq!(m.flash.programs.gc, m.gc.pages_moved);
+        prop_assert_eq!(m.flash.programs[Cause::Gc], m.gc.pages_moved);
     }
 }

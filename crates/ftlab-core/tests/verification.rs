@@ -4,7 +4,7 @@ mod common;
 
 use common::*;
 use ftlab_core::ftl::page::PageFtl;
-use ftlab_core::ftl::{Ftl, MemoryBreakdown};
+use ftlab_core::ftl::{Ftl, MemoryBreakdown, Scheme};
 use ftlab_core::nand::{Flash, Oob};
 use ftlab_core::sim::Simulator;
 use ftlab_core::{Error, Request, Result};
@@ -19,7 +19,7 @@ impl Ftl for LosesWrites {
     fn read(&mut self, lpa: u32, flash: &mut Flash) -> Result<Option<Oob>> {
         self.inner.read(lpa, flash)
     }
-    fn write(&mut self, lpa: u32, seq: u32, flash: &mut Flash) -> Result<()> {
+    fn write(&mut self, lpa: u32, seq: u64, flash: &mut Flash) -> Result<()> {
         self.writes += 1;
         if self.writes.is_multiple_of(10) {
             return Ok(());
@@ -40,7 +40,7 @@ fn simulate(verify: bool, buffer_pages: u64) -> Result<()> {
     let layout = cfg.validate().unwrap();
     let flash = Flash::new(&cfg, &layout, 0, true)?;
     let ftl = LosesWrites {
-        inner: PageFtl::new(&cfg, &layout),
+        inner: PageFtl::new(&cfg, &layout)?,
         writes: 0,
     };
     let mut sim = Simulator::new(&cfg, &layout, ftl, flash, verify);

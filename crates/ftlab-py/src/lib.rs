@@ -2,7 +2,7 @@
 //! out; long runs release the GIL and stay entirely in Rust.
 
 use ftlab_core::api::{self, RunOptions};
-use ftlab_core::{config, ftl, trace, workload};
+use ftlab_core::{config, ftl, nand, trace, workload};
 use pyo3::exceptions::{PyException, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -134,6 +134,22 @@ fn schemes() -> Vec<(String, String)> {
     pairs(ftl::SCHEMES)
 }
 
+/// (name, group, description) of each flash operation cause, in report order: the keys of
+/// `flash.reads`, `flash.programs` and `flash.erases` (before `total`).
+#[pyfunction]
+fn causes() -> Vec<(String, String, String)> {
+    nand::CAUSES
+        .iter()
+        .map(|c| {
+            (
+                c.name().to_string(),
+                c.group().to_string(),
+                c.description().to_string(),
+            )
+        })
+        .collect()
+}
+
 /// Describes a trace: returns the `ftlab trace info` JSON. `sets` are `trace.*`
 /// overrides (`trace.format=msr`, `trace.devices=["0"]`, ...) over `config` files;
 /// `progress(records, fraction)` is called every 65,536 records.
@@ -262,6 +278,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(config_show, m)?)?;
     m.add_function(wrap_pyfunction!(presets, m)?)?;
     m.add_function(wrap_pyfunction!(schemes, m)?)?;
+    m.add_function(wrap_pyfunction!(causes, m)?)?;
     m.add_function(wrap_pyfunction!(workloads, m)?)?;
     m.add_function(wrap_pyfunction!(peak_rss_bytes, m)?)?;
     m.add_function(wrap_pyfunction!(trace_info, m)?)?;

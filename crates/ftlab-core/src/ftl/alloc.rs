@@ -408,7 +408,7 @@ impl PageAllocator {
             flash.invalidate(ppn)?;
             if translation {
                 self.moved_translation.push(Move {
-                    key: oob.seq,
+                    key: oob.translation_page(),
                     from: ppn,
                     to: dst,
                 });

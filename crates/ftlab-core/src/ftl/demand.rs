@@ -266,7 +266,7 @@ impl OnFlashTable {
     /// `old` first, so that GC triggered by this write sees the stale copy, then programs
     /// the next free data page and returns it. GC's moves are left for the caller to settle.
     #[inline]
-    pub fn program_data(&mut self, lpa: u32, seq: u32, old: Ppn, flash: &mut Flash) -> Result<Ppn> {
+    pub fn program_data(&mut self, lpa: u32, seq: u64, old: Ppn, flash: &mut Flash) -> Result<Ppn> {
         if old != NONE {
             flash.invalidate(old)?;
         }
@@ -422,7 +422,7 @@ pub fn read_entry<S: CachesSingleEntries>(
 pub fn write_entry<S: CachesSingleEntries>(
     scheme: &mut S,
     lpa: u32,
-    seq: u32,
+    seq: u64,
     flash: &mut Flash,
 ) -> Result<()> {
     let slot = scheme.translate(lpa, flash)?;

@@ -24,7 +24,7 @@ use crate::ftl::demand::{
     CachesEntries, CachesSingleEntries, OnFlashTable,
 };
 use crate::ftl::mapcache::{Links, List, Replacement, ReplacementKind, Slots, NIL};
-use crate::ftl::{Ftl, MemoryBreakdown};
+use crate::ftl::{Ftl, MemoryBreakdown, Scheme};
 use crate::nand::{Flash, Oob, Ppn};
 use serde::{Deserialize, Serialize};
 
@@ -72,9 +72,14 @@ pub struct Dftl {
     entry_bytes: u64,
 }
 
-impl Dftl {
-    pub fn new(cfg: &Config, layout: &Layout) -> Result<Self> {
-        let c: DftlConfig = cfg.scheme_config("dftl")?;
+impl Scheme for Dftl {
+    const NAME: &'static str = "dftl";
+    const DESCRIPTION: &'static str =
+        "DFTL (ASPLOS'09): page table on flash, cached entries (segmented LRU), batch write-back";
+    type Section = DftlConfig;
+
+    fn new(cfg: &Config, layout: &Layout) -> Result<Self> {
+        let c = Self::section(cfg)?;
         if !(0.0..1.0).contains(&c.protected_fraction) {
             return Err(crate::Error::config(
                 "dftl.protected_fraction",
@@ -101,7 +106,9 @@ impl Dftl {
             table,
         })
     }
+}
 
+impl Dftl {
     /// Evicts the replacement victim, writing dirty entries back first.
     fn evict(&mut self, flash: &mut Flash) -> Result<()> {
         let victim = self
@@ -157,7 +164,7 @@ impl Ftl for Dftl {
     }
 
     #[inline]
-    fn write(&mut self, lpa: u32, seq: u32, flash: &mut Flash) -> Result<()> {
+    fn write(&mut self, lpa: u32, seq: u64, flash: &mut Flash) -> Result<()> {
         write_entry(self, lpa, seq, flash)
     }
 

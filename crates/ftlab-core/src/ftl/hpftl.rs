@@ -30,7 +30,7 @@ use crate::blocks::{FreeBlocks, GreedyIndex};
 use crate::config::{Config, Layout};
 use crate::error::{Error, Result};
 use crate::ftl::hashed::{self, EncodedTable, Md5Hasher};
-use crate::ftl::{Ftl, MemoryBreakdown};
+use crate::ftl::{Ftl, MemoryBreakdown, Scheme};
 use crate::nand::{Cause, Flash, Oob, Ppn, NONE};
 use serde::{Deserialize, Serialize};
 
@@ -127,9 +127,14 @@ pub struct HpFtl {
     counters: Counters,
 }
 
-impl HpFtl {
-    pub fn new(cfg: &Config, layout: &Layout) -> Result<Self> {
-        let c: HpConfig = cfg.scheme_config("hpftl")?;
+impl Scheme for HpFtl {
+    const NAME: &'static str = "hpftl";
+    const DESCRIPTION: &'static str =
+        "HPFTL (NAS'17): hashed page-level map (HID + page id per page), bounded secondary table with reclaim";
+    type Section = HpConfig;
+
+    fn new(cfg: &Config, layout: &Layout) -> Result<Self> {
+        let c = Self::section(cfg)?;
         hashed::check_bits("hpftl", c.hid_bits, 2, c.ppid_bits, layout)?;
         let ppb = layout.pages_per_block as u64;
         if !(c.secondary_fraction.is_finite() && (0.0..=1.0).contains(&c.secondary_fraction)) {
@@ -198,7 +203,9 @@ impl HpFtl {
             counters: Counters::default(),
         })
     }
+}
 
+impl HpFtl {
     /// Marks a page invalid and keeps the victim index of its block current.
     #[inline]
     fn invalidate(&mut self, ppn: Ppn, flash: &mut Flash) -> Result<()> {
@@ -584,7 +591,7 @@ impl Ftl for HpFtl {
         Ok(Some(flash.read(ppn, Cause::Host)?))
     }
 
-    fn write(&mut self, lpa: u32, seq: u32, flash: &mut Flash) -> Result<()> {
+    fn write(&mut self, lpa: u32, seq: u64, flash: &mut Flash) -> Result<()> {
         // Invalidate first, so that GC triggered by this write sees the stale copy.
         self.trim(lpa, flash)?;
         self.make_room(flash)?;

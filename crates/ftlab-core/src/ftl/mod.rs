@@ -6,6 +6,11 @@
 //! defaults are registered in [`scheme_defaults`], so unknown keys are refused like any
 //! other. The simulation loop is generic over the scheme ([`Visitor`]), so each scheme
 //! gets its own monomorphised fast path.
+//!
+//! Adding a scheme: a module whose type implements [`Ftl`] and [`Scheme`] (name,
+//! description, section type, constructor, extra OOB bytes), and one line in the
+//! `schemes!` list at the end of this file. Everything else (the `--ftl` names, the
+//! configuration defaults, `ftlab schemes`, the Python front) follows from that list.
 
 pub mod alloc;
 pub mod demand;
@@ -40,11 +45,12 @@ pub trait Ftl {
     #[inline]
     fn begin_request(&mut self, _first_lpa: u32, _pages: u32, _op: Op) {}
 
-    /// Writes logical page `lpa` with data identified by host write sequence number `seq`.
-    fn write(&mut self, lpa: u32, seq: u32, flash: &mut Flash) -> Result<()>;
+    /// Writes logical page `lpa` with data identified by host write sequence number `seq`
+    /// (64 bits: it never wraps).
+    fn write(&mut self, lpa: u32, seq: u64, flash: &mut Flash) -> Result<()>;
 
-    /// Writes a batch flushed from the write buffer, in the order given.
-    fn write_batch(&mut self, pages: &[(u32, u32)], flash: &mut Flash) -> Result<()> {
+    /// Writes a batch of (lpa, seq) flushed from the write buffer, in the order given.
+    fn write_batch(&mut self, pages: &[(u32, u64)], flash: &mut Flash) -> Result<()> {
         for &(lpa, seq) in pages {
             self.write(lpa, seq, flash)?;
         }
@@ -79,59 +85,58 @@ pub trait Ftl {
     }
 }
 
-/// Scheme names and one-line descriptions.
-pub const SCHEMES: &[(&str, &str)] = &[
-    (
-        "page",
-        "page-level FTL (PFTL): the whole L2P table in DRAM, greedy or cost-benefit GC",
-    ),
-    (
-        "dftl",
-        "DFTL (ASPLOS'09): page table on flash, cached entries (segmented LRU), batch write-back",
-    ),
-    (
-        "selective",
-        "selective mapping-table loading (IJASC'21, pblk): 64 KiB mapping blocks cached by hotness, host hints",
-    ),
-    (
-        "sftl",
-        "S-FTL (MSST'11): whole translation pages cached compressed (runs of sequential PPNs), dirty buffer",
-    ),
-    (
-        "tpftl",
-        "TPFTL (EuroSys'15): entries cached in translation-page nodes, two-level LRU, prefetching, clean-first",
-    ),
-    (
-        "hpftl",
-        "HPFTL (NAS'17): hashed page-level map (HID + page id per page), bounded secondary table with reclaim",
-    ),
-    (
-        "slimftl",
-        "SlimFTL (SNU thesis 2020): hashed page-level map over a virtual block table, sequentiality-aware md5 hasher, shared virtual blocks",
-    ),
-    (
-        "leaftl",
-        "LeaFTL (ASPLOS'23): learned linear segments per 256-page group, OOB-verified predictions",
-    ),
-];
+/// A scheme the registry can build: its name, its description, its configuration section
+/// and its constructor. Each scheme's module implements it; `schemes!` lists the types
+/// once, and [`SCHEMES`], [`scheme_defaults`] and [`build`] are generated from that list.
+pub trait Scheme: Ftl + Sized {
+    /// The `--ftl` name, which is also the name of its configuration section.
+    const NAME: &'static str;
+    /// One line for `ftlab schemes`: the paper and the design in a few words.
+    const DESCRIPTION: &'static str;
+    /// The `[NAME]` section: a serde struct whose `Default` gives the defaults (its keys are
+    /// then the only ones accepted), or [`NoSection`].
+    type Section: SchemeSection;
 
-/// Default configuration sections of the schemes that have one.
-pub fn scheme_defaults() -> BTreeMap<String, toml::Table> {
-    fn section<T: serde::Serialize + Default>() -> toml::Table {
-        toml::Table::try_from(T::default()).expect("a scheme section serialises to a table")
+    /// The scheme for a fresh device, its configuration checked. Called before the flash is
+    /// built, so a bad key of the scheme's section is reported before anything else.
+    fn new(cfg: &Config, layout: &Layout) -> Result<Self>;
+
+    /// OOB bytes per page the scheme stores beyond the OOB header (the flash is built with
+    /// that many; a device whose OOB is too small is refused naming `geometry.oob_size`).
+    fn extra_oob_bytes(&self) -> usize {
+        0
     }
-    BTreeMap::from([
-        ("dftl".to_string(), section::<dftl::DftlConfig>()),
-        (
-            "selective".to_string(),
-            section::<selective::SelectiveConfig>(),
-        ),
-        ("sftl".to_string(), section::<sftl::SftlConfig>()),
-        ("tpftl".to_string(), section::<tpftl::TpftlConfig>()),
-        ("hpftl".to_string(), section::<hpftl::HpConfig>()),
-        ("slimftl".to_string(), section::<slimftl::SlimConfig>()),
-        ("leaftl".to_string(), section::<leaftl::LeaftlConfig>()),
-    ])
+
+    /// The scheme's section of `cfg`, read into its typed configuration.
+    fn section(cfg: &Config) -> Result<Self::Section>
+    where
+        Self::Section: serde::de::DeserializeOwned,
+    {
+        cfg.scheme_config(Self::NAME)
+    }
+}
+
+/// What a scheme's configuration section is: any serde struct with defaults, or
+/// [`NoSection`].
+pub trait SchemeSection {
+    /// The section's defaults as a TOML table; `None` when the scheme has no section.
+    fn defaults() -> Option<toml::Table>;
+}
+
+impl<T: serde::Serialize + Default> SchemeSection for T {
+    fn defaults() -> Option<toml::Table> {
+        Some(toml::Table::try_from(T::default()).expect("a scheme section serialises to a table"))
+    }
+}
+
+/// The section type of a scheme without a configuration section (`[NAME]` is then an
+/// unknown key like any other).
+pub enum NoSection {}
+
+impl SchemeSection for NoSection {
+    fn defaults() -> Option<toml::Table> {
+        None
+    }
 }
 
 /// Receives the constructed scheme and its flash, whatever the scheme's type.
@@ -140,54 +145,86 @@ pub trait Visitor {
     fn visit<F: Ftl>(self, ftl: F, flash: Flash) -> Self::Output;
 }
 
-/// Builds scheme `name` over a fresh device and hands it to `visitor`.
-pub fn build<V: Visitor>(
-    name: &str,
+/// Builds scheme `S` over a fresh device and hands it to `visitor`: the scheme first (its
+/// configuration checked), then the flash with the OOB bytes the scheme asks for.
+pub fn build_scheme<S: Scheme, V: Visitor>(
     cfg: &Config,
     layout: &Layout,
     visitor: V,
 ) -> Result<V::Output> {
-    let timed = cfg.replay.timing;
-    match name {
-        "page" => {
-            let flash = Flash::new(cfg, layout, 0, timed)?;
-            Ok(visitor.visit(page::PageFtl::new(cfg, layout), flash))
+    let ftl = S::new(cfg, layout)?;
+    let flash = Flash::new(cfg, layout, ftl.extra_oob_bytes(), cfg.replay.timing)?;
+    Ok(visitor.visit(ftl, flash))
+}
+
+/// Generates the registry from the list of scheme types: [`SCHEMES`], [`scheme_defaults`]
+/// and [`build`] (one monomorphised arm per scheme).
+macro_rules! schemes {
+    ($($scheme:ty),+ $(,)?) => {
+        /// Scheme names and one-line descriptions, in registry order.
+        pub const SCHEMES: &[(&str, &str)] = &[
+            $((<$scheme as Scheme>::NAME, <$scheme as Scheme>::DESCRIPTION)),+
+        ];
+
+        /// Default configuration sections of the schemes that have one, by scheme name.
+        pub fn scheme_defaults() -> BTreeMap<String, toml::Table> {
+            let mut sections = BTreeMap::new();
+            $(
+                if let Some(table) = <<$scheme as Scheme>::Section as SchemeSection>::defaults() {
+                    sections.insert(<$scheme as Scheme>::NAME.to_string(), table);
+                }
+            )+
+            sections
         }
-        "dftl" => {
-            let flash = Flash::new(cfg, layout, 0, timed)?;
-            Ok(visitor.visit(dftl::Dftl::new(cfg, layout)?, flash))
-        }
-        "selective" => {
-            let flash = Flash::new(cfg, layout, 0, timed)?;
-            Ok(visitor.visit(selective::Selective::new(cfg, layout)?, flash))
-        }
-        "sftl" => {
-            let flash = Flash::new(cfg, layout, 0, timed)?;
-            Ok(visitor.visit(sftl::Sftl::new(cfg, layout)?, flash))
-        }
-        "tpftl" => {
-            let flash = Flash::new(cfg, layout, 0, timed)?;
-            Ok(visitor.visit(tpftl::Tpftl::new(cfg, layout)?, flash))
-        }
-        "hpftl" => {
-            let ftl = hpftl::HpFtl::new(cfg, layout)?;
-            Ok(visitor.visit(ftl, Flash::new(cfg, layout, 0, timed)?))
-        }
-        "slimftl" => {
-            let ftl = slimftl::SlimFtl::new(cfg, layout)?;
-            Ok(visitor.visit(ftl, Flash::new(cfg, layout, 0, timed)?))
-        }
-        "leaftl" => {
-            let ftl = leaftl::LeaFtl::new(cfg, layout)?;
-            let flash = Flash::new(cfg, layout, 0, timed)?;
-            Ok(visitor.visit(ftl, flash))
-        }
-        _ => {
+
+        /// Builds scheme `name` over a fresh device and hands it to `visitor`.
+        pub fn build<V: Visitor>(
+            name: &str,
+            cfg: &Config,
+            layout: &Layout,
+            visitor: V,
+        ) -> Result<V::Output> {
+            $(
+                if name == <$scheme as Scheme>::NAME {
+                    return build_scheme::<$scheme, V>(cfg, layout, visitor);
+                }
+            )+
             let names: Vec<&str> = SCHEMES.iter().map(|(n, _)| *n).collect();
             Err(Error::Usage(format!(
                 "unknown FTL scheme `{name}`; the schemes are: {}",
                 names.join(", ")
             )))
         }
+    };
+}
+
+// The registry: one line per scheme, in the order `ftlab schemes` lists them.
+schemes! {
+    page::PageFtl,
+    dftl::Dftl,
+    selective::Selective,
+    sftl::Sftl,
+    tpftl::Tpftl,
+    hpftl::HpFtl,
+    slimftl::SlimFtl,
+    leaftl::LeaFtl,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn registry_names_are_unique_and_described() {
+        let mut names: Vec<&str> = SCHEMES.iter().map(|(n, _)| *n).collect();
+        assert!(SCHEMES.iter().all(|(n, d)| !n.is_empty() && !d.is_empty()));
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), SCHEMES.len());
+        // Every section belongs to a registered scheme.
+        assert!(scheme_defaults()
+            .keys()
+            .all(|k| SCHEMES.iter().any(|(n, _)| n == k)));
+        assert!(!scheme_defaults().contains_key("page"));
     }
 }

@@ -12,7 +12,7 @@
 use crate::config::{Config, Layout};
 use crate::error::Result;
 use crate::ftl::alloc::PageAllocator;
-use crate::ftl::{Ftl, MemoryBreakdown};
+use crate::ftl::{Ftl, MemoryBreakdown, NoSection, Scheme};
 use crate::nand::{Cause, Flash, Oob, Ppn, NONE};
 
 pub use crate::ftl::alloc::gc_thresholds;
@@ -23,15 +23,22 @@ pub struct PageFtl {
     layout: Layout,
 }
 
-impl PageFtl {
-    pub fn new(cfg: &Config, layout: &Layout) -> Self {
-        PageFtl {
+impl Scheme for PageFtl {
+    const NAME: &'static str = "page";
+    const DESCRIPTION: &'static str =
+        "page-level FTL (PFTL): the whole L2P table in DRAM, greedy or cost-benefit GC";
+    type Section = NoSection;
+
+    fn new(cfg: &Config, layout: &Layout) -> Result<Self> {
+        Ok(PageFtl {
             l2p: vec![NONE; layout.logical_pages as usize],
             alloc: PageAllocator::new(cfg, layout, false),
             layout: *layout,
-        }
+        })
     }
+}
 
+impl PageFtl {
     /// The next free page for a host write; pages GC moved meanwhile are remapped.
     #[inline]
     fn allocate(&mut self, flash: &mut Flash) -> Result<Ppn> {
@@ -63,7 +70,7 @@ impl Ftl for PageFtl {
     }
 
     #[inline]
-    fn write(&mut self, lpa: u32, seq: u32, flash: &mut Flash) -> Result<()> {
+    fn write(&mut self, lpa: u32, seq: u64, flash: &mut Flash) -> Result<()> {
         let old = self.l2p[lpa as usize];
         if old != NONE {
             // Invalidate first so that GC triggered by this write sees the stale copy.

@@ -38,7 +38,7 @@ use crate::error::{Error, Result};
 use crate::ftl::alloc::Move;
 use crate::ftl::demand::{self, read_data, settle, CachesEntries, OnFlashTable};
 use crate::ftl::mapcache::IndexedHeap;
-use crate::ftl::{Ftl, MemoryBreakdown};
+use crate::ftl::{Ftl, MemoryBreakdown, Scheme};
 use crate::nand::{Flash, Oob, Ppn, NONE};
 use crate::request::Op;
 use crate::units;
@@ -127,9 +127,14 @@ pub struct Selective {
     hinted_misses: u64,
 }
 
-impl Selective {
-    pub fn new(cfg: &Config, layout: &Layout) -> Result<Self> {
-        let c: SelectiveConfig = cfg.scheme_config("selective")?;
+impl Scheme for Selective {
+    const NAME: &'static str = "selective";
+    const DESCRIPTION: &'static str =
+        "selective mapping-table loading (IJASC'21, pblk): 64 KiB mapping blocks cached by hotness, host hints";
+    type Section = SelectiveConfig;
+
+    fn new(cfg: &Config, layout: &Layout) -> Result<Self> {
+        let c = Self::section(cfg)?;
         let page = layout.page_size as u64;
         if c.mapping_block_bytes < page || !c.mapping_block_bytes.is_multiple_of(page) {
             return Err(Error::config(
@@ -204,7 +209,9 @@ impl Selective {
             table,
         })
     }
+}
 
+impl Selective {
     #[inline]
     fn key(&self, block: u32) -> u64 {
         let b = block as usize;
@@ -334,7 +341,7 @@ impl Ftl for Selective {
     }
 
     #[inline]
-    fn write(&mut self, lpa: u32, seq: u32, flash: &mut Flash) -> Result<()> {
+    fn write(&mut self, lpa: u32, seq: u64, flash: &mut Flash) -> Result<()> {
         let old = self.translate(lpa, Op::Write, flash)?;
         let ppn = self.table.program_data(lpa, seq, old, flash)?;
         self.set(lpa, ppn);

@@ -27,7 +27,7 @@ use crate::error::{Error, Result};
 use crate::ftl::alloc::Move;
 use crate::ftl::demand::{self, read_data, settle, CachesEntries, OnFlashTable};
 use crate::ftl::mapcache::{IndexedHeap, Links, List, Replacement, ReplacementKind, NIL};
-use crate::ftl::{Ftl, MemoryBreakdown};
+use crate::ftl::{Ftl, MemoryBreakdown, Scheme};
 use crate::nand::{Flash, Oob, Ppn, NONE};
 use serde::{Deserialize, Serialize};
 
@@ -126,9 +126,14 @@ pub struct Sftl {
     buffer_flushes: u64,
 }
 
-impl Sftl {
-    pub fn new(cfg: &Config, layout: &Layout) -> Result<Self> {
-        let c: SftlConfig = cfg.scheme_config("sftl")?;
+impl Scheme for Sftl {
+    const NAME: &'static str = "sftl";
+    const DESCRIPTION: &'static str =
+        "S-FTL (MSST'11): whole translation pages cached compressed (runs of sequential PPNs), dirty buffer";
+    type Section = SftlConfig;
+
+    fn new(cfg: &Config, layout: &Layout) -> Result<Self> {
+        let c = Self::section(cfg)?;
         if !(1..=2).contains(&c.bits_per_entry) {
             return Err(Error::config("sftl.bits_per_entry", "must be 1 or 2"));
         }
@@ -195,7 +200,9 @@ impl Sftl {
             table,
         })
     }
+}
 
+impl Sftl {
     #[inline]
     fn page_bytes(&self, page: u32) -> u64 {
         self.runs[page as usize] as u64 * self.ppa_bytes + self.fixed_page_bytes
@@ -418,7 +425,7 @@ impl Ftl for Sftl {
     }
 
     #[inline]
-    fn write(&mut self, lpa: u32, seq: u32, flash: &mut Flash) -> Result<()> {
+    fn write(&mut self, lpa: u32, seq: u64, flash: &mut Flash) -> Result<()> {
         let old = self.translate(lpa, flash)?;
         let ppn = self.table.program_data(lpa, seq, old, flash)?;
         self.remap(lpa, ppn, flash)

@@ -29,7 +29,7 @@ use crate::blocks::FreeBlocks;
 use crate::config::{Config, Layout};
 use crate::error::{Error, Result};
 use crate::ftl::hashed::{self, EncodedTable, Md5Hasher};
-use crate::ftl::{Ftl, MemoryBreakdown};
+use crate::ftl::{Ftl, MemoryBreakdown, Scheme};
 use crate::nand::{Cause, Flash, Oob, Ppn, NONE};
 use serde::{Deserialize, Serialize};
 
@@ -83,9 +83,14 @@ pub struct SlimFtl {
     counters: Counters,
 }
 
-impl SlimFtl {
-    pub fn new(cfg: &Config, layout: &Layout) -> Result<Self> {
-        let c: SlimConfig = cfg.scheme_config("slimftl")?;
+impl Scheme for SlimFtl {
+    const NAME: &'static str = "slimftl";
+    const DESCRIPTION: &'static str =
+        "SlimFTL (SNU thesis 2020): hashed page-level map over a virtual block table, sequentiality-aware md5 hasher, shared virtual blocks";
+    type Section = SlimConfig;
+
+    fn new(cfg: &Config, layout: &Layout) -> Result<Self> {
+        let c = Self::section(cfg)?;
         hashed::check_bits("slimftl", c.hid_bits, 1, c.ppid_bits, layout)?;
         if c.lpa_shift > 31 {
             return Err(Error::config(
@@ -116,7 +121,9 @@ impl SlimFtl {
             counters: Counters::default(),
         })
     }
+}
 
+impl SlimFtl {
     /// The hash id of a logical page's primary entry (0: unmapped).
     pub fn hash_id(&self, lpa: u32) -> u32 {
         self.primary.get(lpa).0
@@ -262,7 +269,7 @@ impl SlimFtl {
 
     /// Programs `lpa` at the write pointer of `vba`'s block (allocating or collecting it
     /// first if needed); returns the PPID.
-    fn program_into(&mut self, vba: u32, lpa: u32, seq: u32, flash: &mut Flash) -> Result<u32> {
+    fn program_into(&mut self, vba: u32, lpa: u32, seq: u64, flash: &mut Flash) -> Result<u32> {
         let mut pba = self.vbt[vba as usize];
         if pba == NONE {
             pba = self.allocate(vba)?;
@@ -292,7 +299,7 @@ impl Ftl for SlimFtl {
         Ok(Some(flash.oob(ppn)))
     }
 
-    fn write(&mut self, lpa: u32, seq: u32, flash: &mut Flash) -> Result<()> {
+    fn write(&mut self, lpa: u32, seq: u64, flash: &mut Flash) -> Result<()> {
         // Invalidate first, so that GC triggered by this write sees the stale copy.
         self.unmap(lpa, flash)?;
         let digest = self.hasher.digest(lpa);

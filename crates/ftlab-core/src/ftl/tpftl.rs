@@ -31,7 +31,7 @@ use crate::ftl::demand::{
     write_entry, CachesEntries, CachesSingleEntries, OnFlashTable,
 };
 use crate::ftl::mapcache::{IndexedHeap, Links, List, Slots, NIL};
-use crate::ftl::{Ftl, MemoryBreakdown};
+use crate::ftl::{Ftl, MemoryBreakdown, Scheme};
 use crate::nand::{Flash, Oob, Ppn};
 use crate::request::Op;
 use serde::{Deserialize, Serialize};
@@ -99,9 +99,14 @@ pub struct Tpftl {
     request: (u32, u32),
 }
 
-impl Tpftl {
-    pub fn new(cfg: &Config, layout: &Layout) -> Result<Self> {
-        let c: TpftlConfig = cfg.scheme_config("tpftl")?;
+impl Scheme for Tpftl {
+    const NAME: &'static str = "tpftl";
+    const DESCRIPTION: &'static str =
+        "TPFTL (EuroSys'15): entries cached in translation-page nodes, two-level LRU, prefetching, clean-first";
+    type Section = TpftlConfig;
+
+    fn new(cfg: &Config, layout: &Layout) -> Result<Self> {
+        let c = Self::section(cfg)?;
         if c.selective_threshold == 0 {
             return Err(crate::Error::config(
                 "tpftl.selective_threshold",
@@ -150,7 +155,9 @@ impl Tpftl {
             table,
         })
     }
+}
 
+impl Tpftl {
     #[inline]
     fn entries(&self, node: u32) -> u32 {
         self.clean[node as usize].len + self.dirty[node as usize].len
@@ -317,13 +324,13 @@ impl Ftl for Tpftl {
     }
 
     #[inline]
-    fn write(&mut self, lpa: u32, seq: u32, flash: &mut Flash) -> Result<()> {
+    fn write(&mut self, lpa: u32, seq: u64, flash: &mut Flash) -> Result<()> {
         write_entry(self, lpa, seq, flash)
     }
 
     /// A flush of the write buffer: each run of consecutive pages counts as one request
     /// for request-level prefetching.
-    fn write_batch(&mut self, pages: &[(u32, u32)], flash: &mut Flash) -> Result<()> {
+    fn write_batch(&mut self, pages: &[(u32, u64)], flash: &mut Flash) -> Result<()> {
         let saved = self.request;
         let mut i = 0;
         while i < pages.len() {

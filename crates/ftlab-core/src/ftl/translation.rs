@@ -80,7 +80,7 @@ impl TranslationStore {
             return Ok(false);
         }
         let oob = flash.read(ppn, Cause::Translation)?;
-        if oob.lpa != NONE || oob.seq != k {
+        if oob != Oob::translation(k) {
             return Err(Error::Usage(format!(
                 "internal: the directory locates translation page {k} at physical page {ppn}, \
                  which holds {oob:?}"
@@ -100,7 +100,7 @@ impl TranslationStore {
         }
         let ppn = self.alloc.translation_page(flash)?;
         self.settle_translation_moves();
-        flash.program(ppn, Oob { lpa: NONE, seq: k }, &[], Cause::Translation)?;
+        flash.program(ppn, Oob::translation(k), &[], Cause::Translation)?;
         self.gtd[k as usize] = ppn;
         Ok(())
     }

@@ -6,7 +6,7 @@
 use ftlab_core::config::{Config, Layout};
 use ftlab_core::ftl::{self, Ftl, Visitor};
 use ftlab_core::metrics::{Report, SourceInfo};
-use ftlab_core::nand::Flash;
+use ftlab_core::nand::{Cause, Flash};
 use ftlab_core::sim::Simulator;
 use ftlab_core::{Op, Request, Result};
 
@@ -235,10 +235,10 @@ pub fn after_full_fill(logical_pages: u64, trace: &[Request]) -> Vec<Request> {
 pub fn assert_gc_reads_and_misses(report: &Report, budget_bytes: u64, what: &str) {
     let m = &report.metrics;
     assert!(m.gc.invocations > 0, "{what}: GC never ran");
-    assert!(m.flash.reads.host > 0, "{what}: nothing read back");
+    assert!(m.flash.reads[Cause::Host] > 0, "{what}: nothing read back");
     if budget_bytes != 0 {
         assert!(
-            m.flash.reads.translation > 0,
+            m.flash.reads[Cause::Translation] > 0,
             "{what}: no mapping-cache miss"
         );
     }

@@ -45,7 +45,7 @@ use crate::error::{Error, Result};
 use crate::ftl::alloc::{Move, PageAllocator};
 use crate::ftl::mapcache::{Links, List, NIL};
 use crate::ftl::translation::TranslationStore;
-use crate::ftl::{Ftl, MemoryBreakdown};
+use crate::ftl::{Ftl, MemoryBreakdown, Scheme};
 use crate::nand::{Cause, Flash, Oob, Ppn, NONE};
 use plr::{Codec, Learned, Learner, Point};
 use serde::{Deserialize, Serialize};
@@ -118,12 +118,6 @@ impl Default for LeaftlConfig {
             crb_accounting: CrbAccounting::Runs,
             cpu_timing: false,
         }
-    }
-}
-
-impl LeaftlConfig {
-    pub fn from_config(cfg: &Config) -> Result<LeaftlConfig> {
-        cfg.scheme_config("leaftl")
     }
 }
 
@@ -313,7 +307,7 @@ pub struct LeaFtl {
     /// Recently read OOB areas (page, erase count of its block then), oldest first.
     oob_cache: Vec<(Ppn, u32)>,
     // Scratch, reused.
-    batch: Vec<(u32, u32)>,
+    batch: Vec<(u32, u64)>,
     pending: Vec<Written>,
     gc_moved: Vec<Written>,
     points: Vec<Point>,
@@ -340,9 +334,14 @@ fn internal(message: String) -> Error {
     Error::Usage(format!("internal error in leaftl: {message}"))
 }
 
-impl LeaFtl {
-    pub fn new(cfg: &Config, layout: &Layout) -> Result<LeaFtl> {
-        let lcfg = LeaftlConfig::from_config(cfg)?;
+impl Scheme for LeaFtl {
+    const NAME: &'static str = "leaftl";
+    const DESCRIPTION: &'static str =
+        "LeaFTL (ASPLOS'23): learned linear segments per 256-page group, OOB-verified predictions";
+    type Section = LeaftlConfig;
+
+    fn new(cfg: &Config, layout: &Layout) -> Result<Self> {
+        let lcfg = Self::section(cfg)?;
         let codec = Codec::for_pages(layout.physical_pages).ok_or_else(|| {
             Error::config(
                 "geometry.blocks_per_plane",
@@ -434,7 +433,9 @@ impl LeaFtl {
             cfg: lcfg,
         })
     }
+}
 
+impl LeaFtl {
     /// The configuration in force.
     pub fn config(&self) -> &LeaftlConfig {
         &self.cfg
@@ -974,7 +975,7 @@ impl LeaFtl {
         Ok(())
     }
 
-    fn program_sorted(&mut self, batch: &[(u32, u32)], flash: &mut Flash) -> Result<()> {
+    fn program_sorted(&mut self, batch: &[(u32, u64)], flash: &mut Flash) -> Result<()> {
         // Invalidate the old copies first, so that GC triggered by this batch sees them.
         for &(lpa, _) in batch {
             if let Some(old) = self.locate_for_update(flash, lpa)? {
@@ -1054,13 +1055,13 @@ impl Ftl for LeaFtl {
         Ok(Some(flash.read(at, Cause::Host)?))
     }
 
-    fn write(&mut self, lpa: u32, seq: u32, flash: &mut Flash) -> Result<()> {
+    fn write(&mut self, lpa: u32, seq: u64, flash: &mut Flash) -> Result<()> {
         self.batch.clear();
         self.batch.push((lpa, seq));
         self.program_batch(flash)
     }
 
-    fn write_batch(&mut self, pages: &[(u32, u32)], flash: &mut Flash) -> Result<()> {
+    fn write_batch(&mut self, pages: &[(u32, u64)], flash: &mut Flash) -> Result<()> {
         self.batch.clear();
         self.batch.extend_from_slice(pages);
         // LeaFTL programs a flush in logical order whatever order the buffer gives; of two
