@@ -262,6 +262,15 @@ class CompareResult:
         return html_table(header, rows) + notes
 
 
+#: The schemes of `ftlab compare` run with no arguments: page-level mapping as the
+#: reference, and the schemes that keep only part of the map in DRAM.
+DEFAULT_COMPARISON = ["page", "dftl", "sftl", "tpftl", "selective", "leaftl"]
+#: Their mapping DRAM budget in that comparison, as a share of the page-level table
+#: (`dram.budget_fraction`): one eighth, within the 1/32 to 1/4 range the demand-caching
+#: papers evaluate.
+DEFAULT_COMPARISON_BUDGET = 0.125
+
+
 def compare(
     ftls: Sequence[str] | None = None,
     *,
@@ -283,9 +292,18 @@ def compare(
     most one per scheme). A device fitted to a trace is fitted once, large enough for
     every scheme. Other arguments are those of `simulate`. `on_done(name, result)` is called
     as each scheme finishes. Raises FtlabError naming the scheme that failed.
+
+    With no schemes, no settings and no source but the default workload, runs the
+    default comparison (`DEFAULT_COMPARISON`): the page-level FTL against the schemes that
+    cache their map, under one mapping DRAM budget, on the default workload and a filled
+    device.
     """
     from ftlab import _compare
 
+    if not ftls and trace is None and workload in (None, "default") and not config and not sets:
+        ftls, workload = DEFAULT_COMPARISON, "default"
+        sets = [f"dram.budget_fraction={DEFAULT_COMPARISON_BUDGET}"]
+        precondition = precondition or "fill"
     names = list(dict.fromkeys(ftls)) if ftls else [name for name, _ in schemes()]
     known = {name for name, _ in schemes()}
     unknown = [n for n in names if n not in known]
@@ -428,6 +446,8 @@ def summarize(report: dict[str, Any]) -> dict[str, Any]:
         "memory_final_bytes": memory["final_total"],
         "memory_peak_bytes": memory["peak_total"],
         "logical_bytes": report["device"]["logical_bytes"],
+        "page_table_bytes": report["device"].get("page_table_bytes"),
+        "dram_budget_bytes": report["device"].get("dram_budget_bytes"),
         "devices": len(trace["devices"]) if trace else None,
         "compacted": trace.get("compacted") if trace else None,
         "device_sized_to_trace": trace.get("device_sized_to_trace") if trace else None,

@@ -105,8 +105,9 @@ def schemes() -> list[tuple[str, str]]:
 def workloads() -> list[tuple[str, str]]:
     """(name, description) of each built-in workload."""
 
-def causes() -> list[str]:
-    """The names of the causes flash operations are counted by (host, gc, ...)."""
+def causes() -> list[tuple[str, str, str]]:
+    """(name, group, description) of each cause flash operations are counted by, in
+    report order."""
 
 def peak_rss_bytes() -> int:
     """Peak resident set size of this process in bytes (Linux; 0 elsewhere)."""

@@ -154,6 +154,7 @@ def compact(value: float | None) -> str:
 COMPARE_HEADER = [
     "scheme",
     "DRAM peak",
+    "DRAM vs page",
     "WAF",
     "GC victims",
     "read mean/p99",
@@ -186,6 +187,7 @@ def compare_rows(
             (
                 name,
                 mib(s["memory_peak_bytes"]),
+                percent(memory_vs_page(summaries, name), digits=1),
                 number(s["waf"]),
                 compact(s["gc_invocations"]),
                 latency_pair(s["read_mean_us"], s["read_p99_us"]) + mark,
@@ -204,15 +206,34 @@ def compare_rows(
     return header, rows
 
 
+def memory_vs_page(summaries: dict[str, dict[str, Any]], name: str) -> float | None:
+    """A scheme's peak DRAM as a share of the page-level FTL's in the same comparison."""
+    page = summaries.get("page")
+    if page is None or not page["memory_peak_bytes"]:
+        return None
+    return float(summaries[name]["memory_peak_bytes"] / page["memory_peak_bytes"])
+
+
 def compare_notes(summaries: dict[str, dict[str, Any]]) -> list[str]:
-    """Footnotes under the compare table: which schemes' replays saturated the device."""
+    """Footnotes under the compare table: the mapping DRAM budget, when there is one, and
+    which schemes' replays saturated the device."""
+    notes = []
+    budget = next(iter(summaries.values()), {}).get("dram_budget_bytes")
+    if budget:
+        table = next(iter(summaries.values())).get("page_table_bytes")
+        share = f" ({percent(budget / table, digits=1)} of the page-level table)" if table else ""
+        notes.append(
+            f"mapping DRAM budget: {mib(budget)}{share}, for the schemes that cache their "
+            "map; DRAM peak adds each scheme's GC bookkeeping; DRAM vs page: DRAM peak "
+            "relative to the page-level FTL's"
+        )
     saturated = [name for name, s in summaries.items() if s.get("saturated")]
     if not saturated:
-        return []
+        return notes
     scales = [
         s["suggested_time_scale"] for s in summaries.values() if s.get("suggested_time_scale")
     ]
-    return [
+    return notes + [
         f"{SATURATED_MARK} saturated: the open-loop replay outran the device for "
         f"{', '.join(saturated)} (the queue grew without bound: these latencies measure "
         f"the queue, not the device); {_remedy(max(scales) if scales else None)}"
@@ -240,8 +261,8 @@ def scale_text(value: float) -> str:
     return text + "0" if text.endswith(".") else text
 
 
-def percent(value: float | None) -> str:
-    return "-" if value is None else f"{100 * value:.0f}%"
+def percent(value: float | None, digits: int = 0) -> str:
+    return "-" if value is None else f"{100 * value:.{digits}f}%"
 
 
 def load_rows(report: dict[str, Any]) -> list[tuple[str, str]]:

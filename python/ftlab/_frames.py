@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from ftlab import _core
+from ftlab._format import memory_vs_page
 
 if TYPE_CHECKING:
     from ftlab import Result
@@ -78,6 +79,7 @@ def concat_with_scheme(frames: dict[str, pl.DataFrame]) -> pl.DataFrame:
 def compare_table(results: dict[str, Result]) -> pl.DataFrame:
     """One row per scheme, the columns of `ftlab compare`'s table, in base units."""
     rows = []
+    summaries = {name: r.summary for name, r in results.items()}
     for name, r in results.items():
         s = r.summary
         rows.append(
@@ -85,6 +87,8 @@ def compare_table(results: dict[str, Result]) -> pl.DataFrame:
                 "scheme": name,
                 "dram_peak_bytes": s["memory_peak_bytes"],
                 "dram_final_bytes": s["memory_final_bytes"],
+                "dram_vs_page": memory_vs_page(summaries, name),
+                "dram_budget_bytes": s["dram_budget_bytes"],
                 "waf": s["waf"],
                 "gc_invocations": s["gc_invocations"],
                 "gc_pages_moved": s["gc_pages_moved"],
@@ -111,6 +115,8 @@ def compare_table(results: dict[str, Result]) -> pl.DataFrame:
         "scheme": pl.Utf8,
         "dram_peak_bytes": pl.UInt64,
         "dram_final_bytes": pl.UInt64,
+        "dram_vs_page": pl.Float64,
+        "dram_budget_bytes": pl.UInt64,
         "waf": pl.Float64,
         "gc_invocations": pl.UInt64,
         "gc_pages_moved": pl.UInt64,

@@ -192,6 +192,32 @@ def test_compare_report_is_deterministic(tmp_path: Path) -> None:
             assert (folders[0] / f).read_bytes() == (folders[1] / f).read_bytes(), f
 
 
+def test_compare_with_no_arguments_shows_the_dram_trade_off() -> None:
+    """The default comparison: the demand-cached schemes and LeaFTL under one stated DRAM
+    budget, on a preconditioned device, not saturated, differing from page-level mapping."""
+    out = ftlab("compare", "--json", "/dev/stdout", "-q")
+    assert out.returncode == 0, out.stderr
+    table, _, rest = out.stdout.partition("{")
+    reports = json.loads("{" + rest)
+    assert list(reports) == ["page", "dftl", "sftl", "tpftl", "selective", "leaftl"]
+    page = reports["page"]
+    table_bytes = page["device"]["page_table_bytes"]
+    for name, r in reports.items():
+        assert r["precondition"]["mode"] == "fill"
+        assert r["device"]["dram_budget_bytes"] == int(table_bytes * 0.125)
+        assert not r["metrics"]["load"]["saturated"], name
+        if name == "page":
+            continue
+        # Part of the map in DRAM: far less memory than page, paid in translation reads.
+        peak = r["metrics"]["memory_bytes"]["peak_total"]
+        assert peak < page["metrics"]["memory_bytes"]["peak_total"] / 2, name
+        assert r["metrics"]["flash"]["reads"]["translation"] > 0, name
+        read = r["metrics"]["latency"]["read"]["mean_ns"]
+        assert read > page["metrics"]["latency"]["read"]["mean_ns"], name
+    assert "12.5% of the page-level table" in table
+    assert "DRAM vs page" in table
+
+
 def test_compare_defaults_to_every_scheme() -> None:
     out = ftlab("compare", *SMALL, "-q")
     assert out.returncode == 0, out.stderr

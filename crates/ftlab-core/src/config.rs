@@ -200,9 +200,35 @@ pub struct BufferConfig {
 #[serde(deny_unknown_fields, default)]
 #[derive(Default)]
 pub struct DramConfig {
-    /// Bytes of controller DRAM for mapping state; 0 means unlimited.
+    /// Bytes of controller DRAM for mapping state; 0 means unlimited (or see
+    /// `budget_fraction`).
     #[serde(with = "units::bytes")]
     pub budget_bytes: u64,
+    /// The budget as a share of the page-level table (logical pages x entry bytes), so that
+    /// one setting means the same on every device size; 0: unused. Exclusive with
+    /// `budget_bytes`.
+    pub budget_fraction: f64,
+}
+
+impl DramConfig {
+    /// The mapping DRAM budget in bytes on `layout` (0: unlimited).
+    pub fn budget(&self, layout: &Layout) -> u64 {
+        if self.budget_fraction > 0.0 {
+            let table = layout.logical_pages * layout.ppa_entry_bytes();
+            ((table as f64 * self.budget_fraction) as u64).max(1)
+        } else {
+            self.budget_bytes
+        }
+    }
+
+    /// The key that set the budget, for errors about it.
+    pub fn budget_key(&self) -> &'static str {
+        if self.budget_fraction > 0.0 {
+            "dram.budget_fraction"
+        } else {
+            "dram.budget_bytes"
+        }
+    }
 }
 
 /// How requests are fed to the device.
@@ -897,6 +923,19 @@ impl Config {
             return Err(Error::config(
                 "metrics.sample_every_requests",
                 "must be at least 1",
+            ));
+        }
+        let f = self.dram.budget_fraction;
+        if !(0.0..=1.0).contains(&f) {
+            return Err(Error::config(
+                "dram.budget_fraction",
+                format!("{f} is not a fraction in [0, 1]"),
+            ));
+        }
+        if f > 0.0 && self.dram.budget_bytes > 0 {
+            return Err(Error::config(
+                "dram.budget_fraction",
+                "set together with dram.budget_bytes: give one of them",
             ));
         }
         self.workload.validate()?;

@@ -360,10 +360,16 @@ pub struct DeviceInfo {
     pub parallel_units: u32,
     pub dies: u32,
     pub blocks: u32,
+    /// The page-level table: logical pages x entry bytes (the reference of
+    /// `dram.budget_fraction` and of the "DRAM vs page" comparisons).
+    pub page_table_bytes: u64,
+    /// The mapping DRAM budget of the run in bytes (`dram.budget_bytes`, or
+    /// `dram.budget_fraction` of the page table); 0: unlimited.
+    pub dram_budget_bytes: u64,
 }
 
 impl DeviceInfo {
-    pub fn from(layout: &Layout) -> Self {
+    pub fn from(cfg: &Config, layout: &Layout) -> Self {
         DeviceInfo {
             physical_pages: layout.physical_pages,
             logical_pages: layout.logical_pages,
@@ -373,6 +379,8 @@ impl DeviceInfo {
             parallel_units: layout.units,
             dies: layout.dies,
             blocks: layout.total_blocks,
+            page_table_bytes: layout.logical_pages * layout.ppa_entry_bytes(),
+            dram_budget_bytes: cfg.dram.budget(layout),
         }
     }
 }

@@ -544,7 +544,7 @@ impl<F: Ftl> Simulator<F> {
             trace: None,
             mode: if timed { "timed" } else { "mapping-only" },
             verify: self.shadow.is_some(),
-            device: DeviceInfo::from(&self.layout),
+            device: DeviceInfo::from(cfg, &self.layout),
             config: cfg.clone(),
             precondition: self.precondition.take(),
             metrics,

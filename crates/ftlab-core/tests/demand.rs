@@ -199,6 +199,43 @@ fn a_budget_below_one_entry_names_the_key() {
 }
 
 #[test]
+fn a_budget_fraction_is_a_share_of_the_page_table() {
+    let mut cfg = device();
+    let layout = cfg.validate().unwrap();
+    let table = layout.logical_pages * layout.ppa_entry_bytes();
+    cfg.dram.budget_fraction = 0.75;
+    let budget = (table as f64 * 0.75) as u64;
+    assert_eq!(cfg.dram.budget(&layout), budget);
+    // The same runs as the same budget in bytes.
+    let reqs = churn(&cfg, 2000, 6);
+    for scheme in SCHEMES {
+        let by_fraction = run(scheme, &cfg, &reqs, true).unwrap();
+        let mut bytes = cfg.clone();
+        bytes.dram.budget_fraction = 0.0;
+        bytes.dram.budget_bytes = budget;
+        let by_bytes = run(scheme, &bytes, &reqs, true).unwrap();
+        let flash = |r: &ftlab_core::metrics::Report| format!("{:?}", r.metrics.flash);
+        assert_eq!(flash(&by_fraction), flash(&by_bytes), "{scheme}");
+        assert_eq!(by_fraction.device.dram_budget_bytes, budget);
+    }
+    // Too small for the smallest cache unit: the error names the key that was set.
+    cfg.dram.budget_fraction = 1e-9;
+    for scheme in SCHEMES {
+        let err = run(scheme, &cfg, &[], false).unwrap_err().to_string();
+        assert!(err.contains("dram.budget_fraction"), "{scheme}: {err}");
+    }
+    for bad in [-0.5, 1.5] {
+        cfg.dram.budget_fraction = bad;
+        let err = cfg.validate().unwrap_err().to_string();
+        assert!(err.contains("dram.budget_fraction"), "{err}");
+    }
+    cfg.dram.budget_fraction = 0.5;
+    cfg.dram.budget_bytes = 4096;
+    let err = cfg.validate().unwrap_err().to_string();
+    assert!(err.contains("give one of them"), "{err}");
+}
+
+#[test]
 fn results_are_deterministic() {
     for scheme in SCHEMES {
         let mut cfg = device();

@@ -18,7 +18,7 @@
 //! the request that needs them: a data access waits for the translation read, a miss waits
 //! for the write-back of the dirty victim it evicts (as DFTL's cost model has it).
 
-use crate::config::{Config, Layout};
+use crate::config::{Config, DramConfig, Layout};
 use crate::error::Result;
 use crate::ftl::alloc::Move;
 use crate::ftl::mapcache::NIL;
@@ -462,16 +462,23 @@ pub fn move_cached_entry<S: CachesSingleEntries>(scheme: &mut S, m: &Move) -> bo
     true
 }
 
-/// Entries of `entry_bytes` a budget of `budget_bytes` holds, at most `all` (0 bytes:
-/// unlimited); at least one, or the error names `dram.budget_bytes`.
-pub fn entries_in_budget(budget_bytes: u64, entry_bytes: u64, all: u64, what: &str) -> Result<u32> {
+/// Entries of `entry_bytes` the DRAM budget holds, at most `all` (0 bytes: unlimited); at
+/// least one, or the error names the budget's key.
+pub fn entries_in_budget(
+    dram: &DramConfig,
+    layout: &Layout,
+    entry_bytes: u64,
+    all: u64,
+    what: &str,
+) -> Result<u32> {
+    let budget_bytes = dram.budget(layout);
     if budget_bytes == 0 {
         return Ok(all as u32);
     }
     let n = (budget_bytes / entry_bytes).min(all);
     if n == 0 {
         return Err(crate::error::Error::config(
-            "dram.budget_bytes",
+            dram.budget_key(),
             format!("{budget_bytes} bytes cannot hold a single {what} of {entry_bytes} bytes"),
         ));
     }

@@ -89,7 +89,8 @@ impl Scheme for Dftl {
         let table = OnFlashTable::new(cfg, layout, 1)?;
         let entry_bytes = table.lpa_bytes + table.ppa_bytes;
         let capacity = entries_in_budget(
-            cfg.dram.budget_bytes,
+            &cfg.dram,
+            layout,
             entry_bytes,
             layout.logical_pages,
             "mapping entry",

@@ -155,16 +155,17 @@ impl Scheme for Selective {
         let mut table = OnFlashTable::new(cfg, layout, block_pages)?;
         table.set_background_writeback(c.background_writeback);
         let blocks = table.units();
-        let slots = if cfg.dram.budget_bytes == 0 {
+        let budget = cfg.dram.budget(layout);
+        let slots = if budget == 0 {
             blocks
         } else {
-            let n = (cfg.dram.budget_bytes / c.mapping_block_bytes).min(blocks as u64);
+            let n = (budget / c.mapping_block_bytes).min(blocks as u64);
             if n == 0 {
                 return Err(Error::config(
-                    "dram.budget_bytes",
+                    cfg.dram.budget_key(),
                     format!(
                         "{} bytes cannot hold a single {}-byte mapping block (selective.mapping_block_bytes)",
-                        cfg.dram.budget_bytes, c.mapping_block_bytes
+                        budget, c.mapping_block_bytes
                     ),
                 ));
             }

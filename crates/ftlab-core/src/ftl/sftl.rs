@@ -148,19 +148,20 @@ impl Scheme for Sftl {
         let fixed_page_bytes = (ept * c.bits_per_entry as u64).div_ceil(8) + PAGE_ID_BYTES;
         let ppa_bytes = table.ppa_bytes;
         let buffer_entry_bytes = table.lpa_bytes + ppa_bytes;
-        let (cache_budget, buffer_entries) = if cfg.dram.budget_bytes == 0 {
+        let budget = cfg.dram.budget(layout);
+        let (cache_budget, buffer_entries) = if budget == 0 {
             (u64::MAX, 0)
         } else {
-            let buffer_bytes = (cfg.dram.budget_bytes as f64 * c.dirty_buffer_fraction) as u64;
+            let buffer_bytes = (budget as f64 * c.dirty_buffer_fraction) as u64;
             (
-                cfg.dram.budget_bytes - buffer_bytes,
+                budget - buffer_bytes,
                 buffer_bytes / buffer_entry_bytes,
             )
         };
         let worst_page = ept * ppa_bytes + fixed_page_bytes;
         if cache_budget < worst_page {
             return Err(Error::config(
-                "dram.budget_bytes",
+                cfg.dram.budget_key(),
                 format!(
                     "S-FTL needs room for one uncompressed translation page ({worst_page} bytes) \
                      besides its dirty buffer; the budget leaves {cache_budget}"

@@ -116,17 +116,19 @@ impl Scheme for Tpftl {
         let table = OnFlashTable::new(cfg, layout, 1)?;
         let entry_bytes = address_bytes(table.unit_entries() as u64) + table.ppa_bytes;
         let node_bytes = c.page_node_bytes;
+        let budget = cfg.dram.budget(layout);
         let capacity = entries_in_budget(
-            cfg.dram.budget_bytes,
+            &cfg.dram,
+            layout,
             entry_bytes + node_bytes,
             layout.logical_pages,
             "TP node with one entry",
         )?;
         // Entries the budget could hold if they all shared few nodes.
-        let capacity = if cfg.dram.budget_bytes == 0 {
+        let capacity = if budget == 0 {
             capacity
         } else {
-            (cfg.dram.budget_bytes / entry_bytes).min(layout.logical_pages) as u32
+            (budget / entry_bytes).min(layout.logical_pages) as u32
         };
         let units = table.units() as usize;
         Ok(Tpftl {
@@ -140,11 +142,7 @@ impl Scheme for Tpftl {
             clock: 0,
             entry_bytes,
             node_bytes,
-            budget: if cfg.dram.budget_bytes == 0 {
-                u64::MAX
-            } else {
-                cfg.dram.budget_bytes
-            },
+            budget: if budget == 0 { u64::MAX } else { budget },
             used_bytes: 0,
             request_prefetch: c.request_prefetch,
             selective_allowed: c.selective_prefetch,

@@ -363,10 +363,10 @@ impl Scheme for LeaFtl {
         if lcfg.max_levels == 0 {
             return Err(Error::config("leaftl.max_levels", "must be at least 1"));
         }
-        let budget = cfg.dram.budget_bytes;
+        let budget = cfg.dram.budget(layout);
         if budget != 0 && budget < MAX_GROUP_BYTES + 4 {
             return Err(Error::config(
-                "dram.budget_bytes",
+                cfg.dram.budget_key(),
                 format!(
                     "{budget} bytes cannot hold one group of LeaFTL's table ({} bytes at most once compacted)",
                     MAX_GROUP_BYTES + 4
