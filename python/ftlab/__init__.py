@@ -436,6 +436,7 @@ def summarize(report: dict[str, Any]) -> dict[str, Any]:
             flash["reads"][name] for name, group, _ in _core.causes() if group == "merge"
         ),
         "waf": m["waf"],
+        "fs_waf": m.get("fs_waf"),
         "gc_invocations": m["gc"]["invocations"],
         "gc_pages_moved": m["gc"]["pages_moved"],
         "read_mean_us": lat("read", "mean_ns"),

@@ -32,6 +32,11 @@ pub struct HostCounters {
     pub buffer_write_hits: u64,
     /// Writes covering part of a page: the rest of the page is read first (read-modify-write).
     pub partial_page_writes: u64,
+    /// Requests the host stack issued on its own (cleaning, metadata; see [`crate::host`]),
+    /// included in the counts above.
+    pub stack_requests: u64,
+    /// Pages those requests wrote.
+    pub stack_pages_written: u64,
 }
 
 /// Flash operations of one kind, by cause: reported as a map from each cause's name to its
@@ -263,8 +268,12 @@ impl Sampler {
 pub struct Metrics {
     pub host: HostCounters,
     pub flash: FlashOps,
-    /// Flash programs of every cause per host page written (null if nothing was written).
+    /// Device-level write amplification: flash programs of every cause per page the host
+    /// wrote to the device (null if nothing was written).
     pub waf: Option<f64>,
+    /// File-system-level write amplification: pages written to the device per page the
+    /// application wrote (1 with the pass-through host stack; null if nothing was written).
+    pub fs_waf: Option<f64>,
     pub gc: GcReport,
     pub erase_count: EraseCounts,
     pub memory_bytes: MemoryReport,

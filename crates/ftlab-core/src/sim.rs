@@ -18,11 +18,12 @@ use crate::buffer::{Buffered, WriteBuffer};
 use crate::config::{Config, Layout, PreconditionConfig, PreconditionMode, ReplayMode};
 use crate::error::{Error, Result};
 use crate::ftl::Ftl;
+use crate::host::Origin;
 use crate::metrics::{
     DeviceInfo, GcReport, HostCounters, Latency, LatencyReport, LoadReport, Metrics,
     PreconditionReport, Report, Sampler, SourceInfo,
 };
-use crate::nand::{Flash, FlashStats, Oob};
+use crate::nand::{Cause, Flash, FlashStats, Oob};
 use crate::request::{Op, Request};
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap};
@@ -89,6 +90,11 @@ pub struct Simulator<F: Ftl> {
     /// The configuration (the timing model restarts from it after preconditioning).
     cfg: Config,
     precondition: Option<PreconditionReport>,
+    /// Completion time of the last request.
+    request_done: u64,
+    /// When recording ([`Simulator::record_served`]): what each page of the last host read
+    /// served (the sequence number of its write, `None` if unmapped).
+    served: Option<Vec<Option<u64>>>,
 }
 
 impl<F: Ftl> Simulator<F> {
@@ -116,7 +122,30 @@ impl<F: Ftl> Simulator<F> {
             last_time: 0,
             cfg: cfg.clone(),
             precondition: None,
+            request_done: 0,
+            served: None,
         }
+    }
+
+    /// Records what each page of every host read served, for [`Simulator::served`].
+    pub fn record_served(&mut self, on: bool) {
+        self.served = on.then(Vec::new);
+    }
+
+    /// With [`Simulator::record_served`]: per page of the last read request, the sequence
+    /// number of the write it served (`None`: never written or trimmed).
+    pub fn served(&self) -> &[Option<u64>] {
+        self.served.as_deref().unwrap_or(&[])
+    }
+
+    /// The last host write sequence number given.
+    pub fn last_seq(&self) -> u64 {
+        self.last_seq
+    }
+
+    /// Completion time of the last request, in simulated ns (0 without timing).
+    pub fn last_done_ns(&self) -> u64 {
+        self.request_done
     }
 
     pub fn flash(&self) -> &Flash {
@@ -147,6 +176,22 @@ impl<F: Ftl> Simulator<F> {
         }
     }
 
+    /// Simulates one request the host stack issued on its own behalf or the application's
+    /// ([`crate::host`]): the flash operations serving it are counted under the origin's
+    /// cause, and its pages written as the stack's.
+    pub fn submit_from(&mut self, req: &Request, origin: Origin) -> Result<()> {
+        if origin == Origin::Application {
+            return self.submit(req);
+        }
+        let written = self.host.pages_written;
+        self.flash.set_host_cause(origin.cause());
+        let result = self.submit(req);
+        self.flash.set_host_cause(Cause::Host);
+        self.host.stack_requests += 1;
+        self.host.stack_pages_written += self.host.pages_written - written;
+        result
+    }
+
     /// Simulates one request.
     pub fn submit(&mut self, req: &Request) -> Result<()> {
         let index = self.host.requests;
@@ -175,6 +220,9 @@ impl<F: Ftl> Simulator<F> {
             Op::Read => {
                 self.host.read_requests += 1;
                 self.host.bytes_read += req.len_bytes as u64;
+                if let Some(served) = self.served.as_mut() {
+                    served.clear();
+                }
                 for lpa in first..last {
                     self.host.pages_read += 1;
                     self.read_page(index, lpa as u32, true)?;
@@ -212,6 +260,7 @@ impl<F: Ftl> Simulator<F> {
                 self.outstanding.push(Reverse(done));
             }
             self.last_done = self.last_done.max(done);
+            self.request_done = done;
             self.last_time = arrival;
         }
         self.until_sample -= 1;
@@ -410,6 +459,13 @@ impl<F: Ftl> Simulator<F> {
                 });
             }
         }
+        if let (true, Some(log)) = (host_read, self.served.as_mut()) {
+            log.push(match served {
+                Served::Unmapped => None,
+                Served::Buffer(seq) => Some(seq),
+                Served::Flash(oob) => Some(oob.seq),
+            });
+        }
         if let (Served::Flash(oob), true, Some(buffer)) = (served, host_read, self.buffer.as_mut())
         {
             buffer.cache_read(lpa, oob.seq);
@@ -507,9 +563,11 @@ impl<F: Ftl> Simulator<F> {
             .map(|(k, v)| (k.to_string(), v))
             .collect();
         let written = self.host.pages_written;
+        let application = written - self.host.stack_pages_written;
         let metrics = Metrics {
             flash: Metrics::flash_ops(flash),
             waf: (written > 0).then(|| flash.stats.total_programs() as f64 / written as f64),
+            fs_waf: (application > 0).then(|| written as f64 / application as f64),
             gc: GcReport {
                 invocations: flash.stats.gc_invocations,
                 pages_moved: flash.stats.gc_pages_moved,

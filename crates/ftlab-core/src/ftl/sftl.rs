@@ -153,10 +153,7 @@ impl Scheme for Sftl {
             (u64::MAX, 0)
         } else {
             let buffer_bytes = (budget as f64 * c.dirty_buffer_fraction) as u64;
-            (
-                budget - buffer_bytes,
-                buffer_bytes / buffer_entry_bytes,
-            )
+            (budget - buffer_bytes, buffer_bytes / buffer_entry_bytes)
         };
         let worst_page = ept * ppa_bytes + fixed_page_bytes;
         if cache_budget < worst_page {
