@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from ftlab import CompareResult, Result, summarize
+from ftlab import causes as ftlab_causes
 from ftlab._format import (
     compare_notes,
     compare_rows,
@@ -58,7 +59,8 @@ def test_latency_table_converts_only_its_columns() -> None:
 
 def report(**metrics: Any) -> dict[str, Any]:
     """A minimal report as the core writes it (timed), with `metrics` overriding."""
-    causes = {"host": 10, "gc": 2, "translation": 3, "misprediction": 0, "merge": 0}
+    causes = {name: 0 for name, _, _ in ftlab_causes()}
+    causes.update(host=10, gc=2, translation=3)
 
     def stats(mean_ns: int, p99_ns: int) -> dict[str, Any]:
         return {"count": 5, "mean_ns": mean_ns, "p99_ns": p99_ns, "cdf": [[1.0, p99_ns]]}
