@@ -232,16 +232,12 @@ pub fn run_with_progress(
     let report = match &opts.trace {
         None => {
             let layout = cfg.validate()?;
-            let requests = Box::new(workload::generate(
-                &cfg.workload,
-                layout.logical_bytes(),
-                layout.page_size,
-            )?);
+            let generate =
+                || workload::generate(&cfg.workload, layout.logical_bytes(), layout.page_size);
+            let requests = Box::new(generate()?);
+            // The warm-up needs a pass of its own over the workload, before the replay.
             let warmup = if wants_warmup(&cfg) {
-                read_before_written(
-                    workload::generate(&cfg.workload, layout.logical_bytes(), layout.page_size)?,
-                    &layout,
-                )?
+                read_before_written(generate()?, &layout)?
             } else {
                 Vec::new()
             };
@@ -270,22 +266,19 @@ pub fn run_with_progress(
             let mut grown = 0;
             loop {
                 let layout = cfg.validate()?;
-                let replay = Replay::open(
-                    path,
-                    &cfg.trace,
-                    plan.clone(),
-                    layout.page_size as u64,
-                    layout.logical_pages,
-                )?;
-                let warmup = if wants_warmup(&cfg) {
-                    let pass = Replay::open(
+                let open = || {
+                    Replay::open(
                         path,
                         &cfg.trace,
                         plan.clone(),
                         layout.page_size as u64,
                         layout.logical_pages,
-                    )?;
-                    read_before_written(pass, &layout)?
+                    )
+                };
+                let replay = open()?;
+                // The warm-up needs a pass of its own over the trace, before the replay.
+                let warmup = if wants_warmup(&cfg) {
+                    read_before_written(open()?, &layout)?
                 } else {
                     Vec::new()
                 };

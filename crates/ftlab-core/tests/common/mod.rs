@@ -95,6 +95,22 @@ impl Visitor for RunAll<'_> {
 /// Runs `scheme` over `requests` with verification; with `check_all`, every logical page
 /// is read back against the shadow copy at the end.
 pub fn run(scheme: &str, cfg: &Config, requests: &[Request], check_all: bool) -> Result<Report> {
+    run_verified(scheme, cfg, requests, check_all, false)
+}
+
+/// [`run`] on a device preconditioned as `cfg.precondition` says (with the warm-up of the
+/// pages `requests` read before writing them).
+pub fn run_preconditioned(scheme: &str, cfg: &Config, requests: &[Request]) -> Result<Report> {
+    run_verified(scheme, cfg, requests, true, true)
+}
+
+fn run_verified(
+    scheme: &str,
+    cfg: &Config,
+    requests: &[Request],
+    check_all: bool,
+    precondition: bool,
+) -> Result<Report> {
     let layout = cfg.validate()?;
     ftl::build(
         scheme,
@@ -106,27 +122,7 @@ pub fn run(scheme: &str, cfg: &Config, requests: &[Request], check_all: bool) ->
             requests,
             verify: true,
             check_all,
-            precondition: false,
-            name: scheme,
-        },
-    )?
-}
-
-/// [`run`] on a device preconditioned as `cfg.precondition` says (with the warm-up of the
-/// pages `requests` read before writing them).
-pub fn run_preconditioned(scheme: &str, cfg: &Config, requests: &[Request]) -> Result<Report> {
-    let layout = cfg.validate()?;
-    ftl::build(
-        scheme,
-        cfg,
-        &layout,
-        RunAll {
-            cfg,
-            layout: &layout,
-            requests,
-            verify: true,
-            check_all: true,
-            precondition: true,
+            precondition,
             name: scheme,
         },
     )?
