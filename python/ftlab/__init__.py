@@ -395,7 +395,9 @@ def summarize(report: dict[str, Any]) -> dict[str, Any]:
     """Headline numbers of a report (latencies in microseconds; None where not measured).
 
     `saturated` is True when an open-loop replay outran the device (its latencies then
-    measure the queue); `busiest_die_utilisation` is the busiest die's busy share of the
+    measure the queue), `saturated_in_bursts` when it did so only in bursts (in its busiest
+    second, `peak_window_utilisation`, a die was given more than a second's work);
+    `busiest_die_utilisation` is the busiest die's busy share of the
     run (None in mapping-only runs); `precondition_mode` and `precondition_waf` say how
     the device was prepared (None in reports of cores without preconditioning)."""
     m = report["metrics"]
@@ -456,6 +458,8 @@ def summarize(report: dict[str, Any]) -> dict[str, Any]:
         # Demand-cached schemes only.
         "cache_hit_ratio": m["scheme"].get("cache_hit_ratio"),
         "saturated": bool(load.get("saturated", False)),
+        "saturated_in_bursts": bool(load.get("saturated_in_bursts", False)),
+        "peak_window_utilisation": load.get("peak_window_utilisation"),
         "busiest_die_utilisation": load.get("busiest_die_utilisation"),
         "suggested_time_scale": load.get("suggested_time_scale"),
         "precondition_mode": precondition.get("mode"),

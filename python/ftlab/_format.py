@@ -233,10 +233,13 @@ def compare_notes(summaries: dict[str, dict[str, Any]]) -> list[str]:
     scales = [
         s["suggested_time_scale"] for s in summaries.values() if s.get("suggested_time_scale")
     ]
+    in_bursts = [name for name in saturated if summaries[name].get("saturated_in_bursts")]
+    bursts = f"; in bursts only for {', '.join(in_bursts)}" if in_bursts else ""
     return notes + [
         f"{SATURATED_MARK} saturated: the open-loop replay outran the device for "
-        f"{', '.join(saturated)} (the queue grew without bound: these latencies measure "
-        f"the queue, not the device); {_remedy(max(scales) if scales else None)}"
+        f"{', '.join(saturated)}{bursts} (requests waited in a growing queue: these "
+        f"latencies measure the queue, not the device); "
+        f"{_remedy(max(scales) if scales else None)}"
     ]
 
 
@@ -278,11 +281,30 @@ def load_rows(report: dict[str, Any]) -> list[tuple[str, str]]:
         f"(mean {percent(load.get('mean_die_utilisation'))})"
     )
     rows = [("load", text)]
+    peak = load.get("peak_window_utilisation")
+    if peak is not None and load.get("mode") == "open":
+        rows.append(
+            (
+                "busiest second",
+                f"busiest die given {percent(peak)} of a second's work; "
+                f"{_queued(load)} waited in a queue",
+            )
+        )
     if load.get("saturated"):
-        backlog = load.get("backlog_at_end_ns")
-        at_end = "" if backlog is None else f", {latency(backlog / 1000)} of backlog at the end"
-        rows.append(("SATURATED", f"yes{at_end} (see the warning)"))
+        if load.get("saturated_in_bursts"):
+            rows.append(("SATURATED", "in bursts (see the warning)"))
+        else:
+            backlog = load.get("backlog_at_end_ns")
+            at_end = "" if backlog is None else f", {latency(backlog / 1000)} of backlog at the end"
+            rows.append(("SATURATED", f"yes{at_end} (see the warning)"))
     return rows
+
+
+def _queued(load: dict[str, Any]) -> str:
+    """The requests slower than one block's reclaim, for the summary."""
+    limit = load.get("queue_limit_ns")
+    share = f"{number(load.get('queued_requests'), 0)} requests"
+    return share if limit is None else f"{share} (slower than {latency(limit / 1000)})"
 
 
 def _mb(value: float | None) -> float | None:
@@ -294,12 +316,22 @@ def saturation_warning(report: dict[str, Any]) -> str | None:
     load = report["metrics"].get("load") or {}
     if not load.get("saturated"):
         return None
+    remedy = _remedy(load.get("suggested_time_scale"))
+    if load.get("saturated_in_bursts"):
+        peak = percent(load.get("peak_window_utilisation"))
+        return (
+            "warning: the open-loop replay saturated the device in bursts: in its busiest\n"
+            f"  second the busiest die was given {peak} of a second's work (garbage collection\n"
+            f"  included) and {_queued(load)} waited in a queue, so\n"
+            "  the latencies of those bursts measure the queue, not the device. To measure the\n"
+            f"  device, {remedy}."
+        )
     busy = percent(load.get("busiest_die_utilisation"))
     return (
         "warning: the open-loop replay saturated the device: requests arrived faster than\n"
         f"  the busiest die could serve them ({busy} busy) and the queue grew without bound,\n"
         "  so the latencies measure the queue, not the device. To measure the device,\n"
-        f"  {_remedy(load.get('suggested_time_scale'))}."
+        f"  {remedy}."
     )
 
 

@@ -137,7 +137,12 @@ LOAD: dict[str, Any] = {
     "busiest_die_utilisation": 0.99,
     "mean_die_utilisation": 0.61,
     "backlog_at_end_ns": 3_200_000_000,
+    "window_ns": 10**9,
+    "peak_window_utilisation": 1.02,
+    "queue_limit_ns": 35_000_000,
+    "queued_requests": 1_234,
     "saturated": True,
+    "saturated_in_bursts": False,
     "suggested_time_scale": 3.712,
 }
 PRECONDITION: dict[str, Any] = {
@@ -196,6 +201,30 @@ def test_run_summary_load_line() -> None:
     )
     assert "SATURATED" not in rows
     assert saturation_warning(r) is None
+
+
+def test_run_saturated_in_bursts_says_so() -> None:
+    r = full_report(
+        busiest_die_utilisation=0.011,
+        backlog_at_end_ns=0,
+        peak_window_utilisation=2.69,
+        saturated_in_bursts=True,
+    )
+    s = summarize(r)
+    assert s["saturated"] is True and s["saturated_in_bursts"] is True
+    assert s["peak_window_utilisation"] == 2.69
+    rows = dict(run_rows(r, s))
+    assert rows["SATURATED"] == "in bursts (see the warning)"
+    assert rows["busiest second"] == (
+        "busiest die given 269% of a second's work; "
+        "1,234 requests (slower than 35.0 ms) waited in a queue"
+    )
+    warning = saturation_warning(r)
+    assert warning is not None
+    assert warning.startswith("warning: the open-loop replay saturated the device in bursts")
+    assert "269% of a second's work" in warning and "--set replay.time_scale=3.72" in warning
+    note = compare_notes({"page": s, "dftl": summarize(full_report())})[-1]
+    assert "page, dftl; in bursts only for page" in note
 
 
 def test_saturated_run_warns_with_a_time_scale() -> None:

@@ -299,7 +299,11 @@ pub struct Metrics {
 /// them: the queue grows without bound and latencies measure the queue, not the device.
 /// It is reported as saturated when the busiest die was busy for at least 98% of the time
 /// requests were arriving, or when the last request completed later after the last arrival
-/// than a tenth of the arrival span (and at least 100 ms): the queue did not drain.
+/// than a tenth of the arrival span (and at least 100 ms): the queue did not drain. A
+/// replay can also saturate the device in bursts and drain between them: it is reported
+/// as saturated in bursts when in some window of one second of arrival time a die was
+/// given more work than the window holds, and at least 1% of the requests waited in the
+/// queue (took longer than `queue_limit_ns`, one block's whole reclaim).
 #[derive(Clone, Debug, Serialize)]
 pub struct LoadReport {
     /// "open" or "closed".
@@ -315,9 +319,22 @@ pub struct LoadReport {
     pub mean_die_utilisation: f64,
     /// Last completion minus last arrival.
     pub backlog_at_end_ns: u64,
+    /// The window of arrival time for bursts: one second, or the arrival span if shorter.
+    pub window_ns: u64,
+    /// The most work one die was given in one window, as a share of the window (open
+    /// loop; above 1 the queue grew in that window).
+    pub peak_window_utilisation: f64,
+    /// Requests slower than this waited in a queue: `pages_per_block` x (tR + tPROG) +
+    /// tBERS, one block's whole reclaim.
+    pub queue_limit_ns: u64,
+    /// Requests slower than `queue_limit_ns`.
+    pub queued_requests: u64,
+    /// The open-loop replay outran the device, over the run or in bursts.
     pub saturated: bool,
-    /// A `replay.time_scale` at which the busiest die would be about 70% busy (saturated
-    /// open-loop runs only).
+    /// Saturated in bursts only: the run as a whole did not saturate the device.
+    pub saturated_in_bursts: bool,
+    /// A `replay.time_scale` at which the busiest die would be about 70% busy, over the
+    /// run and in its busiest window (saturated open-loop runs only).
     pub suggested_time_scale: Option<f64>,
 }
 

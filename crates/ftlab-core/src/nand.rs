@@ -269,6 +269,9 @@ pub struct Flash {
     /// While set, operations occupy their die and channel but the request does not wait
     /// for them (work a controller does in the background).
     background: bool,
+    /// While background work fills an idle gap: the arrival of the next request, the
+    /// instant up to which [`Flash::background_busy`] looks (0: the cursor).
+    idle_until: u64,
     /// The cause under which operations issued with [`Cause::Host`] are counted.
     host_cause: Cause,
     /// Logical time: host pages written so far. Used for block ages, so that mapping-only
@@ -336,6 +339,7 @@ impl Flash {
             modified_at: vec![0; blocks],
             timeline: timed.then(|| Timeline::new(cfg, layout)),
             cursor: 0,
+            idle_until: 0,
             request_done: 0,
             ack_host_programs_on_transfer: false,
             background: false,
@@ -509,6 +513,13 @@ impl Flash {
         self.background = on;
     }
 
+    /// Background work issued from now on may fill the dies' idle time up to `t`, the next
+    /// request's arrival (0: only up to the cursor, as after a request).
+    #[inline]
+    pub fn set_idle_until(&mut self, t: u64) {
+        self.idle_until = t;
+    }
+
     /// Counts the operations a scheme issues with [`Cause::Host`] under `cause` from now on
     /// ([`Cause::Host`] again by default): the simulator sets [`Cause::HostCleaning`] or
     /// [`Cause::FsMetadata`] while it serves requests that a host stack originates (a log-
@@ -559,12 +570,13 @@ impl Flash {
     }
 
     /// Whether the die of `unit` still has background work queued that it has not started
-    /// by now (timed runs only): background GC adds a victim only when the die has
-    /// caught up, so that it runs in the die's idle time. Always false in mapping-only mode,
-    /// where background GC reclaims a victim after every request.
+    /// by now, or while an idle gap is being filled ([`Flash::set_idle_until`]) by the end of
+    /// the gap (timed runs only): background GC adds a victim only when the die has caught
+    /// up, so that it runs in the die's idle time. Always false in mapping-only mode, where
+    /// background GC reclaims a victim after every request.
     pub fn background_busy(&mut self, unit: u32) -> bool {
         let die = self.layout.die_of_unit(unit);
-        let now = self.cursor;
+        let now = self.cursor.max(self.idle_until);
         self.timeline
             .as_mut()
             .is_some_and(|t| t.background_busy(die, now))

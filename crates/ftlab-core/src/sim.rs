@@ -95,6 +95,60 @@ pub struct Simulator<F: Ftl> {
     /// When recording ([`Simulator::record_served`]): what each page of the last host read
     /// served (the sequence number of its write, `None` if unmapped).
     served: Option<Vec<Option<u64>>>,
+    bursts: BurstMeter,
+    /// See [`BurstMeter::queue_limit_ns`].
+    queue_limit_ns: u64,
+}
+
+/// Finds bursts that saturate the device while the run as a whole does not: the work each
+/// die was given per window of arrival time (work is charged to a die when the request
+/// that causes it arrives, so a window's share is the load offered in it), and the
+/// requests that waited in a queue (took longer than a whole block's reclaim).
+#[derive(Debug, Default)]
+struct BurstMeter {
+    /// End of the current window, in ns of arrival time.
+    end: u64,
+    /// Each die's busy time when the current window began.
+    busy_at_start: Vec<u64>,
+    /// The most work one die was given in one window, in ns.
+    peak_ns: u64,
+    /// Requests whose latency exceeded [`BurstMeter::queue_limit_ns`].
+    queued: u64,
+}
+
+impl BurstMeter {
+    /// Windows of one second of (scaled) arrival time.
+    const WINDOW_NS: u64 = 1_000_000_000;
+
+    /// Longer than one block's whole reclaim (read and program every page, erase): no
+    /// request on an unsaturated device waits that long.
+    fn queue_limit_ns(cfg: &Config) -> u64 {
+        cfg.geometry.pages_per_block as u64
+            * (cfg.nand.read_latency_ns + cfg.nand.program_latency_ns)
+            + cfg.nand.erase_latency_ns
+    }
+
+    /// Closes the current window if `arrival` lies beyond it.
+    #[inline]
+    fn arrive(&mut self, arrival: u64, first_arrival: u64, flash: &Flash) {
+        if arrival >= self.end {
+            self.close(flash);
+            self.end = arrival - (arrival - first_arrival) % Self::WINDOW_NS + Self::WINDOW_NS;
+        }
+    }
+
+    fn close(&mut self, flash: &Flash) {
+        let busy = flash.die_busy_ns();
+        let at_start = |d: usize| self.busy_at_start.get(d).copied().unwrap_or(0);
+        let peak = busy
+            .iter()
+            .enumerate()
+            .map(|(d, &b)| b - at_start(d))
+            .max()
+            .unwrap_or(0);
+        self.peak_ns = self.peak_ns.max(peak);
+        self.busy_at_start = busy;
+    }
 }
 
 impl<F: Ftl> Simulator<F> {
@@ -124,6 +178,8 @@ impl<F: Ftl> Simulator<F> {
             precondition: None,
             request_done: 0,
             served: None,
+            bursts: BurstMeter::default(),
+            queue_limit_ns: BurstMeter::queue_limit_ns(cfg),
         }
     }
 
@@ -210,8 +266,15 @@ impl<F: Ftl> Simulator<F> {
         }
         let timed = self.flash.is_timed();
         let arrival = if timed { self.arrival(req) } else { 0 };
+        // Mapping-only runs have no time: every gap between requests is long enough.
+        if index > 0 && (!timed || arrival > self.last_time) {
+            self.fill_idle_gap(arrival)?;
+        }
         if timed {
-            self.first_arrival.get_or_insert(arrival);
+            let first = *self.first_arrival.get_or_insert(arrival);
+            if self.mode == ReplayMode::Open {
+                self.bursts.arrive(arrival, first, &self.flash);
+            }
             self.flash.begin_request(arrival);
         }
         self.ftl
@@ -251,6 +314,9 @@ impl<F: Ftl> Simulator<F> {
         if timed {
             let done = self.flash.request_done();
             let latency = done - arrival;
+            if latency > self.queue_limit_ns {
+                self.bursts.queued += 1;
+            }
             match req.op {
                 Op::Read => self.read_latency.record(latency),
                 Op::Write => self.write_latency.record(latency),
@@ -269,6 +335,32 @@ impl<F: Ftl> Simulator<F> {
             self.sample();
         }
         self.idle()
+    }
+
+    /// Background work in the gap before a request arriving at `arrival`: the scheme's idle
+    /// hook runs again as long as it reclaims blocks and its dies' queued work starts before
+    /// the arrival ([`Flash::set_idle_until`]; in mapping-only runs, until no unit is below
+    /// its soft threshold), so that a controller with idle time spends it on GC instead of
+    /// one victim per request. (The hook's operations are queued from the previous
+    /// request's cursor; host operations go ahead of what is left.)
+    fn fill_idle_gap(&mut self, arrival: u64) -> Result<()> {
+        self.flash.set_idle_until(arrival);
+        // Every round reclaims at least one block of a unit below its soft threshold, so
+        // the rounds are bounded by the blocks; the cap only guards against a scheme whose
+        // GC frees nothing.
+        let mut rounds = self.layout.total_blocks;
+        let result = loop {
+            let before = self.flash.stats.gc_invocations;
+            if let Err(e) = self.idle() {
+                break Err(e);
+            }
+            rounds = rounds.saturating_sub(1);
+            if self.flash.stats.gc_invocations == before || rounds == 0 {
+                break Ok(());
+            }
+        };
+        self.flash.set_idle_until(0);
+        result
     }
 
     /// The scheme's background work after a request (see [`Ftl::idle`]).
@@ -388,6 +480,7 @@ impl<F: Ftl> Simulator<F> {
         self.ftl.reset_counters();
         self.sampler = Sampler::default();
         self.until_sample = self.sample_every;
+        self.bursts = BurstMeter::default();
         if timed {
             self.flash.restart_timing(&self.cfg);
         }
@@ -614,6 +707,9 @@ impl<F: Ftl> Simulator<F> {
         let first = self.first_arrival.unwrap_or(0);
         let arrival_span = self.last_time.saturating_sub(first);
         let open = self.mode == ReplayMode::Open;
+        if open {
+            self.bursts.close(&self.flash);
+        }
         // Background work left at the end still occupied the dies.
         self.flash.settle_timeline();
         let span = if open {
@@ -633,10 +729,25 @@ impl<F: Ftl> Simulator<F> {
         let mean = busy.iter().sum::<u64>() as f64 / busy.len().max(1) as f64;
         let busiest_die_utilisation = per_span(busiest);
         let backlog_at_end_ns = self.last_done.saturating_sub(self.last_time);
-        let saturated = open
-            && self.host.requests > 1
+        let requests = self.host.requests;
+        let sustained = open
+            && requests > 1
             && (busiest_die_utilisation >= 0.98
                 || backlog_at_end_ns as f64 >= (arrival_span as f64 / 10.0).max(1e8));
+        // A run shorter than a window is one window as long as the run.
+        let window_ns = BurstMeter::WINDOW_NS.min(arrival_span).max(1);
+        let peak_window_utilisation = if open {
+            self.bursts.peak_ns as f64 / window_ns as f64
+        } else {
+            0.0
+        };
+        let queued_share = self.bursts.queued as f64 / requests.max(1) as f64;
+        let saturated_in_bursts = open
+            && !sustained
+            && requests > 1
+            && peak_window_utilisation >= 1.0
+            && queued_share >= 0.01;
+        let saturated = sustained || saturated_in_bursts;
         let seconds = span as f64 / 1e9;
         let rate = |n: u64| {
             if seconds > 0.0 {
@@ -648,16 +759,23 @@ impl<F: Ftl> Simulator<F> {
         LoadReport {
             mode: if open { "open" } else { "closed" },
             arrival_span_ns: arrival_span,
-            offered_iops: rate(self.host.requests),
+            offered_iops: rate(requests),
             offered_bytes_per_s: rate(self.host.bytes_read + self.host.bytes_written),
             busiest_die_utilisation,
             mean_die_utilisation: if span == 0 { 0.0 } else { mean / span as f64 },
             backlog_at_end_ns,
+            window_ns,
+            peak_window_utilisation,
+            queue_limit_ns: self.queue_limit_ns,
+            queued_requests: self.bursts.queued,
             saturated,
+            saturated_in_bursts,
             suggested_time_scale: saturated.then(|| {
-                // Spreading arrivals by s divides the busiest die's utilisation by s.
+                // Spreading arrivals by s divides every die's utilisation, over the run and
+                // in each window, by s.
                 let needed =
                     busiest.max(self.last_done.saturating_sub(first)) as f64 / span.max(1) as f64;
+                let needed = needed.max(peak_window_utilisation);
                 (self.time_scale * needed / 0.7 * 100.0).ceil() / 100.0
             }),
         }

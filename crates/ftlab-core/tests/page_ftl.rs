@@ -3,7 +3,7 @@
 mod common;
 
 use common::*;
-use ftlab_core::config::{ProgramOrder, VictimPolicy};
+use ftlab_core::config::{GcMode, ProgramOrder, VictimPolicy};
 use ftlab_core::nand::Cause;
 use ftlab_core::{Op, Request};
 use proptest::prelude::*;
@@ -144,30 +144,40 @@ fn identical_inputs_give_identical_json() {
     assert!(a.contains("\"p99_ns\""));
 }
 
+/// Mapping-only runs take the decisions of a timed run: always with foreground GC, and with
+/// background GC when it has time enough between requests (10 ms here, enough to reclaim
+/// what one request needs; a busier timed run leaves more to foreground GC).
 #[test]
 fn mapping_only_mode_has_the_same_counters() {
-    let mut cfg = small_config((2, 1, 2, 1), 32, 16, 0.2);
-    cfg.buffer.size_bytes = 8 * 4096;
-    let layout = cfg.validate().unwrap();
-    let reqs: Vec<Request> = (0..20_000u64)
-        .map(|i| Request {
-            time_ns: i * 50_000,
-            offset_bytes: ((i * 7_777_777) % layout.logical_pages) * 4096,
-            len_bytes: 4096,
-            op: if i % 3 == 0 { Op::Read } else { Op::Write },
-        })
-        .collect();
-    let timed = run("page", &cfg, &reqs, true).unwrap();
-    cfg.replay.timing = false;
-    let untimed = run("page", &cfg, &reqs, true).unwrap();
-    let (t, u) = (&timed.metrics, &untimed.metrics);
-    assert!(t.latency.is_some() && u.latency.is_none());
-    assert_eq!(
-        serde_json::to_string(&t.flash).unwrap(),
-        serde_json::to_string(&u.flash).unwrap()
-    );
-    assert_eq!(t.gc.pages_moved, u.gc.pages_moved);
-    assert!(t.gc.invocations > 0);
+    for (mode, spacing_ns) in [
+        (GcMode::Foreground, 50_000),
+        (GcMode::Background, 10_000_000),
+    ] {
+        let mut cfg = small_config((2, 1, 2, 1), 32, 16, 0.2);
+        cfg.buffer.size_bytes = 8 * 4096;
+        cfg.gc.mode = mode;
+        let layout = cfg.validate().unwrap();
+        let reqs: Vec<Request> = (0..20_000u64)
+            .map(|i| Request {
+                time_ns: i * spacing_ns,
+                offset_bytes: ((i * 7_777_777) % layout.logical_pages) * 4096,
+                len_bytes: 4096,
+                op: if i % 3 == 0 { Op::Read } else { Op::Write },
+            })
+            .collect();
+        let timed = run("page", &cfg, &reqs, true).unwrap();
+        cfg.replay.timing = false;
+        let untimed = run("page", &cfg, &reqs, true).unwrap();
+        let (t, u) = (&timed.metrics, &untimed.metrics);
+        assert!(t.latency.is_some() && u.latency.is_none());
+        assert_eq!(
+            serde_json::to_string(&t.flash).unwrap(),
+            serde_json::to_string(&u.flash).unwrap(),
+            "{mode:?}"
+        );
+        assert_eq!(t.gc.pages_moved, u.gc.pages_moved);
+        assert!(t.gc.invocations > 0);
+    }
 }
 
 #[test]

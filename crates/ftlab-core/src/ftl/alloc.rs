@@ -66,11 +66,19 @@ const MAP: usize = 2;
 pub const GC_RESERVE_BLOCKS: usize = 1;
 
 /// Free-block counts for the GC thresholds of one unit: the hard threshold is at least the
-/// reserve, the soft one above it.
+/// reserve, the soft one above it. With background GC the soft threshold is at least two
+/// blocks above the hard one: on a small device (a device fitted to a short trace has tens
+/// of blocks per unit) the percentages round to adjacent counts, and background GC would
+/// have no runway before writes wait for foreground GC.
 pub fn gc_thresholds(cfg: &Config, layout: &Layout) -> (usize, usize) {
     let blocks = layout.blocks_per_unit as f64;
     let hard = ((cfg.gc.hard_threshold * blocks).ceil() as usize).max(GC_RESERVE_BLOCKS);
-    let soft = ((cfg.gc.threshold * blocks).ceil() as usize).max(hard + 1);
+    let runway = if cfg.gc.mode == GcMode::Background {
+        2
+    } else {
+        1
+    };
+    let soft = ((cfg.gc.threshold * blocks).ceil() as usize).max(hard + runway);
     (soft, hard)
 }
 
