@@ -148,10 +148,14 @@ pub struct PreconditionConfig {
     /// Steady state: a window of this many random page writes (0: an eighth of the logical
     /// pages) is one measurement of the write amplification.
     pub window_pages: u64,
-    /// Steady state is reached when the last `windows` windows' WAF each lie within this
-    /// fraction of their mean.
+    /// Steady state (SNIA PTS's rule, with the WAF as the variable): over the last
+    /// `windows` windows, the WAF's range (max - min) is at most this fraction of its mean
+    /// ("data excursion")...
     pub tolerance: f64,
-    /// Windows compared for steady state.
+    /// ...and its least-squares line rises or falls across the windows by at most this
+    /// fraction of the mean ("slope excursion").
+    pub slope_tolerance: f64,
+    /// Windows compared for steady state (SNIA PTS: 5).
     pub windows: u32,
     /// Random writes stop after this many times the logical capacity, settled or not.
     pub max_capacity_writes: f64,
@@ -356,8 +360,9 @@ impl Default for PreconditionConfig {
         PreconditionConfig {
             mode: PreconditionMode::Steady,
             window_pages: 0,
-            tolerance: 0.05,
-            windows: 3,
+            tolerance: 0.2,
+            slope_tolerance: 0.1,
+            windows: 5,
             max_capacity_writes: 4.0,
             warmup: true,
             seed: 1,
@@ -904,11 +909,16 @@ impl Config {
             return Err(Error::config("replay.queue_depth", "must be at least 1"));
         }
         let p = &self.precondition;
-        if !(p.tolerance > 0.0 && p.tolerance < 1.0) {
-            return Err(Error::config(
-                "precondition.tolerance",
-                format!("{} is not a fraction in (0, 1)", p.tolerance),
-            ));
+        for (key, value) in [
+            ("precondition.tolerance", p.tolerance),
+            ("precondition.slope_tolerance", p.slope_tolerance),
+        ] {
+            if !(value > 0.0 && value < 1.0) {
+                return Err(Error::config(
+                    key,
+                    format!("{value} is not a fraction in (0, 1)"),
+                ));
+            }
         }
         if p.windows < 2 {
             return Err(Error::config("precondition.windows", "must be at least 2"));

@@ -375,9 +375,9 @@ impl<F: Ftl> Simulator<F> {
     /// Preconditions the device before the measured run (`precondition.*`): the pages in
     /// `warmup` (those the source reads before writing them) are written first, then with
     /// `fill` every logical page once in address order, and with `steady` random pages in
-    /// windows until the write amplification of the last `windows` windows lies within
-    /// `tolerance` of their mean (with GC running), or `max_capacity_writes` times the
-    /// logical capacity has been written. Writes go to the scheme directly (the write buffer
+    /// windows until the write amplification of the last `windows` windows is steady
+    /// ([`is_steady`]; with GC running), or `max_capacity_writes` times the logical
+    /// capacity has been written. Writes go to the scheme directly (the write buffer
     /// stays empty), untimed, with the scheme's background work between them; verification
     /// follows them. Afterwards every counter, latency and time series starts from zero and
     /// every die is idle at time 0: preconditioning is reported only in the report's
@@ -449,15 +449,9 @@ impl<F: Ftl> Simulator<F> {
                 report.window_waf.push(waf);
                 let gc_ran = self.flash.stats.gc_invocations > gcs;
                 let last = &report.window_waf[report.window_waf.len().saturating_sub(keep)..];
-                if gc_ran && last.len() == keep {
-                    let mean = last.iter().sum::<f64>() / keep as f64;
-                    if last
-                        .iter()
-                        .all(|w| (w - mean).abs() <= cfg.tolerance * mean)
-                    {
-                        report.steady = true;
-                        break;
-                    }
+                if gc_ran && last.len() == keep && is_steady(last, cfg) {
+                    report.steady = true;
+                    break;
                 }
             }
             if written > 0 {
@@ -782,10 +776,49 @@ impl<F: Ftl> Simulator<F> {
     }
 }
 
+/// SNIA PTS's steady-state rule (Solid State Storage Performance Test Specification,
+/// section 3): over the measurement window, the range of the values is at most
+/// `tolerance` (20%) of their mean, and their least-squares line changes across the window
+/// by at most `slope_tolerance` (10%) of it.
+pub fn is_steady(values: &[f64], cfg: &PreconditionConfig) -> bool {
+    let n = values.len() as f64;
+    if values.len() < 2 {
+        return false;
+    }
+    let mean = values.iter().sum::<f64>() / n;
+    let (min, max) = values
+        .iter()
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &v| {
+            (lo.min(v), hi.max(v))
+        });
+    let centre = (n - 1.0) / 2.0;
+    let (mut sxy, mut sxx) = (0.0, 0.0);
+    for (i, &v) in values.iter().enumerate() {
+        let dx = i as f64 - centre;
+        sxy += dx * (v - mean);
+        sxx += dx * dx;
+    }
+    let slope_excursion = (sxy / sxx * (n - 1.0)).abs();
+    max - min <= cfg.tolerance * mean && slope_excursion <= cfg.slope_tolerance * mean
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::ftl::{page::PageFtl, Scheme};
+
+    #[test]
+    fn steady_state_is_snia_pts_rule() {
+        let cfg = PreconditionConfig::default();
+        // Flat, or noisy within 20% without a trend: steady.
+        assert!(is_steady(&[9.0, 9.0, 9.0, 9.0, 9.0], &cfg));
+        assert!(is_steady(&[11.3, 11.3, 13.2, 11.1, 11.1], &cfg));
+        // A range beyond 20% of the mean.
+        assert!(!is_steady(&[8.0, 10.0, 8.0, 10.0, 8.0], &cfg));
+        // Within range but still rising: 5.8 .. 6.8 is a 16% trend.
+        assert!(!is_steady(&[5.8, 6.0, 6.3, 6.6, 6.8], &cfg));
+        assert!(!is_steady(&[9.0], &cfg));
+    }
 
     /// Host write sequence numbers go past 2^32 without wrapping, through the write buffer,
     /// the FTL, the flash and the verification shadow.

@@ -7,7 +7,7 @@ mod common;
 
 use common::traces_dir;
 use ftlab_core::api::{self, RunOptions};
-use ftlab_core::trace::replay::{Plan, Replay};
+use ftlab_core::trace::replay::{Plan, Replay, FITTED_SPARE_BLOCKS};
 use ftlab_core::trace::scan::scan;
 use ftlab_core::trace::{self, Record, TraceConfig};
 use ftlab_core::{Op, Request};
@@ -399,13 +399,19 @@ fn compaction_and_auto_sizing_on_a_huge_volume() {
         .info;
     assert!(info.max_end_bytes > 4 << 40);
     assert!(layout.logical_pages >= info.footprint_pages);
-    // Fitted: the smallest device of this parallelism that holds the footprint (one block
-    // per plane less is either too small or breaks a geometry rule).
+    // Fitted: the smallest device of this parallelism that holds the footprint with the
+    // spare blocks GC needs (one block per plane less is too small, has fewer spare blocks
+    // or breaks a geometry rule).
     let mut smaller = cfg.clone();
     smaller.geometry.blocks_per_plane -= 1;
-    assert!(smaller
-        .validate()
-        .map_or(true, |l| l.logical_pages < info.footprint_pages));
+    let spare = |bpp: u32| bpp as f64 * cfg.ftl.over_provisioning;
+    assert!(spare(cfg.geometry.blocks_per_plane) >= FITTED_SPARE_BLOCKS);
+    assert!(
+        spare(smaller.geometry.blocks_per_plane) < FITTED_SPARE_BLOCKS
+            || smaller
+                .validate()
+                .map_or(true, |l| l.logical_pages < info.footprint_pages)
+    );
     for (r, q) in recs.iter().zip(&reqs) {
         assert_eq!(r.offset_bytes % 4096, q.offset_bytes % 4096);
         assert_eq!(r.len_bytes, q.len_bytes as u64);

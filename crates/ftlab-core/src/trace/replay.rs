@@ -159,9 +159,18 @@ impl Plan {
     }
 }
 
+/// Spare blocks (over-provisioning) a fitted device has at least per parallel unit. GC holds
+/// a few free (the reserve, the hard and soft thresholds, the open blocks); invalid pages
+/// gather in the rest. A device fitted to a short trace with only the three spare blocks
+/// the geometry's rules ask for has greedy GC choose nearly full victims: at steady state
+/// its write amplification reached 31 where a full-size device of the same
+/// over-provisioning has 8-9.
+pub const FITTED_SPARE_BLOCKS: f64 = 16.0;
+
 /// Sets `geometry.blocks_per_plane` to the smallest value whose logical capacity holds
-/// `pages` pages (and that the geometry's rules accept: three spare blocks per parallel
-/// unit, a write buffer smaller than the device).
+/// `pages` pages with at least [`FITTED_SPARE_BLOCKS`] spare blocks per parallel unit (and
+/// that the geometry's rules accept: three spare blocks per parallel unit, a write buffer
+/// smaller than the device).
 pub fn fit_to(cfg: &mut Config, pages: u64) -> Result<()> {
     let page_size = cfg.geometry.page_size;
     let g = &cfg.geometry;
@@ -176,6 +185,10 @@ pub fn fit_to(cfg: &mut Config, pages: u64) -> Result<()> {
     let keep = 1.0 - cfg.ftl.over_provisioning;
     let wanted = pages.max(1) as f64 / keep.max(1e-9);
     let mut bpp = ((wanted / per_block_row as f64).ceil() as u64).max(3);
+    let op = cfg.ftl.over_provisioning;
+    if op > 0.0 {
+        bpp = bpp.max((FITTED_SPARE_BLOCKS / op).ceil() as u64);
+    }
     // Spare blocks and the buffer may need a little more than the footprint.
     for _ in 0..4096 {
         if bpp > u32::MAX as u64 {
