@@ -196,15 +196,21 @@ fn disksim_family() {
         assert_eq!(expected.0, requests, "{file}");
         check(&path, "disksim", expected, &config("auto"));
     }
-    // DiskSim's own trace is in milliseconds.
+    // DiskSim's own trace is in decimal milliseconds, recognised as such or named.
     let path = dir.join("disksim_hpl_validation/ascii.trace");
-    let cfg = TraceConfig {
-        time_unit: "ms".into(),
-        ..TraceConfig::default()
-    };
-    let (recs, _, devices) = records(&path, &cfg);
-    assert_eq!(recs[0].time_ns, 13_191_135); // 13.191135 ms
-    assert!(devices.len() > 10);
+    for unit in ["auto", "ms"] {
+        let cfg = TraceConfig {
+            time_unit: unit.into(),
+            ..TraceConfig::default()
+        };
+        let (recs, _, devices) = records(&path, &cfg);
+        assert_eq!(recs[0].time_ns, 13_191_135); // 13.191135 ms
+        assert!(devices.len() > 10);
+    }
+    // MQSim's are in whole nanoseconds.
+    let path = dir.join("mqsim_umass_websearch_tpcc/tpcc-small.trace");
+    let (recs, _, _) = records(&path, &config("auto"));
+    assert_eq!(recs[0].time_ns, 938_513_000);
 }
 
 #[test]

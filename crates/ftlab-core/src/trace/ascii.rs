@@ -1,20 +1,30 @@
 //! DiskSim / MQSim / SSDSim ASCII traces: `time dev lba sectors op` per line, separated by
 //! spaces or tabs. Addresses and sizes are in 512-byte sectors; bit 0 of `op` set means a
 //! read (DiskSim's convention, which MQSim's 1 = read / 0 = write agrees with). The time
-//! unit differs between tools (ns for MQSim and SSDSim, ms for DiskSim's own traces), so
-//! it is a parameter. Fields after the fifth are ignored; lines starting with `#` are
+//! unit differs between tools: whole nanoseconds for MQSim and SSDSim, decimal
+//! milliseconds for DiskSim's own traces (`13.191135`). Unless a unit is given, the first
+//! request's timestamp decides for the whole trace: with a decimal point, milliseconds;
+//! without, nanoseconds. Fields after the fifth are ignored; lines starting with `#` are
 //! comments. `dev` is a device (or ASU) number.
 
 use super::{fields, parse_time_ns, parse_u64, sectors_to_bytes, Devices, LineFormat, Record};
 use crate::request::Op;
 
 pub struct DiskSimAscii {
-    ns_per_unit: u64,
+    /// None until the first request decides (see the module's comment).
+    ns_per_unit: Option<u64>,
 }
 
 impl DiskSimAscii {
     pub fn new(ns_per_unit: u64) -> Self {
-        DiskSimAscii { ns_per_unit }
+        DiskSimAscii {
+            ns_per_unit: Some(ns_per_unit),
+        }
+    }
+
+    /// The unit decided by the first request's timestamp.
+    pub fn auto_unit() -> Self {
+        DiskSimAscii { ns_per_unit: None }
     }
 }
 
@@ -42,7 +52,11 @@ impl LineFormat for DiskSimAscii {
         let lba = next("lba")?;
         let sectors = next("sectors")?;
         let op = next("op")?;
-        let time_ns = parse_time_ns(time, self.ns_per_unit)?;
+        let unit =
+            *self
+                .ns_per_unit
+                .get_or_insert(if time.contains(&b'.') { 1_000_000 } else { 1 });
+        let time_ns = parse_time_ns(time, unit)?;
         parse_u64(dev, "dev")?;
         let offset_bytes = sectors_to_bytes(parse_u64(lba, "lba")?, "lba")?;
         let len_bytes = sectors_to_bytes(parse_u64(sectors, "sectors")?, "sectors")?;
@@ -91,6 +105,29 @@ mod tests {
             .unwrap()
             .unwrap();
         assert_eq!(r.time_ns, 13_191_135);
+    }
+
+    #[test]
+    fn the_first_timestamp_decides_the_unit() {
+        let times = |lines: &[&str]| -> Vec<u64> {
+            let mut p = DiskSimAscii::auto_unit();
+            let mut devices = Devices::default();
+            lines
+                .iter()
+                .filter_map(|l| p.parse(l.as_bytes(), 1, &mut devices).unwrap())
+                .map(|r| r.time_ns)
+                .collect()
+        };
+        // DiskSim: decimal milliseconds, for the whole trace (the comment does not count).
+        assert_eq!(
+            times(&["# t dev lba n op", "13.191135 30 0 5 1", "17 20 8 6 1"]),
+            [13_191_135, 17_000_000]
+        );
+        // MQSim / SSDSim: whole nanoseconds.
+        assert_eq!(
+            times(&["938513000 4 264 16 0", "938828000.25 3 197 16 0"]),
+            [938_513_000, 938_828_000]
+        );
     }
 
     #[test]

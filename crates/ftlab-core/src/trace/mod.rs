@@ -102,7 +102,7 @@ pub const FORMATS: &[Format] = &[
     Format {
         name: "disksim",
         aliases: &["mqsim", "ssdsim", "ascii"],
-        description: "DiskSim / MQSim / SSDSim ASCII: time dev lba sectors op; 512-byte sectors, op bit 0 = read; ns (DiskSim's own traces: ms)",
+        description: "DiskSim / MQSim / SSDSim ASCII: time dev lba sectors op; 512-byte sectors, op bit 0 = read; whole ns (MQSim, SSDSim) or decimal ms (DiskSim's own traces), decided by the first timestamp",
         time_unit: "ns",
         example: "26214000 0 303574 7 0",
     },
@@ -596,7 +596,10 @@ impl Parser {
                 s.blkparse_event,
             )),
             "fio" => Parser::Fio(fio::Fio::new(s.unit_override)),
-            _ => Parser::DiskSim(ascii::DiskSimAscii::new(unit(1))),
+            _ => Parser::DiskSim(match s.unit_override {
+                Some(unit) => ascii::DiskSimAscii::new(unit),
+                None => ascii::DiskSimAscii::auto_unit(),
+            }),
         }
     }
 }
