@@ -134,6 +134,20 @@ pub struct Place {
     pub offset: u32,
 }
 
+/// Books a channel transfer of `len` ns that starts at `start` (at or after the channel's
+/// free instant); returns its end. The channel keeps only the instant it is next free, so a
+/// transfer that starts after a gap (its die was busy until then) leaves the gap open to
+/// other dies' transfers instead of closing the channel until its end: a program waiting
+/// behind a die's long backlog must not hold the channel its sibling dies share. (Such a
+/// transfer may overlap one placed in the gap later by at most its own length.)
+#[inline]
+fn book_channel(channel_free: &mut u64, start: u64, len: u64) -> u64 {
+    if start <= *channel_free {
+        *channel_free = start + len;
+    }
+    start + len
+}
+
 impl Timeline {
     pub fn new(cfg: &Config, layout: &Layout) -> Self {
         let bytes = layout.page_size as u128 + layout.oob_size as u128;
@@ -217,8 +231,8 @@ impl Timeline {
         {
             // One more plane of a multi-plane read: sensed with the group, then out.
             let sensed = die.start + self.read_ns;
-            let done = sensed.max(*channel_free).max(die.free) + transfer_ns;
-            *channel_free = done;
+            let start = sensed.max(*channel_free).max(die.free);
+            let done = book_channel(channel_free, start, transfer_ns);
             die.busy_ns += done - die.free.max(sensed);
             die.free = done;
             die.planes |= plane;
@@ -237,8 +251,7 @@ impl Timeline {
         {
             // Suspend the program or erase in progress, read, resume.
             let sensed = ready + self.suspend_ns + self.read_ns;
-            let done = sensed.max(*channel_free) + transfer_ns;
-            *channel_free = done;
+            let done = book_channel(channel_free, sensed.max(*channel_free), transfer_ns);
             let held = done - ready;
             die.free += held;
             die.busy_ns += held;
@@ -250,8 +263,7 @@ impl Timeline {
         }
         let start = ready.max(die.free);
         let sensed = start + self.read_ns;
-        let done = sensed.max(*channel_free) + transfer_ns;
-        *channel_free = done;
+        let done = book_channel(channel_free, sensed.max(*channel_free), transfer_ns);
         die.busy_ns += done - start;
         die.free = done;
         die.kind = Kind::Read;
@@ -286,11 +298,12 @@ impl Timeline {
             && die.planes & plane == 0
             && !background
         {
-            let transferred = ready.max(*channel_free) + transfer_ns;
+            let begin = ready.max(*channel_free);
+            let transferred = begin + transfer_ns;
             let window = transfer_ns * die.planes.count_ones() as u64;
             if transferred <= die.start + window {
                 // The group's tPROG starts once this plane's data is in too.
-                *channel_free = transferred;
+                book_channel(channel_free, begin, transfer_ns);
                 // (A suspension may already have pushed the group's end further.)
                 let done = (transferred + program_ns).max(die.free);
                 die.busy_ns += done - die.free;
@@ -302,8 +315,7 @@ impl Timeline {
             }
         }
         let begin = ready.max(die.free).max(*channel_free);
-        let transferred = begin + transfer_ns;
-        *channel_free = transferred;
+        let transferred = book_channel(channel_free, begin, transfer_ns);
         let done = transferred + program_ns;
         die.busy_ns += done - begin;
         die.free = done;

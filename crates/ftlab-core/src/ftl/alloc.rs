@@ -297,8 +297,11 @@ impl PageAllocator {
             }
             collected = true;
         }
-        if collected {
-            // Writes after foreground GC wait for it.
+        if collected && !self.background_gc {
+            // 0.1's model (foreground GC): the request's later operations, on any die, wait
+            // for this GC. With background GC only the unit's own die waits (its timeline
+            // orders them), so foreground GC on several dies of one request runs in
+            // parallel, as it does in a controller.
             flash.chain();
         }
         // GC may have opened the unit's translation block for relocated translation pages.
@@ -430,7 +433,10 @@ impl PageAllocator {
             moved += 1;
         }
         self.victim_pages = pages;
-        flash.chain();
+        if !self.background_gc {
+            // (The erase follows the copies on the victim's die in any case.)
+            flash.chain();
+        }
         flash.erase(victim, Cause::Gc)?;
         self.free.push(&self.layout, victim);
         flash.stats.gc_invocations += 1;
