@@ -139,10 +139,12 @@ pub struct Place {
 /// transfer that starts after a gap (its die was busy until then) leaves the gap open to
 /// other dies' transfers instead of closing the channel until its end: a program waiting
 /// behind a die's long backlog must not hold the channel its sibling dies share. (Such a
-/// transfer may overlap one placed in the gap later by at most its own length.)
+/// transfer may overlap one placed in the gap later by at most its own length.) With
+/// `keep_gaps` false (the plain FIFO model, `read_priority` off) every transfer books the
+/// channel to its end, as before 0.2.
 #[inline]
-fn book_channel(channel_free: &mut u64, start: u64, len: u64) -> u64 {
-    if start <= *channel_free {
+fn book_channel(channel_free: &mut u64, start: u64, len: u64, keep_gaps: bool) -> u64 {
+    if start <= *channel_free || !keep_gaps {
         *channel_free = start + len;
     }
     start + len
@@ -219,6 +221,7 @@ impl Timeline {
         }
         let plane = 1u64 << (at.plane & 63);
         let transfer_ns = self.transfer_ns;
+        let keep_gaps = self.read_priority;
         let die = &mut self.dies[d];
         let channel_free = &mut self.channel_free[at.channel as usize];
         if self.multi_plane
@@ -232,7 +235,7 @@ impl Timeline {
             // One more plane of a multi-plane read: sensed with the group, then out.
             let sensed = die.start + self.read_ns;
             let start = sensed.max(*channel_free).max(die.free);
-            let done = book_channel(channel_free, start, transfer_ns);
+            let done = book_channel(channel_free, start, transfer_ns, keep_gaps);
             die.busy_ns += done - die.free.max(sensed);
             die.free = done;
             die.planes |= plane;
@@ -251,7 +254,12 @@ impl Timeline {
         {
             // Suspend the program or erase in progress, read, resume.
             let sensed = ready + self.suspend_ns + self.read_ns;
-            let done = book_channel(channel_free, sensed.max(*channel_free), transfer_ns);
+            let done = book_channel(
+                channel_free,
+                sensed.max(*channel_free),
+                transfer_ns,
+                keep_gaps,
+            );
             let held = done - ready;
             die.free += held;
             die.busy_ns += held;
@@ -263,7 +271,12 @@ impl Timeline {
         }
         let start = ready.max(die.free);
         let sensed = start + self.read_ns;
-        let done = book_channel(channel_free, sensed.max(*channel_free), transfer_ns);
+        let done = book_channel(
+            channel_free,
+            sensed.max(*channel_free),
+            transfer_ns,
+            keep_gaps,
+        );
         die.busy_ns += done - start;
         die.free = done;
         die.kind = Kind::Read;
@@ -289,6 +302,7 @@ impl Timeline {
         let plane = 1u64 << (at.plane & 63);
         let transfer_ns = self.transfer_ns;
         let program_ns = self.program_ns;
+        let keep_gaps = self.read_priority;
         let die = &mut self.dies[d];
         let channel_free = &mut self.channel_free[at.channel as usize];
         if self.multi_plane
@@ -303,7 +317,7 @@ impl Timeline {
             let window = transfer_ns * die.planes.count_ones() as u64;
             if transferred <= die.start + window {
                 // The group's tPROG starts once this plane's data is in too.
-                book_channel(channel_free, begin, transfer_ns);
+                book_channel(channel_free, begin, transfer_ns, keep_gaps);
                 // (A suspension may already have pushed the group's end further.)
                 let done = (transferred + program_ns).max(die.free);
                 die.busy_ns += done - die.free;
@@ -315,7 +329,7 @@ impl Timeline {
             }
         }
         let begin = ready.max(die.free).max(*channel_free);
-        let transferred = book_channel(channel_free, begin, transfer_ns);
+        let transferred = book_channel(channel_free, begin, transfer_ns, keep_gaps);
         let done = transferred + program_ns;
         die.busy_ns += done - begin;
         die.free = done;
