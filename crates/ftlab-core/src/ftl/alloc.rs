@@ -89,9 +89,10 @@ pub struct PageAllocator {
     open: [Vec<OpenBlock>; 3],
     /// Round-robin positions of the host and translation streams (see [`Self::unit_at`]).
     next_unit: [u32; 3],
-    /// Round robin visits the planes of a die one after the other (multi-plane pairs)
-    /// instead of unit by unit.
-    plane_first: bool,
+    /// The unit at each round-robin position: with multi-plane operations the planes of a
+    /// die one after the other (multi-plane pairs), else unit by unit (a table: no division
+    /// per page).
+    round_robin: Vec<u32>,
     /// Background GC: units below the soft threshold wait for [`Self::idle_gc`] instead of
     /// reclaiming in the foreground of the write that noticed it.
     background_gc: bool,
@@ -127,7 +128,11 @@ impl PageAllocator {
             free: FreeBlocks::all(layout),
             open: std::array::from_fn(|_| vec![OpenBlock::CLOSED; units]),
             next_unit: [0; 3],
-            plane_first: cfg.scheduler.multi_plane && layout.planes_per_die > 1,
+            round_robin: if cfg.scheduler.multi_plane && layout.planes_per_die > 1 {
+                (0..layout.units).map(|k| layout.stripe_unit(k)).collect()
+            } else {
+                (0..layout.units).collect()
+            },
             background_gc: cfg.gc.mode == GcMode::Background,
             gc_pending: Vec::new(),
             gc_pending_flag: vec![false; units],
@@ -196,7 +201,7 @@ impl PageAllocator {
                     return Ok(ppn);
                 }
             }
-            self.next_unit[HOST] = (self.next_unit[HOST] + 1) % self.layout.units;
+            self.next_unit[HOST] = self.next_position(self.next_unit[HOST]);
             self.host_left = self.host_stripe;
         }
         Err(Error::DeviceFull {
@@ -243,7 +248,7 @@ impl PageAllocator {
     fn stream_page(&mut self, stream: usize, flash: &mut Flash) -> Result<Ppn> {
         for _ in 0..self.layout.units {
             let position = self.next_unit[stream];
-            self.next_unit[stream] = (position + 1) % self.layout.units;
+            self.next_unit[stream] = self.next_position(position);
             let unit = self.unit_at(position);
             if let Some(ppn) = self.unit_page(stream, unit, flash)? {
                 return Ok(ppn);
@@ -260,10 +265,16 @@ impl PageAllocator {
     /// operations the planes of one die back to back.
     #[inline]
     fn unit_at(&self, position: u32) -> u32 {
-        if self.plane_first {
-            self.layout.stripe_unit(position)
+        self.round_robin[position as usize]
+    }
+
+    /// The round-robin position after `position`.
+    #[inline]
+    fn next_position(&self, position: u32) -> u32 {
+        if position + 1 == self.layout.units {
+            0
         } else {
-            position
+            position + 1
         }
     }
 
