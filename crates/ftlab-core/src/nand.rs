@@ -274,6 +274,8 @@ pub struct Flash {
     idle_until: u64,
     /// The cause under which operations issued with [`Cause::Host`] are counted.
     host_cause: Cause,
+    /// Times the timing model was stopped or restarted ([`Flash::background_epoch`]).
+    timing_restarts: u64,
     /// Logical time: host pages written so far. Used for block ages, so that mapping-only
     /// and timed runs take the same decisions.
     pub clock: u64,
@@ -344,6 +346,7 @@ impl Flash {
             ack_host_programs_on_transfer: false,
             background: false,
             host_cause: Cause::Host,
+            timing_restarts: 0,
             clock: 0,
             stats: FlashStats::default(),
         })
@@ -576,10 +579,33 @@ impl Flash {
     /// background GC reclaims a victim after every request.
     pub fn background_busy(&mut self, unit: u32) -> bool {
         let die = self.layout.die_of_unit(unit);
-        let now = self.cursor.max(self.idle_until);
+        let now = self.background_now();
         self.timeline
             .as_mut()
             .is_some_and(|t| t.background_busy(die, now))
+    }
+
+    /// The instant [`Flash::background_busy`] looks at: the cursor, or the end of the idle
+    /// gap being filled.
+    #[inline]
+    pub fn background_now(&self) -> u64 {
+        self.cursor.max(self.idle_until)
+    }
+
+    /// When the die of `unit` starts its next queued background work, if it has any queued
+    /// (timed runs). While [`Flash::background_epoch`] stays the same, this never decreases
+    /// and the die's queue stays non-empty.
+    pub fn background_start(&self, unit: u32) -> Option<u64> {
+        let die = self.layout.die_of_unit(unit);
+        self.timeline.as_ref()?.background_start(die)
+    }
+
+    /// Changes whenever a die's background queue runs empty or the timing model stops or
+    /// restarts (see [`Flash::background_start`]).
+    #[inline]
+    pub fn background_epoch(&self) -> (u64, u64) {
+        let drained = self.timeline.as_ref().map_or(0, Timeline::drained);
+        (self.timing_restarts, drained)
     }
 
     /// Scheduling counters (multi-plane operations, suspensions, background work); None in
@@ -604,12 +630,14 @@ impl Flash {
 
     /// Stops the timing model (preconditioning runs untimed); returns whether it ran.
     pub fn pause_timing(&mut self) -> bool {
+        self.timing_restarts += 1;
         self.timeline.take().is_some()
     }
 
     /// Restarts the timing model with every die and channel idle at time 0.
     pub fn restart_timing(&mut self, cfg: &Config) {
         self.timeline = Some(Timeline::new(cfg, &self.layout));
+        self.timing_restarts += 1;
         self.cursor = 0;
         self.request_done = 0;
     }

@@ -112,6 +112,8 @@ pub struct Timeline {
     suspend: bool,
     suspend_ns: u64,
     multi_plane: bool,
+    /// Times a die's background queue ran empty (see [`Timeline::background_start`]).
+    drained: u64,
     pub stats: SchedulerStats,
 }
 
@@ -170,6 +172,7 @@ impl Timeline {
             suspend: s.suspend,
             suspend_ns: s.suspend_ns,
             multi_plane: s.multi_plane && layout.planes_per_die > 1,
+            drained: 0,
             stats: SchedulerStats::default(),
         }
     }
@@ -192,6 +195,9 @@ impl Timeline {
             die.planes = 0;
             die.joinable = true;
             die.queue.pop_front();
+            if die.queue.is_empty() {
+                self.drained += 1;
+            }
         }
     }
 
@@ -371,6 +377,19 @@ impl Timeline {
         let d = die as usize;
         self.run_queue(d, t, u64::MAX);
         !self.dies[d].queue.is_empty()
+    }
+
+    /// When die `die` starts its next queued background work, if it has any. Until a queue
+    /// runs empty ([`Timeline::drained`]) this only grows: the die's free time never goes
+    /// back, and the next item starts no earlier than the one before it ended.
+    pub fn background_start(&self, die: u32) -> Option<u64> {
+        let die = &self.dies[die as usize];
+        die.queue.front().map(|q| die.free.max(q.ready))
+    }
+
+    /// How many times a die's background queue has run empty.
+    pub fn drained(&self) -> u64 {
+        self.drained
     }
 
     pub fn transfer_ns(&self) -> u64 {

@@ -89,15 +89,24 @@ pub struct PageAllocator {
     open: [Vec<OpenBlock>; 3],
     /// Round-robin positions of the host and translation streams (see [`Self::unit_at`]).
     next_unit: [u32; 3],
-    /// Round robin visits the planes of a die one after the other (multi-plane pairs)
-    /// instead of unit by unit.
-    plane_first: bool,
+    /// The unit at each round-robin position: with multi-plane operations the planes of a
+    /// die one after the other (multi-plane pairs), else unit by unit (a table: no division
+    /// per page).
+    round_robin: Vec<u32>,
     /// Background GC: units below the soft threshold wait for [`Self::idle_gc`] instead of
     /// reclaiming in the foreground of the write that noticed it.
     background_gc: bool,
     /// Units waiting for background GC, and whether each is in the list.
     gc_pending: Vec<u32>,
     gc_pending_flag: Vec<bool>,
+    /// Per pending unit: before this instant its die does not start the background work it
+    /// had queued at the unit's last turn, so another turn would find it busy and change
+    /// nothing (0: unknown). Valid while the flash's background epoch is `gc_wake_epoch`
+    /// (no die's queue has run empty since); reset when the unit frees a block or rejoins.
+    gc_wake: Vec<u64>,
+    /// The least `gc_wake` of the pending units: before it a round has nothing to do.
+    gc_wake_min: u64,
+    gc_wake_epoch: (u64, u64),
     /// Per block: data or translation (empty when the scheme stores no translation pages).
     kind: Vec<BlockKind>,
     policy: VictimPolicy,
@@ -127,10 +136,17 @@ impl PageAllocator {
             free: FreeBlocks::all(layout),
             open: std::array::from_fn(|_| vec![OpenBlock::CLOSED; units]),
             next_unit: [0; 3],
-            plane_first: cfg.scheduler.multi_plane && layout.planes_per_die > 1,
+            round_robin: if cfg.scheduler.multi_plane && layout.planes_per_die > 1 {
+                (0..layout.units).map(|k| layout.stripe_unit(k)).collect()
+            } else {
+                (0..layout.units).collect()
+            },
             background_gc: cfg.gc.mode == GcMode::Background,
             gc_pending: Vec::new(),
             gc_pending_flag: vec![false; units],
+            gc_wake: vec![0; units],
+            gc_wake_min: 0,
+            gc_wake_epoch: (0, 0),
             kind: if translation {
                 vec![BlockKind::Data; layout.total_blocks as usize]
             } else {
@@ -196,7 +212,7 @@ impl PageAllocator {
                     return Ok(ppn);
                 }
             }
-            self.next_unit[HOST] = (self.next_unit[HOST] + 1) % self.layout.units;
+            self.next_unit[HOST] = self.next_position(self.next_unit[HOST]);
             self.host_left = self.host_stripe;
         }
         Err(Error::DeviceFull {
@@ -243,7 +259,7 @@ impl PageAllocator {
     fn stream_page(&mut self, stream: usize, flash: &mut Flash) -> Result<Ppn> {
         for _ in 0..self.layout.units {
             let position = self.next_unit[stream];
-            self.next_unit[stream] = (position + 1) % self.layout.units;
+            self.next_unit[stream] = self.next_position(position);
             let unit = self.unit_at(position);
             if let Some(ppn) = self.unit_page(stream, unit, flash)? {
                 return Ok(ppn);
@@ -260,10 +276,16 @@ impl PageAllocator {
     /// operations the planes of one die back to back.
     #[inline]
     fn unit_at(&self, position: u32) -> u32 {
-        if self.plane_first {
-            self.layout.stripe_unit(position)
+        self.round_robin[position as usize]
+    }
+
+    /// The round-robin position after `position`.
+    #[inline]
+    fn next_position(&self, position: u32) -> u32 {
+        if position + 1 == self.layout.units {
+            0
         } else {
-            position
+            position + 1
         }
     }
 
@@ -349,6 +371,7 @@ impl PageAllocator {
         if !self.gc_pending_flag[unit as usize] {
             self.gc_pending_flag[unit as usize] = true;
             self.gc_pending.push(unit);
+            self.forget_wake(unit);
         }
     }
 
@@ -359,28 +382,77 @@ impl PageAllocator {
     /// threshold and the writes that need them wait for foreground GC. A unit stays pending
     /// while it is below the soft threshold. The scheme applies the moves afterwards, as
     /// after an allocation.
+    #[inline(always)]
     pub fn idle_gc(&mut self, flash: &mut Flash) -> Result<()> {
-        if self.gc_pending.is_empty() {
+        // Most calls have nothing to do: keep that check inline and cheap.
+        if self.gc_pending.is_empty()
+            || (flash.background_now() < self.gc_wake_min
+                && flash.background_epoch() == self.gc_wake_epoch)
+        {
             return Ok(());
         }
-        let mut pending = std::mem::take(&mut self.gc_pending);
-        pending.retain(|&unit| {
-            self.gc_pending_flag[unit as usize] = false;
-            self.free.count(unit) < self.soft_free_blocks
-        });
-        for &unit in &pending {
-            // A die still busy with earlier background work gets no more until it catches up.
-            let still_low = flash.background_busy(unit)
-                || (self.reclaim(unit, flash)? && self.free.count(unit) < self.soft_free_blocks);
-            if still_low {
-                self.want_gc(unit);
+        self.idle_gc_round(flash)
+    }
+
+    /// One round of [`PageAllocator::idle_gc`] over the pending units.
+    fn idle_gc_round(&mut self, flash: &mut Flash) -> Result<()> {
+        let epoch = flash.background_epoch();
+        if epoch != self.gc_wake_epoch {
+            // A die's queue ran empty since: what the wake times assume may no longer hold.
+            for &unit in &self.gc_pending {
+                self.gc_wake[unit as usize] = 0;
             }
         }
-        pending.clear();
-        if self.gc_pending.is_empty() {
-            self.gc_pending = pending;
+        // Filtered in place (no allocation per round); reclaiming never adds a unit.
+        let mut pending = std::mem::take(&mut self.gc_pending);
+        let mut result = Ok(());
+        let mut wake_min = u64::MAX;
+        let mut kept = 0;
+        for i in 0..pending.len() {
+            let unit = pending[i];
+            // A unit whose die is known to be busy stays as it is (as after an error). (A
+            // reclaim may move the flash cursor: read the time for every unit.)
+            let stays = flash.background_now() < self.gc_wake[unit as usize]
+                || result.is_err()
+                || self.stays_pending(unit, flash).unwrap_or_else(|e| {
+                    result = Err(e);
+                    true
+                });
+            self.gc_pending_flag[unit as usize] = stays;
+            if stays {
+                wake_min = wake_min.min(self.gc_wake[unit as usize]);
+                pending[kept] = unit;
+                kept += 1;
+            }
         }
-        Ok(())
+        pending.truncate(kept);
+        debug_assert!(self.gc_pending.is_empty());
+        self.gc_pending = pending;
+        // The wake times hold while no queue runs empty: if one did during the round, the
+        // next round starts afresh.
+        self.gc_wake_min = if result.is_ok() { wake_min } else { 0 };
+        self.gc_wake_epoch = epoch;
+        result
+    }
+
+    /// One unit's turn in a background GC round: whether it stays pending (still below the
+    /// soft threshold after reclaiming a victim, or its die still busy with earlier
+    /// background work, which gets no more until it catches up). Kept out of line: most
+    /// turns are skipped, and their loop stays small.
+    #[inline(never)]
+    fn stays_pending(&mut self, unit: u32, flash: &mut Flash) -> Result<bool> {
+        let low = |a: &Self| a.free.count(unit) < a.soft_free_blocks;
+        let stays =
+            low(self) && (flash.background_busy(unit) || (self.reclaim(unit, flash)? && low(self)));
+        self.gc_wake[unit as usize] = flash.background_start(unit).unwrap_or(0);
+        Ok(stays)
+    }
+
+    /// The unit's next turn must look at its die again.
+    #[inline]
+    fn forget_wake(&mut self, unit: u32) {
+        self.gc_wake[unit as usize] = 0;
+        self.gc_wake_min = 0;
     }
 
     /// Whether background GC has work waiting.
@@ -439,6 +511,7 @@ impl PageAllocator {
         }
         flash.erase(victim, Cause::Gc)?;
         self.free.push(&self.layout, victim);
+        self.forget_wake(unit);
         flash.stats.gc_invocations += 1;
         flash.stats.gc_pages_moved += moved;
         if translation {

@@ -345,6 +345,7 @@ pub trait CachesEntries {
 }
 
 /// Background GC between requests, then its moves settled ([`crate::ftl::Ftl::idle`]).
+#[inline]
 pub fn idle<S: CachesEntries>(scheme: &mut S, flash: &mut Flash) -> Result<()> {
     scheme.table().store.idle_gc(flash)?;
     settle(scheme, flash)

@@ -169,6 +169,7 @@ impl Ftl for Dftl {
         write_entry(self, lpa, seq, flash)
     }
 
+    #[inline]
     fn idle(&mut self, flash: &mut Flash) -> Result<()> {
         demand::idle(self, flash)
     }

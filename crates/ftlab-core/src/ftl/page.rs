@@ -92,6 +92,7 @@ impl Ftl for PageFtl {
         Ok(())
     }
 
+    #[inline(always)]
     fn idle(&mut self, flash: &mut Flash) -> Result<()> {
         self.alloc.idle_gc(flash)?;
         self.apply_moves();

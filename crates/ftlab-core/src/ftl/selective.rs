@@ -349,6 +349,7 @@ impl Ftl for Selective {
         settle(self, flash)
     }
 
+    #[inline]
     fn idle(&mut self, flash: &mut Flash) -> Result<()> {
         demand::idle(self, flash)
     }

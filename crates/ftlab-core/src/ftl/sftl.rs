@@ -429,6 +429,7 @@ impl Ftl for Sftl {
         self.remap(lpa, ppn, flash)
     }
 
+    #[inline]
     fn idle(&mut self, flash: &mut Flash) -> Result<()> {
         demand::idle(self, flash)
     }

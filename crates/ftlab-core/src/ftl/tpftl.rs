@@ -346,6 +346,7 @@ impl Ftl for Tpftl {
         Ok(())
     }
 
+    #[inline]
     fn idle(&mut self, flash: &mut Flash) -> Result<()> {
         demand::idle(self, flash)
     }

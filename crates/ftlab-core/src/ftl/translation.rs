@@ -116,6 +116,7 @@ impl TranslationStore {
 
     /// Background GC between requests ([`PageAllocator::idle_gc`]); translation pages it
     /// moves are settled here, data pages left for the scheme.
+    #[inline]
     pub fn idle_gc(&mut self, flash: &mut Flash) -> Result<()> {
         self.alloc.idle_gc(flash)?;
         self.settle_translation_moves();

@@ -1077,6 +1077,7 @@ impl Ftl for LeaFtl {
         self.program_batch(flash)
     }
 
+    #[inline]
     fn idle(&mut self, flash: &mut Flash) -> Result<()> {
         match &mut self.backing {
             Backing::Dram(a) => a.idle_gc(flash)?,
