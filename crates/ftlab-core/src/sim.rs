@@ -96,8 +96,6 @@ pub struct Simulator<F: Ftl> {
     /// served (the sequence number of its write, `None` if unmapped).
     served: Option<Vec<Option<u64>>>,
     bursts: BurstMeter,
-    /// See [`BurstMeter::queue_limit_ns`].
-    queue_limit_ns: u64,
 }
 
 /// Finds bursts that saturate the device while the run as a whole does not: the work each
@@ -112,20 +110,22 @@ struct BurstMeter {
     busy_at_start: Vec<u64>,
     /// The most work one die was given in one window, in ns.
     peak_ns: u64,
-    /// Requests whose latency exceeded [`BurstMeter::queue_limit_ns`].
+    /// Requests slower than `queue_limit_ns`.
     queued: u64,
+    /// Longer than one block's whole reclaim ([`crate::timing::block_reclaim_ns`]): no
+    /// request on an unsaturated device waits that long.
+    queue_limit_ns: u64,
 }
 
 impl BurstMeter {
     /// Windows of one second of (scaled) arrival time.
     const WINDOW_NS: u64 = 1_000_000_000;
 
-    /// Longer than one block's whole reclaim (read and program every page, erase): no
-    /// request on an unsaturated device waits that long.
-    fn queue_limit_ns(cfg: &Config) -> u64 {
-        cfg.geometry.pages_per_block as u64
-            * (cfg.nand.read_latency_ns + cfg.nand.program_latency_ns)
-            + cfg.nand.erase_latency_ns
+    fn new(cfg: &Config) -> Self {
+        BurstMeter {
+            queue_limit_ns: crate::timing::block_reclaim_ns(cfg),
+            ..BurstMeter::default()
+        }
     }
 
     /// Closes the current window if `arrival` lies beyond it.
@@ -178,8 +178,7 @@ impl<F: Ftl> Simulator<F> {
             precondition: None,
             request_done: 0,
             served: None,
-            bursts: BurstMeter::default(),
-            queue_limit_ns: BurstMeter::queue_limit_ns(cfg),
+            bursts: BurstMeter::new(cfg),
         }
     }
 
@@ -314,7 +313,7 @@ impl<F: Ftl> Simulator<F> {
         if timed {
             let done = self.flash.request_done();
             let latency = done - arrival;
-            if latency > self.queue_limit_ns {
+            if latency > self.bursts.queue_limit_ns {
                 self.bursts.queued += 1;
             }
             match req.op {
@@ -474,7 +473,7 @@ impl<F: Ftl> Simulator<F> {
         self.ftl.reset_counters();
         self.sampler = Sampler::default();
         self.until_sample = self.sample_every;
-        self.bursts = BurstMeter::default();
+        self.bursts = BurstMeter::new(&self.cfg);
         if timed {
             self.flash.restart_timing(&self.cfg);
         }
@@ -760,7 +759,7 @@ impl<F: Ftl> Simulator<F> {
             backlog_at_end_ns,
             window_ns,
             peak_window_utilisation,
-            queue_limit_ns: self.queue_limit_ns,
+            queue_limit_ns: self.bursts.queue_limit_ns,
             queued_requests: self.bursts.queued,
             saturated,
             saturated_in_bursts,

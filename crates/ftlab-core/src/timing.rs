@@ -152,6 +152,13 @@ fn book_channel(channel_free: &mut u64, start: u64, len: u64, keep_gaps: bool) -
     start + len
 }
 
+/// One block's whole reclaim: every page read and programmed, then the block erased.
+pub fn block_reclaim_ns(cfg: &Config) -> u64 {
+    let nand = &cfg.nand;
+    cfg.geometry.pages_per_block as u64 * (nand.read_latency_ns + nand.program_latency_ns)
+        + nand.erase_latency_ns
+}
+
 impl Timeline {
     pub fn new(cfg: &Config, layout: &Layout) -> Self {
         let bytes = layout.page_size as u128 + layout.oob_size as u128;
@@ -166,9 +173,7 @@ impl Timeline {
             erase_ns: cfg.nand.erase_latency_ns,
             transfer_ns,
             read_priority: s.read_priority,
-            defer_limit_ns: layout.pages_per_block as u64
-                * (cfg.nand.read_latency_ns + cfg.nand.program_latency_ns)
-                + cfg.nand.erase_latency_ns,
+            defer_limit_ns: block_reclaim_ns(cfg),
             suspend: s.suspend,
             suspend_ns: s.suspend_ns,
             multi_plane: s.multi_plane && layout.planes_per_die > 1,
