@@ -571,9 +571,21 @@ impl<F: Ftl> Simulator<F> {
     }
 
     fn write_page(&mut self, lpa: u32) -> Result<()> {
+        let previous = self.shadow.as_ref().map(|s| s[lpa as usize]);
         let seq = self.next_write(lpa);
         let Some(buffer) = self.buffer.as_mut() else {
-            return self.ftl.write(lpa, seq, &mut self.flash);
+            let result = self.ftl.write(lpa, seq, &mut self.flash);
+            if let Err(Error::Refused { .. }) = &result {
+                // The device refused the page and is unchanged: so is what the host wrote.
+                // (Behind a write buffer a refusal comes with the flush of an older write,
+                // and stops the run.)
+                self.host.pages_written -= 1;
+                self.flash.clock -= 1;
+                if let (Some(shadow), Some(previous)) = (self.shadow.as_mut(), previous) {
+                    shadow[lpa as usize] = previous;
+                }
+            }
+            return result;
         };
         match buffer.write(lpa, seq) {
             Buffered::Replaced => self.host.buffer_write_hits += 1,

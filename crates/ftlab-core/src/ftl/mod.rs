@@ -12,6 +12,7 @@
 //! `schemes!` list at the end of this file. Everything else (the `--ftl` names, the
 //! configuration defaults, `ftlab schemes`, the Python front) follows from that list.
 
+pub mod aftl;
 pub mod alloc;
 pub mod demand;
 pub mod dftl;
@@ -101,6 +102,11 @@ pub trait Scheme: Ftl + Sized {
     /// built, so a bad key of the scheme's section is reported before anything else.
     fn new(cfg: &Config, layout: &Layout) -> Result<Self>;
 
+    /// Whether the scheme refuses overwrites (an append-only device such as AMF's AFTL): it
+    /// then needs a host stack that writes append-only, and `host.stack = "auto"` gives it
+    /// one.
+    const APPEND_ONLY: bool = false;
+
     /// OOB bytes per page the scheme stores beyond the OOB header (the flash is built with
     /// that many; a device whose OOB is too small is refused naming `geometry.oob_size`).
     fn extra_oob_bytes(&self) -> usize {
@@ -166,6 +172,17 @@ macro_rules! schemes {
             $((<$scheme as Scheme>::NAME, <$scheme as Scheme>::DESCRIPTION)),+
         ];
 
+        /// Whether scheme `name` is append-only ([`Scheme::APPEND_ONLY`]); false for an
+        /// unknown name.
+        pub fn is_append_only(name: &str) -> bool {
+            $(
+                if name == <$scheme as Scheme>::NAME {
+                    return <$scheme as Scheme>::APPEND_ONLY;
+                }
+            )+
+            false
+        }
+
         /// Default configuration sections of the schemes that have one, by scheme name.
         pub fn scheme_defaults() -> BTreeMap<String, toml::Table> {
             let mut sections = BTreeMap::new();
@@ -208,6 +225,7 @@ schemes! {
     hpftl::HpFtl,
     slimftl::SlimFtl,
     leaftl::LeaFtl,
+    aftl::Aftl,
 }
 
 #[cfg(test)]
