@@ -28,6 +28,7 @@ __all__ = [
     "read_speed",
     "run",
     "schemes",
+    "stacks",
     "trace_formats",
     "trace_info",
     "trace_requests",
@@ -101,6 +102,9 @@ def presets() -> list[tuple[str, str]]:
 
 def schemes() -> list[tuple[str, str]]:
     """(name, description) of each FTL scheme."""
+
+def stacks() -> list[tuple[str, str]]:
+    """(name, description) of each host stack (`host.stack`)."""
 
 def workloads() -> list[tuple[str, str]]:
     """(name, description) of each built-in workload."""

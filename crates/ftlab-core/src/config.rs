@@ -283,6 +283,10 @@ pub struct Config {
     pub workload: WorkloadConfig,
     /// How traces are read and mapped onto the device.
     pub trace: crate::trace::TraceConfig,
+    /// The host stack between the application and the device.
+    pub host: crate::host::HostConfig,
+    /// The log-structured file systems of the `f2fs` and `alfs` stacks.
+    pub lfs: crate::host::lfs::LfsConfig,
     /// Scheme-specific sections (`[leaftl]`, `[dftl]`, ...), checked by each scheme.
     #[serde(flatten)]
     pub schemes: BTreeMap<String, toml::Table>,
@@ -417,6 +421,8 @@ impl Default for Config {
             metrics: MetricsConfig::default(),
             workload: WorkloadConfig::default(),
             trace: crate::trace::TraceConfig::default(),
+            host: crate::host::HostConfig::default(),
+            lfs: crate::host::lfs::LfsConfig::default(),
             schemes: crate::ftl::scheme_defaults(),
         }
     }
@@ -950,6 +956,7 @@ impl Config {
         }
         self.workload.validate()?;
         self.trace.validate()?;
+        self.lfs.validate()?;
         Ok(Layout {
             channels: g.channels,
             units: units as u32,

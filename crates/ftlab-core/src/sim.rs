@@ -207,6 +207,10 @@ impl<F: Ftl> Simulator<F> {
         &self.flash
     }
 
+    pub fn layout(&self) -> &Layout {
+        &self.layout
+    }
+
     pub fn ftl(&self) -> &F {
         &self.ftl
     }
@@ -390,8 +394,35 @@ impl<F: Ftl> Simulator<F> {
         warmup: &[u32],
         progress: &mut dyn FnMut(u64, f64) -> bool,
     ) -> Result<()> {
-        let timed = self.flash.pause_timing();
         let logical = self.layout.logical_pages;
+        self.precondition_with(
+            cfg,
+            warmup,
+            logical,
+            &mut |sim: &mut Self, lpa| {
+                let seq = sim.next_write(lpa);
+                sim.ftl.write(lpa, seq, &mut sim.flash)?;
+                sim.idle()?;
+                Ok(0)
+            },
+            progress,
+        )
+    }
+
+    /// [`Simulator::precondition`] over `logical` pages, each page written by `write`
+    /// (a host stack's, through its file system), which returns how many times the writer
+    /// has reclaimed space on its own so far (a file system's cleaning; 0 for the device
+    /// alone): a window counts towards steady state once the device's GC or the writer has
+    /// reclaimed. The write buffer is drained at the end.
+    pub fn precondition_with(
+        &mut self,
+        cfg: &PreconditionConfig,
+        warmup: &[u32],
+        logical: u64,
+        write: &mut dyn FnMut(&mut Self, u32) -> Result<u64>,
+        progress: &mut dyn FnMut(u64, f64) -> bool,
+    ) -> Result<()> {
+        let timed = self.flash.pause_timing();
         // Pages preconditioning writes at most, for the progress fraction.
         let expected = match cfg.mode {
             PreconditionMode::None => warmup.len() as u64,
@@ -409,10 +440,21 @@ impl<F: Ftl> Simulator<F> {
             window_waf: Vec::new(),
             steady: false,
         };
+        let mut reclaims = 0u64;
+        let mut step = |sim: &mut Self, lpa: u32| -> Result<u64> {
+            let done = sim.host.pages_written;
+            if done.is_multiple_of(1 << 16)
+                && done > 0
+                && !progress(done, done as f64 / expected as f64)
+            {
+                return Err(Error::Usage("interrupted".into()));
+            }
+            write(sim, lpa)
+        };
         let result = (|| -> Result<()> {
             if cfg.mode == PreconditionMode::None && cfg.warmup {
                 for &lpa in warmup {
-                    self.precondition_write(lpa, progress, expected)?;
+                    reclaims = step(self, lpa)?;
                 }
                 report.warmup_pages = warmup.len() as u64;
             }
@@ -420,7 +462,7 @@ impl<F: Ftl> Simulator<F> {
                 return Ok(());
             }
             for lpa in 0..logical as u32 {
-                self.precondition_write(lpa, progress, expected)?;
+                reclaims = step(self, lpa)?;
             }
             if cfg.mode != PreconditionMode::Steady {
                 return Ok(());
@@ -440,13 +482,14 @@ impl<F: Ftl> Simulator<F> {
                     self.flash.stats.total_programs(),
                     self.flash.stats.gc_invocations,
                 );
+                let reclaimed = reclaims;
                 for _ in 0..window {
-                    self.precondition_write(rng.below(logical) as u32, progress, expected)?;
+                    reclaims = step(self, rng.below(logical) as u32)?;
                 }
                 written += window;
                 let waf = (self.flash.stats.total_programs() - programs) as f64 / window as f64;
                 report.window_waf.push(waf);
-                let gc_ran = self.flash.stats.gc_invocations > gcs;
+                let gc_ran = self.flash.stats.gc_invocations > gcs || reclaims > reclaimed;
                 let last = &report.window_waf[report.window_waf.len().saturating_sub(keep)..];
                 if gc_ran && last.len() == keep && is_steady(last, cfg) {
                     report.steady = true;
@@ -461,6 +504,7 @@ impl<F: Ftl> Simulator<F> {
             Ok(())
         })();
         result?;
+        self.drain()?;
         report.host_pages_written = self.host.pages_written;
         report.flash_programs = self.flash.stats.total_programs();
         report.gc_invocations = self.flash.stats.gc_invocations;
@@ -479,25 +523,6 @@ impl<F: Ftl> Simulator<F> {
         }
         self.precondition = Some(report);
         Ok(())
-    }
-
-    /// One preconditioning page write, straight to the scheme.
-    fn precondition_write(
-        &mut self,
-        lpa: u32,
-        progress: &mut dyn FnMut(u64, f64) -> bool,
-        expected: u64,
-    ) -> Result<()> {
-        let done = self.host.pages_written;
-        if done.is_multiple_of(1 << 16)
-            && done > 0
-            && !progress(done, done as f64 / expected as f64)
-        {
-            return Err(Error::Usage("interrupted".into()));
-        }
-        let seq = self.next_write(lpa);
-        self.ftl.write(lpa, seq, &mut self.flash)?;
-        self.idle()
     }
 
     fn sample(&mut self) {
@@ -666,6 +691,8 @@ impl<F: Ftl> Simulator<F> {
             flash: Metrics::flash_ops(flash),
             waf: (written > 0).then(|| flash.stats.total_programs() as f64 / written as f64),
             fs_waf: (application > 0).then(|| written as f64 / application as f64),
+            total_waf: (application > 0)
+                .then(|| flash.stats.total_programs() as f64 / application as f64),
             gc: GcReport {
                 invocations: flash.stats.gc_invocations,
                 pages_moved: flash.stats.gc_pages_moved,
@@ -690,6 +717,7 @@ impl<F: Ftl> Simulator<F> {
             load,
             scheduler: self.flash.scheduler_stats().cloned(),
             scheme,
+            host_stack: crate::metrics::HostStackReport::inplace(self.layout.logical_pages),
             time_series: std::mem::take(&mut self.sampler.series),
             host: self.host.clone(),
         };

@@ -134,6 +134,12 @@ fn schemes() -> Vec<(String, String)> {
     pairs(ftl::SCHEMES)
 }
 
+/// (name, description) of each host stack (`host.stack`).
+#[pyfunction]
+fn stacks() -> Vec<(String, String)> {
+    pairs(ftlab_core::host::StackKind::ALL)
+}
+
 /// (name, group, description) of each flash operation cause, in report order: the keys of
 /// `flash.reads`, `flash.programs` and `flash.erases` (before `total`).
 #[pyfunction]
@@ -278,6 +284,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(config_show, m)?)?;
     m.add_function(wrap_pyfunction!(presets, m)?)?;
     m.add_function(wrap_pyfunction!(schemes, m)?)?;
+    m.add_function(wrap_pyfunction!(stacks, m)?)?;
     m.add_function(wrap_pyfunction!(causes, m)?)?;
     m.add_function(wrap_pyfunction!(workloads, m)?)?;
     m.add_function(wrap_pyfunction!(peak_rss_bytes, m)?)?;
