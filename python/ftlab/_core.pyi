@@ -23,6 +23,7 @@ __all__ = [
     "causes",
     "config_show",
     "fitted_blocks_per_plane",
+    "memory",
     "peak_rss_bytes",
     "presets",
     "read_speed",
@@ -68,6 +69,22 @@ def bench(
     time_unit: str = "",
 ) -> str:
     """Loads the requests into memory, then times the simulation alone; returns JSON."""
+
+def memory(
+    ftl: str,
+    *,
+    trace: _Path | None = None,
+    workload: str | None = None,
+    preset: str | None = None,
+    config: Sequence[_Path] = (),
+    sets: Sequence[str] = (),
+    verify: bool = False,
+    format: str = "",
+    time_unit: str = "",
+) -> str:
+    """The scheme's DRAM on a fresh device and its host stack's memory, by component,
+    without running: JSON {"device": [[name, bytes]...], "host": [...], "logical_pages",
+    "app_pages"}."""
 
 def fitted_blocks_per_plane(
     ftls: Sequence[str],

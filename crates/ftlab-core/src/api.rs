@@ -201,7 +201,8 @@ impl StackVisitor for RunVisitor<'_> {
             },
         )?;
         let mut count = 0u64;
-        let requests = std::mem::replace(&mut self.requests, Box::new(std::iter::empty()));
+        let mut requests = std::mem::replace(&mut self.requests, Box::new(std::iter::empty()));
+        host.precondition_workload(&mut requests, self.cfg.precondition.workload_requests)?;
         for req in requests {
             host.submit(&req?)?;
             count += 1;
@@ -536,6 +537,54 @@ pub fn trace_info(
     progress: &mut dyn FnMut(u64, f64) -> bool,
 ) -> Result<TraceInfo> {
     scan::scan(path, cfg, page_size, progress).map(|s| s.info)
+}
+
+/// Memory of a run's scheme and host stack, without running it.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct MemoryFootprint {
+    /// The scheme's DRAM on a fresh device, by component (what its report's
+    /// `memory_bytes` starts from).
+    pub device: Vec<(String, u64)>,
+    /// The host stack's memory by component (empty for `inplace`).
+    pub host: Vec<(String, u64)>,
+    pub logical_pages: u64,
+    /// Pages the application can address.
+    pub app_pages: u64,
+}
+
+struct MemoryOf;
+
+impl Visitor for MemoryOf {
+    type Output = Vec<(String, u64)>;
+    fn visit<F: Ftl>(self, ftl: F, _: Flash) -> Vec<(String, u64)> {
+        let mut out = Vec::new();
+        ftl.memory(&mut out);
+        out.into_iter().map(|(k, v)| (k.to_string(), v)).collect()
+    }
+}
+
+/// The DRAM a run's scheme holds on a fresh device and the host memory of its stack, by
+/// their own accounting (the scheme is built, untimed; nothing is simulated): for memory
+/// tables at sizes too large to run.
+pub fn memory(opts: &RunOptions) -> Result<MemoryFootprint> {
+    let opts = &normalized(opts);
+    let (mut cfg, _) = resolve_config_keys(opts)?;
+    cfg.replay.timing = false;
+    let layout = cfg.validate()?;
+    let device = ftl::build(&opts.ftl, &cfg, &layout, MemoryOf)?;
+    let mut host = Vec::new();
+    match cfg.host.stack {
+        host::StackKind::F2fs | host::StackKind::Alfs => {
+            host::lfs::FsLayout::new(&cfg, &layout, cfg.host.stack)?.memory(&mut host)
+        }
+        _ => {}
+    }
+    Ok(MemoryFootprint {
+        device,
+        host: host.into_iter().map(|(k, v)| (k.to_string(), v)).collect(),
+        logical_pages: layout.logical_pages,
+        app_pages: host::app_pages(&cfg, &layout)?,
+    })
 }
 
 /// How fast a trace is read (parsed into records, nothing else).

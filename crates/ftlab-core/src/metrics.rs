@@ -385,6 +385,11 @@ pub struct PreconditionReport {
     pub window_waf: Vec<f64>,
     /// Whether the write amplification settled within `precondition.tolerance`.
     pub steady: bool,
+    /// Requests of the run's own source replayed before the measured run
+    /// (`precondition.workload_requests`), and the whole stack's write amplification over
+    /// them (flash programs per application page).
+    pub workload_requests: u64,
+    pub workload_waf: Option<f64>,
 }
 
 impl Metrics {

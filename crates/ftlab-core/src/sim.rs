@@ -439,6 +439,8 @@ impl<F: Ftl> Simulator<F> {
             waf: None,
             window_waf: Vec::new(),
             steady: false,
+            workload_requests: 0,
+            workload_waf: None,
         };
         let mut reclaims = 0u64;
         let mut step = |sim: &mut Self, lpa: u32| -> Result<u64> {
@@ -511,7 +513,12 @@ impl<F: Ftl> Simulator<F> {
         if report.waf.is_none() && report.host_pages_written > 0 {
             report.waf = Some(report.flash_programs as f64 / report.host_pages_written as f64);
         }
-        // The measured run starts here.
+        self.start_measured_run(timed, report);
+        Ok(())
+    }
+
+    /// Every counter, latency and time series from zero, every die idle at time 0.
+    fn start_measured_run(&mut self, timed: bool, report: PreconditionReport) {
         self.flash.stats = FlashStats::default();
         self.host = HostCounters::default();
         self.ftl.reset_counters();
@@ -522,6 +529,39 @@ impl<F: Ftl> Simulator<F> {
             self.flash.restart_timing(&self.cfg);
         }
         self.precondition = Some(report);
+    }
+
+    /// Workload-dependent preconditioning (`precondition.workload_requests`): `run`
+    /// replays requests of the run's own source, untimed, and returns how many it replayed
+    /// and the application pages they wrote; the buffer is drained, the report's
+    /// precondition section records them, and the measured run starts afresh.
+    pub fn precondition_workload(
+        &mut self,
+        run: &mut dyn FnMut(&mut Self) -> Result<(u64, u64)>,
+    ) -> Result<()> {
+        let timed = self.flash.pause_timing();
+        let programs = self.flash.stats.total_programs();
+        let (requests, app_pages) = run(self)?;
+        self.drain()?;
+        let mut report = self.precondition.take().unwrap_or(PreconditionReport {
+            mode: PreconditionMode::None,
+            warmup_pages: 0,
+            host_pages_written: 0,
+            flash_programs: 0,
+            gc_invocations: 0,
+            waf: None,
+            window_waf: Vec::new(),
+            steady: false,
+            workload_requests: 0,
+            workload_waf: None,
+        });
+        let flash_programs = self.flash.stats.total_programs() - programs;
+        report.workload_requests = requests;
+        report.workload_waf = (app_pages > 0).then(|| flash_programs as f64 / app_pages as f64);
+        report.host_pages_written += self.host.pages_written;
+        report.flash_programs += flash_programs;
+        report.gc_invocations += self.flash.stats.gc_invocations;
+        self.start_measured_run(timed, report);
         Ok(())
     }
 

@@ -301,3 +301,17 @@ fn the_file_system_keeps_its_metadata_and_reserve_from_the_application() {
         "{err}"
     );
 }
+
+#[test]
+fn the_workload_preconditions_itself_and_only_the_rest_is_measured() {
+    let extra = with(churn(6_000), &["precondition.workload_requests=4000"]);
+    let r = run("aftl", &extra).unwrap();
+    let p = r.precondition.as_ref().unwrap();
+    assert_eq!(p.workload_requests, 4000);
+    assert!(p.workload_waf.unwrap() >= 1.0);
+    assert!(p.host_pages_written > 0);
+    assert_eq!(counter(&r, "app_requests"), 2000.0);
+    let r = run("page", &extra).unwrap();
+    assert_eq!(r.metrics.host.requests, 2000);
+    assert_eq!(r.precondition.unwrap().workload_requests, 4000);
+}

@@ -93,6 +93,17 @@ fn bench_scheme(
     serde_json::to_string(&result).map_err(|e| FtlabError::new_err(e.to_string()))
 }
 
+/// The scheme's DRAM on a fresh device and its host stack's memory, by component, without
+/// running: JSON `{"device": [[name, bytes], ...], "host": [...], "logical_pages",
+/// "app_pages"}`.
+#[pyfunction]
+#[pyo3(signature = (ftl, **source))]
+fn memory(py: Python<'_>, ftl: String, source: Option<&Bound<'_, PyDict>>) -> PyResult<String> {
+    let opts = options(ftl, source)?;
+    let result = py.allow_threads(|| api::memory(&opts)).map_err(to_py)?;
+    serde_json::to_string(&result).map_err(|e| FtlabError::new_err(e.to_string()))
+}
+
 /// When the runs would fit the device to the trace: the `geometry.blocks_per_plane` that
 /// every scheme of `ftls` accepts (so that `compare` puts them all on one device).
 #[pyfunction]
@@ -281,6 +292,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_function(wrap_pyfunction!(run, m)?)?;
     m.add_function(wrap_pyfunction!(bench_scheme, m)?)?;
+    m.add_function(wrap_pyfunction!(memory, m)?)?;
     m.add_function(wrap_pyfunction!(config_show, m)?)?;
     m.add_function(wrap_pyfunction!(presets, m)?)?;
     m.add_function(wrap_pyfunction!(schemes, m)?)?;

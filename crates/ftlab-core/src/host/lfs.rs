@@ -27,7 +27,8 @@
 //! **Metadata**, sized as `mkfs.f2fs` sizes it for the main area: two checkpoint packs, the
 //! SIT (74-byte entries, two copies), the NAT (9-byte entries, two copies) and the SSA (one
 //! block per 2 MiB segment). A segment's SSA block is written when the segment is full. A
-//! checkpoint (every `lfs.checkpoint_every_pages` application pages) writes the dirty
+//! checkpoint (every `lfs.checkpoint_interval_ns` of the application's time, F2FS's 60 s, or
+//! every `lfs.checkpoint_every_pages` application pages) writes the dirty
 //! nodes, the dirty NAT blocks (unless at most 38 entries changed: they go to the
 //! checkpoint's journal), the dirty SIT blocks (journal: at most 6 entries) to the copy
 //! not current, and a 3-block checkpoint pack to the other pack. With `f2fs` these are
@@ -86,8 +87,12 @@ pub struct LfsConfig {
     /// Dirty node blocks are written every this many application pages written (an
     /// fsync; 0: at checkpoints only).
     pub fsync_every_pages: u64,
-    /// A checkpoint every this many application pages written (0: none).
+    /// A checkpoint every this many application pages written (0: by time only).
     pub checkpoint_every_pages: u64,
+    /// A checkpoint when this much of the application's time has passed since the last
+    /// one (F2FS's `cp_interval`, 60 s; 0: by pages only).
+    #[serde(with = "units::nanos")]
+    pub checkpoint_interval_ns: u64,
     /// `f2fs`: trim the sections cleaning frees (F2FS's `discard` mount option); `alfs`
     /// always does.
     pub discard: bool,
@@ -103,7 +108,8 @@ impl Default for LfsConfig {
             idle_ns: 50_000_000,
             idle_free_fraction: 0.1,
             fsync_every_pages: 0,
-            checkpoint_every_pages: 16_384,
+            checkpoint_every_pages: 0,
+            checkpoint_interval_ns: 60_000_000_000,
             discard: false,
         }
     }
@@ -333,6 +339,19 @@ impl FsLayout {
         self.meta_blocks = self.ssa_start + round(main_segments);
     }
 
+    /// The stack's host memory by component: the file's block map (4 bytes per application
+    /// page) and per-section state (valid count and age, 8 bytes); with `alfs` also the
+    /// TIMB and the metadata log's summary table ([`FsLayout::alfs_memory`]).
+    pub fn memory(&self, out: &mut MemoryBreakdown) {
+        out.push(("block_map", self.app_pages * 4));
+        out.push(("section_info", self.main_sections as u64 * 8));
+        if self.kind == StackKind::Alfs {
+            let (timb, summary) = self.alfs_memory();
+            out.push(("timb", timb));
+            out.push(("metalog_summary", summary));
+        }
+    }
+
     /// Host memory ALFS adds to F2FS, as the paper counts it: the resident TIMB blocks and
     /// the metadata log's summary table (1 byte per block). 0 for `f2fs`.
     pub fn alfs_memory(&self) -> (u64, u64) {
@@ -470,6 +489,9 @@ pub struct Lfs {
     idle_free_sections: usize,
     fsync_every: u64,
     checkpoint_every: u64,
+    checkpoint_interval: u64,
+    /// Application time of the last checkpoint.
+    last_checkpoint_time: Option<u64>,
     /// Application page -> block (device page), NONE when unmapped.
     map: Vec<u32>,
     /// Main-area block (relative) -> owner: application page, or `app_pages + nid` for a
@@ -572,6 +594,8 @@ impl Lfs {
             idle_free_sections: (lfs.idle_free_fraction * l.main_sections as f64).ceil() as usize,
             fsync_every: lfs.fsync_every_pages,
             checkpoint_every: lfs.checkpoint_every_pages,
+            checkpoint_interval: lfs.checkpoint_interval_ns,
+            last_checkpoint_time: None,
             map: vec![NONE; l.app_pages as usize],
             owner: vec![NONE; main_blocks as usize],
             node_addr: vec![NONE; l.nodes as usize],
@@ -1352,9 +1376,15 @@ impl HostStack for Lfs {
                     self.since_fsync = 0;
                     self.flush_nodes(out)?;
                 }
-                if self.checkpoint_every > 0 && self.since_checkpoint >= self.checkpoint_every {
+                let since = *self.last_checkpoint_time.get_or_insert(req.time_ns);
+                let by_pages =
+                    self.checkpoint_every > 0 && self.since_checkpoint >= self.checkpoint_every;
+                let by_time = self.checkpoint_interval > 0
+                    && req.time_ns >= since.saturating_add(self.checkpoint_interval);
+                if by_pages || by_time {
                     self.since_checkpoint = 0;
                     self.since_fsync = 0;
+                    self.last_checkpoint_time = Some(req.time_ns);
                     self.checkpoint(out)?;
                 }
             }
@@ -1430,13 +1460,7 @@ impl HostStack for Lfs {
     }
 
     fn memory(&self, out: &mut MemoryBreakdown) {
-        out.push(("block_map", self.l.app_pages * 4));
-        out.push(("section_info", self.l.main_sections as u64 * 8));
-        if self.alfs {
-            let (timb, summary) = self.l.alfs_memory();
-            out.push(("timb", timb));
-            out.push(("metalog_summary", summary));
-        }
+        self.l.memory(out);
     }
 
     fn counters(&self, out: &mut Vec<(&'static str, f64)>) {
@@ -1482,6 +1506,7 @@ impl HostStack for Lfs {
         self.mapping.trimmed = 0;
         self.mapping.written = 0;
         self.last_app_time = None;
+        self.last_checkpoint_time = None;
     }
 }
 

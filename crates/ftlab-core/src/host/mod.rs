@@ -300,6 +300,40 @@ impl<S: HostStack, F: Ftl> Stacked<S, F> {
         Ok(())
     }
 
+    /// Replays the first `count` requests of `requests` as workload-dependent
+    /// preconditioning (untimed, left out of the metrics; [`Simulator::precondition_workload`]).
+    pub fn precondition_workload(
+        &mut self,
+        requests: &mut dyn Iterator<Item = Result<Request>>,
+        count: u64,
+    ) -> Result<()> {
+        if count == 0 {
+            return Ok(());
+        }
+        let (stack, scratch) = (&mut self.stack, &mut self.scratch);
+        let mut run = |sim: &mut Simulator<F>| -> Result<(u64, u64)> {
+            let written = sim.host().pages_written - sim.host().stack_pages_written;
+            let mut done = 0;
+            while done < count {
+                let Some(req) = requests.next() else {
+                    break;
+                };
+                let req = req?;
+                if S::PASS_THROUGH {
+                    sim.submit(&req)?;
+                } else {
+                    Self::submit_through(stack, sim, scratch, &req)?;
+                }
+                done += 1;
+            }
+            let app = sim.host().pages_written - sim.host().stack_pages_written - written;
+            Ok((done, app))
+        };
+        self.sim.precondition_workload(&mut run)?;
+        self.stack.reset_counters();
+        Ok(())
+    }
+
     /// Drains the device's buffer and assembles the report, with the stack's section.
     pub fn finish(self, ftl_name: &str, source: SourceInfo, cfg: &Config) -> Result<Report> {
         let Stacked { stack, sim, .. } = self;
