@@ -94,7 +94,7 @@ fn requests(ops: &[(u8, u64, u32)], logical_pages: u64, page: u32) -> Vec<Reques
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
 
     /// Random writes, runs, reads and trims over random small geometries, every scheme and
     /// program order: no NAND rule broken (the flash model refuses), no page lost (every

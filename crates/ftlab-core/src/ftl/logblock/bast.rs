@@ -29,10 +29,9 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct BastConfig {
-    /// Log blocks in the pool (0: from `log_dram_bytes`, else `log_fraction`).
+    /// Log blocks in the pool (0: as many as `log_dram_bytes` holds, else
+    /// every spare block).
     pub log_blocks: u32,
-    /// Log blocks as a share of the device's blocks.
-    pub log_fraction: f64,
     /// DRAM the log blocks' maps may use (0: unused).
     #[serde(with = "units::bytes")]
     pub log_dram_bytes: u64,
@@ -45,7 +44,6 @@ impl Default for BastConfig {
     fn default() -> Self {
         BastConfig {
             log_blocks: 0,
-            log_fraction: 0.03,
             log_dram_bytes: 0,
             victim: VictimOrder::Lru,
         }
@@ -74,7 +72,6 @@ impl Scheme for Bast {
         };
         let keys = PoolKeys {
             log_blocks: c.log_blocks,
-            log_fraction: c.log_fraction,
             log_dram_bytes: c.log_dram_bytes,
         };
         let logs = pool_size(Self::NAME, &keys, layout, mem.bits_per_log(&widths), 1)?;

@@ -32,11 +32,9 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct FastConfig {
-    /// Log blocks in the pool, the SW log included (0: from `log_dram_bytes`, else
-    /// `log_fraction`).
+    /// Log blocks in the pool, the SW log included (0: as many as `log_dram_bytes` holds,
+    /// else every spare block).
     pub log_blocks: u32,
-    /// Log blocks as a share of the device's blocks.
-    pub log_fraction: f64,
     /// DRAM the log blocks' maps may use (0: unused).
     #[serde(with = "units::bytes")]
     pub log_dram_bytes: u64,
@@ -46,7 +44,6 @@ impl Default for FastConfig {
     fn default() -> Self {
         FastConfig {
             log_blocks: 0,
-            log_fraction: 0.03,
             log_dram_bytes: 0,
         }
     }
@@ -76,7 +73,6 @@ impl Scheme for Fast {
         };
         let keys = PoolKeys {
             log_blocks: c.log_blocks,
-            log_fraction: c.log_fraction,
             log_dram_bytes: c.log_dram_bytes,
         };
         // The SW log's owner costs one LBN for the whole pool: negligible in the sizing.

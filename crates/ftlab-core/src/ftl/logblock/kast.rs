@@ -27,11 +27,9 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct KastConfig {
-    /// Log blocks in the pool, sequential ones included (0: from `log_dram_bytes`, else
-    /// `log_fraction`).
+    /// Log blocks in the pool, sequential ones included (0: as many as `log_dram_bytes` holds,
+    /// else every spare block).
     pub log_blocks: u32,
-    /// Log blocks as a share of the device's blocks.
-    pub log_fraction: f64,
     /// DRAM the log blocks' maps may use (0: unused).
     #[serde(with = "units::bytes")]
     pub log_dram_bytes: u64,
@@ -45,7 +43,6 @@ impl Default for KastConfig {
     fn default() -> Self {
         KastConfig {
             log_blocks: 0,
-            log_fraction: 0.03,
             log_dram_bytes: 0,
             max_associativity: 8,
             sequential_logs: 1,
@@ -125,7 +122,6 @@ impl Scheme for Kast {
         };
         let keys = PoolKeys {
             log_blocks: c.log_blocks,
-            log_fraction: c.log_fraction,
             log_dram_bytes: c.log_dram_bytes,
         };
         let logs = pool_size(

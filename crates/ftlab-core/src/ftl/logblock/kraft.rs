@@ -65,10 +65,9 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct KraftConfig {
-    /// Log blocks in the pool (0: from `log_dram_bytes`, else `log_fraction`).
+    /// Log blocks in the pool (0: as many as `log_dram_bytes` holds, else
+    /// every spare block).
     pub log_blocks: u32,
-    /// Log blocks as a share of the device's blocks.
-    pub log_fraction: f64,
     /// DRAM the log blocks' maps may use (0: unused): with relative addressing it holds
     /// about twice FAST's log blocks.
     #[serde(with = "units::bytes")]
@@ -87,7 +86,6 @@ impl Default for KraftConfig {
     fn default() -> Self {
         KraftConfig {
             log_blocks: 0,
-            log_fraction: 0.03,
             log_dram_bytes: 0,
             max_associativity: 8,
             fill_max_fraction: 1.0 / 16.0,
@@ -147,7 +145,6 @@ impl Scheme for Kraft {
         };
         let keys = PoolKeys {
             log_blocks: c.log_blocks,
-            log_fraction: c.log_fraction,
             log_dram_bytes: c.log_dram_bytes,
         };
         let logs = pool_size(Self::NAME, &keys, layout, mem.bits_per_log(&widths), 1)?;

@@ -201,13 +201,14 @@ struct OpMark {
     fillers: u64,
 }
 
-/// Keys every log-block scheme's section has: how many log blocks the pool holds.
+/// Keys every log-block scheme's section has: how many log blocks the pool holds, as a
+/// count or as the DRAM their maps may use; with neither, every spare block (the spare
+/// area is the log area, as in FlashSim's FAST, where the page-level FTL spends it on
+/// garbage collection).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct PoolKeys {
-    /// A count (0: use `log_dram_bytes` or `log_fraction`).
+    /// A count (0: from `log_dram_bytes`, else every spare block).
     pub log_blocks: u32,
-    /// A share of the device's blocks (used when neither of the others is set).
-    pub log_fraction: f64,
     /// The DRAM the log-block maps may use, in bytes (0: unused).
     pub log_dram_bytes: u64,
 }
@@ -379,20 +380,10 @@ pub fn pool_size(
         }
         n
     } else {
-        let f = keys.log_fraction;
-        if !(f > 0.0 && f <= 1.0) {
-            return Err(Error::config(
-                format!("{scheme}.log_fraction"),
-                format!("{f} is not a fraction in (0, 1]"),
-            ));
-        }
-        let n = ((layout.total_blocks as f64 * f).round() as u64)
-            .min(max)
-            .max(min as u64);
-        if n > max {
+        if max < min as u64 {
             return Err(op_error(max));
         }
-        n
+        max
     };
     Ok(n as u32)
 }
@@ -463,6 +454,7 @@ pub struct Core {
     clock: u64,
     pub stats: Stats,
     scratch: Vec<u32>,
+    sources: Vec<u32>,
 }
 
 /// The room list of free slots.
@@ -518,6 +510,7 @@ impl Core {
             clock: 0,
             stats: Stats::default(),
             scratch: Vec::new(),
+            sources: Vec::with_capacity(ppb as usize),
         };
         for s in opts.sequential_logs..opts.logs {
             core.room_push(s, FREE_LIST);
@@ -843,11 +836,24 @@ impl Core {
     }
 
     /// Fillers in `block` from its write pointer up to `off` (sequential order only).
+    #[inline]
     fn pad(&mut self, block: u32, off: u32, cause: Cause, flash: &mut Flash) -> Result<()> {
-        if self.order == ProgramOrder::Sequential {
-            for o in flash.write_pointer(block)..off {
-                self.filler(self.ppn(block, o), cause, flash)?;
-            }
+        if self.order == ProgramOrder::Sequential && flash.write_pointer(block) < off {
+            self.pad_with_fillers(block, off, cause, flash)?;
+        }
+        Ok(())
+    }
+
+    #[inline(never)]
+    fn pad_with_fillers(
+        &mut self,
+        block: u32,
+        off: u32,
+        cause: Cause,
+        flash: &mut Flash,
+    ) -> Result<()> {
+        for o in flash.write_pointer(block)..off {
+            self.filler(self.ppn(block, o), cause, flash)?;
         }
         Ok(())
     }
@@ -1123,24 +1129,35 @@ impl Core {
             self.break_serial(t);
         }
         let old = self.dbm[lbn as usize];
-        let any = (0..self.ppb).any(|o| self.newest_copy(self.lpa(lbn, o), flash).is_some());
+        // The newest copy of each page, found once.
+        let mut sources = std::mem::take(&mut self.sources);
+        sources.clear();
+        sources.extend(
+            (0..self.ppb).map(|o| self.newest_copy(self.lpa(lbn, o), flash).unwrap_or(NONE)),
+        );
         let mut dst = NONE;
-        if any {
+        let result: Result<()> = (|| {
+            if sources.iter().all(|&p| p == NONE) {
+                return Ok(());
+            }
             let unit = if old != NONE {
                 self.layout.unit_of_block(old)
             } else {
                 self.home_unit(lbn)
             };
             dst = self.alloc_block(unit)?;
-            for o in 0..self.ppb {
-                let l = self.lpa(lbn, o);
-                if let Some(src) = self.newest_copy(l, flash) {
+            for (o, &src) in (0..self.ppb).zip(sources.iter()) {
+                if src != NONE {
                     self.pad(dst, o, Cause::MergeFull, flash)?;
                     self.copy_page(src, self.ppn(dst, o), lbn, Cause::MergeFull, flash)?;
+                    let l = self.lpa(lbn, o);
                     self.newest[l as usize] = 0;
                 }
             }
-        }
+            Ok(())
+        })();
+        self.sources = sources;
+        result?;
         if old != NONE {
             self.erase(old, Cause::MergeFull, flash)?;
             self.release_block(old);
@@ -1181,13 +1198,17 @@ impl Core {
         lbns.sort_unstable();
         lbns.dedup();
         self.stats.assoc_hist[assoc_bucket(lbns.len() as u32)] += 1;
+        // Serial log blocks are switchable by construction: a placement that would make one
+        // unswitchable breaks its seriality at once (`check_serial`, `landed`).
         let result = (|| {
-            if slot.serial != NONE && self.switchable(s, flash) {
+            if slot.serial != NONE {
+                debug_assert!(self.switchable(s, flash), "serial log block {s}");
                 return self.merge_serial(s, flash);
             }
             for &lbn in lbns.iter() {
                 let t = self.serial_of[lbn as usize];
-                if t != NONE && t != s && self.switchable(t, flash) {
+                if t != NONE && t != s {
+                    debug_assert!(self.switchable(t, flash), "serial log block {t}");
                     self.merge_serial(t, flash)?;
                 } else {
                     self.merge_full(lbn, flash)?;
@@ -1397,6 +1418,7 @@ impl Core {
             }
             if slot.serial != NONE {
                 assert_eq!(self.serial_of[slot.serial as usize], s as u32);
+                assert!(self.switchable(s as u32, flash), "serial slot {s}");
             }
             if self.opts.max_assoc > 0 {
                 let mut lbns: Vec<u32> = flash
