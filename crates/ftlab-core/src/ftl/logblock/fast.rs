@@ -29,7 +29,7 @@ use crate::units;
 use serde::{Deserialize, Serialize};
 
 /// The `[fast]` section.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct FastConfig {
     /// Log blocks in the pool, the SW log included (0: as many as `log_dram_bytes` holds,
@@ -38,15 +38,6 @@ pub struct FastConfig {
     /// DRAM the log blocks' maps may use (0: unused).
     #[serde(with = "units::bytes")]
     pub log_dram_bytes: u64,
-}
-
-impl Default for FastConfig {
-    fn default() -> Self {
-        FastConfig {
-            log_blocks: 0,
-            log_dram_bytes: 0,
-        }
-    }
 }
 
 pub struct Fast {
