@@ -185,3 +185,74 @@ fn every_scheme_reaches_steady_state_verified_with_merges() {
         }
     }
 }
+
+/// Every real trace of the shared folder through every log-block scheme, verified, on the
+/// KRAFT preset's MLC device (ascending program order) fitted to the trace and filled
+/// before the run, with a pool of 16 log blocks so that the trace's overwrites merge.
+#[test]
+fn every_real_trace_replays_verified_on_every_scheme() {
+    use ftlab_core::api::{self, RunOptions};
+    let Some(dir) = traces_dir() else { return };
+    let traces: [(&str, &[&str]); 11] = [
+        ("ssdsim_hust_financial1/example.ascii", &[]),
+        (
+            "msr_cambridge_caffeine_sample/msr-cambridge1-sample.csv",
+            &[],
+        ),
+        (
+            "snia_systor17_caffeine_sample/systor17-traces-sample.csv.gz",
+            &[],
+        ),
+        ("tencent_cbs_caffeine_sample/cloud_storage-sample.bz2", &[]),
+        ("cloudphysics_libCacheSim/cloudPhysicsIO.vscsi", &[]),
+        ("mqsim_umass_websearch_tpcc/wsrch-small.trace", &[]),
+        ("mqsim_umass_websearch_tpcc/tpcc-small.trace", &[]),
+        (
+            "fiu_mail_excerpt/DERIVED_cheetah.cs.fiu.edu-110108-113008.1.head10000.blkparse",
+            &[],
+        ),
+        (
+            "apress_blktrace_hdd/blktrace.txt",
+            &["trace.blkparse_event=\"Q\""],
+        ),
+        ("wiscsee_blkparse/blkparse-output.txt", &[]),
+        ("disksim_hpl_validation/ajw.1week.srt", &[]),
+    ];
+    for (file, extra) in traces {
+        for name in SCHEMES {
+            let pool = if name == "block" {
+                "block.open_blocks=4".to_string()
+            } else {
+                format!("{name}.log_blocks=16")
+            };
+            let mut sets: Vec<String> = vec![
+                pool,
+                "trace.device_size=\"fit\"".into(),
+                "precondition.mode=\"fill\"".into(),
+                "replay.timing=false".into(),
+            ];
+            sets.extend(extra.iter().map(|s| s.to_string()));
+            let opts = RunOptions {
+                ftl: name.into(),
+                preset: Some("kraft".into()),
+                trace: Some(dir.join(file)),
+                verify: true,
+                sets,
+                ..RunOptions::default()
+            };
+            let out =
+                api::run(&opts, &mut |_| true).unwrap_or_else(|e| panic!("{name} on {file}: {e}"));
+            let r = &out.report;
+            check_merge_accounting(r, name);
+            assert_eq!(r.metrics.host.unmapped_reads, 0, "{name} on {file}");
+            let logged = counter(r, "log_writes");
+            if logged > 4.0 * 16.0 * 128.0 {
+                assert!(counter(r, "merge_ops") > 0.0, "{name} on {file}: no merge");
+            }
+            if file.starts_with("cloudphysics") || file.starts_with("tencent") {
+                // Write-heavy and random: full merges.
+                assert!(counter(r, "merges_full") > 100.0, "{name} on {file}");
+            }
+        }
+    }
+}
