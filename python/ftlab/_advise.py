@@ -203,6 +203,9 @@ def _fmt(column: str, value: Any) -> str:
 
 
 def _mib(value: float) -> str:
+    """Bytes for people: KiB under a MiB, else MiB."""
+    if value < MIB:
+        return f"{value / 1024:,.1f} KiB"
     return f"{value / MIB:,.2f} MiB"
 
 
@@ -250,9 +253,11 @@ def advise(
     probes = sw.plan(sw.parse_spec(spec))
     excluded: list[tuple[str, str]] = []
     points: list[dict[str, Any]] = []
+    smallest: tuple[int, str] | None = None
     for point, task in zip(spec["points"], probes.tasks):
         label = task.scheme + (f" ({_settings_of(task)})" if _settings_of(task) else "")
         fixed = probe_memory(task)
+        smallest = min(smallest or (fixed, label), (fixed, label))
         if fixed >= budget:
             excluded.append((label, f"its map alone needs {_mib(fixed)} before any request"))
             continue
@@ -296,8 +301,6 @@ def advise(
         row = table.filter(pl.col("run_key") == key).row(0, named=True)
         excluded.append((row["scheme"], f"failed: {message}"))
     agg = _sweep_plot.aggregate(table)
-    if agg.height:
-        agg = agg.rename({"memory_peak_max_bytes": "peak_max"})
     keys = _sweep_plot.key_columns(agg)
     op = "read"
     if agg.height and agg["read_mean_us"].drop_nulls().len() == 0:
@@ -305,21 +308,26 @@ def advise(
     order = _order(goal, op)
     if goal == "latency" and agg.height and agg[order[0]].drop_nulls().len() == 0:
         raise FtlabError("the latency goal needs timed runs (not --mapping-only)")
-    fits = agg.filter(pl.col("peak_max") <= budget) if agg.height else agg
-    over = agg.filter(pl.col("peak_max") > budget) if agg.height else agg
+    fits = agg.filter(pl.col("memory_peak_max_bytes") <= budget) if agg.height else agg
+    over = agg.filter(pl.col("memory_peak_max_bytes") > budget) if agg.height else agg
     for row in over.iter_rows(named=True):
         label = row["scheme"] + (f" ({s})" if (s := _settings(row, keys, row["scheme"])) else "")
-        excluded.append((label, f"its mapping DRAM peaked at {_mib(row['peak_max'])}"))
-    ranking = (
-        fits.sort([*order, "scheme"], nulls_last=True)
-        .group_by("scheme", maintain_order=True).first()
-    )  # fmt: skip
-    lines = _explain(goal, op, budget, ranking, fits, keys, excluded, agg)
+        peak = row["memory_peak_max_bytes"]
+        excluded.append((label, f"its mapping DRAM peaked at {_mib(peak)}"))
+    if fits.height:
+        ranking = (
+            fits.sort([*order, "scheme"], nulls_last=True)
+            .group_by("scheme", maintain_order=True).first()
+        )  # fmt: skip
+    else:
+        ranking = pl.DataFrame()
+    lines = _explain(goal, op, budget, ranking, fits, keys, excluded, agg, smallest)
     advice = Advice(goal, budget, ranking, table, excluded, lines)
-    if folder is not None:
+    if folder is not None and agg.height:
         fig = _sweep_plot.plot_pareto(table, op=op, budget_bytes=budget)
         advice.files = _sweep_plot._save(fig, folder, "pareto")
         _sweep_plot._pyplot().close(fig)
+    if folder is not None:
         (folder / "advice.txt").write_text("\n".join(lines) + "\n")
         advice.files.append(folder / "advice.txt")
     return advice
@@ -339,6 +347,7 @@ def _explain(
     keys: Sequence[str],
     excluded: list[tuple[str, str]],
     agg: pl.DataFrame,
+    smallest: tuple[int, str] | None,
 ) -> list[str]:
     import polars as pl
 
@@ -349,10 +358,15 @@ def _explain(
     if not ranking.height:
         lines.append(f"No scheme fits a mapping DRAM budget of {_mib(budget)}.")
         if agg.height:
-            smallest = agg.sort("peak_max").row(0, named=True)
+            least = agg.sort("memory_peak_max_bytes").row(0, named=True)
             lines.append(
-                f"The smallest mapping DRAM was {_mib(smallest['peak_max'])} "
-                f"({smallest['scheme']}); raise --dram to at least that."
+                f"The smallest mapping DRAM was {_mib(least['memory_peak_max_bytes'])} "
+                f"({least['scheme']}); raise --dram to at least that."
+            )
+        elif smallest is not None:
+            lines.append(
+                f"The smallest fixed mapping structures are {smallest[1]}'s, "
+                f"{_mib(smallest[0])}: the budget must be larger."
             )
         lines += [f"  {name}: {reason}" for name, reason in excluded]
         return lines
@@ -363,12 +377,13 @@ def _explain(
         context += f" ({budget / page_table:.1%} of the page-level table, {_mib(page_table)})"
     lines.append(context + f"; goal: {wanted}.")
     settings = _settings(first, keys, first["scheme"])
+    peak = first["memory_peak_max_bytes"]
     lines.append(
         f"Recommended: {first['scheme']}" + (f" ({settings})" if settings else "") + ": "
         f"{LABELS[metric]} {_fmt(metric, first[metric])}, WAF {_fmt('waf', first['waf'])}, "
         f"{op} mean/p99 {_fmt('x_us', first.get(f'{op}_mean_us'))} / "
         f"{_fmt('x_us', first.get(f'{op}_p99_us'))}, mapping DRAM "
-        f"{_mib(first['peak_max'])} ({first['peak_max'] / budget:.0%} of the budget)."
+        f"{_mib(peak)} ({peak / budget:.0%} of the budget)."
     )
     if ranking.height > 1:
         second = ranking.row(1, named=True)
@@ -438,8 +453,8 @@ def ranking_rows(advice: Advice) -> tuple[list[str], list[list[str]]]:
                 r["scheme"],
                 _settings(r, keys, r["scheme"]) or "-",
                 _mib(r["dram.budget_bytes"]),
-                _mib(r["peak_max"]),
-                f"{r['peak_max'] / advice.budget_bytes:.0%}",
+                _mib(r["memory_peak_max_bytes"]),
+                f"{r['memory_peak_max_bytes'] / advice.budget_bytes:.0%}",
                 _fmt("waf", r["waf"]),
                 _fmt("x_us", r.get(f"{op}_mean_us")),
                 _fmt("x_us", r.get(f"{op}_p99_us")),
