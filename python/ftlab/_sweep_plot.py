@@ -229,11 +229,13 @@ def plot_heatmap(df: pl.DataFrame, x: str, y: str, metric: str = "waf") -> Figur
         for xv, yv, value in zip(part[x], part[y], part[metric]):
             grid[ys.index(yv)][xs.index(xv)] = float("nan") if value is None else value
         image = ax.imshow(grid, origin="lower", aspect="auto", cmap="viridis")
+        values = [v for line in grid for v in line if v == v]  # not NaN
+        middle = (min(values) + max(values)) / 2 if values else 0.0
         for r, line in enumerate(grid):
             for c, value in enumerate(line):
-                if value == value:  # not NaN
+                if value == value:
                     ax.text(c, r, f"{value:.3g}", ha="center", va="center", fontsize=7,
-                            color="white")  # fmt: skip
+                            color="black" if value > middle else "white")  # fmt: skip
         ax.set_xticks(range(len(xs)), _ticks(xs), fontsize=7, rotation=30)
         ax.set_yticks(range(len(ys)), _ticks(ys), fontsize=7)
         ax.set_xlabel(x, fontsize=8)

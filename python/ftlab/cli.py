@@ -596,8 +596,9 @@ def plot(
         ]
         for r in front.iter_rows(named=True)
     ]
-    click.echo(f"Pareto front (mapping DRAM against {columns[0][1]}):")
-    click.echo(render_table(["source", "scheme", "settings", "DRAM MiB", columns[0][1]], rows))
+    label = columns[0][1].split(" (")[0]
+    click.echo(f"Pareto front (mapping DRAM against {label}):")
+    click.echo(render_table(["source", "scheme", "settings", "DRAM MiB", label], rows))
     for note in notes:
         click.echo(note)
     for f in files:
