@@ -223,8 +223,6 @@ class Spec:
 
 def _axis_values(name: str, where: str, value: Any, plural: bool) -> list[Any]:
     values = list(value) if isinstance(value, list) else [value]
-    if plural and not isinstance(value, list) and name != "seed":
-        raise FtlabError(f"{where}: `{AXES[name]}` must be a list")
     if not values:
         raise FtlabError(f"{where}: `{AXES[name] if plural else name}` is empty: no run to do")
     if name == "seed":
@@ -651,7 +649,7 @@ def execute(task: Task) -> Outcome:
             text, _ = _core.run(task.scheme, **options)
     except KeyboardInterrupt:
         return ("interrupted", row)
-    except FtlabError as e:
+    except (FtlabError, OSError) as e:
         message = str(e)
         if message == "interrupted":
             return ("interrupted", row)
@@ -925,6 +923,11 @@ def run_plan(
                 _run_local(todo, jobs, record)
         except KeyboardInterrupt:
             interrupted = True
+        except BaseException:
+            # Whatever stopped the sweep, the finished runs go into the table.
+            if table is not None:
+                table.merge()
+            raise
         finally:
             bar.close()
         if table is not None:
