@@ -140,15 +140,17 @@ def spec_for(
     schemes: Sequence[str] | None = None,
 ) -> dict[str, Any]:
     """The sweep spec the advisor runs: every scheme (or `schemes`) with each combination
-    of its own parameters, all under the budget."""
-    names = list(schemes) if schemes else sw.scheme_names()
+    of its own parameters (those `sets` does not fix), all under the budget."""
+    names = list(dict.fromkeys(schemes)) if schemes else sw.scheme_names()
+    given = _parse_sets(sets)
     points: list[dict[str, Any]] = []
     for scheme in names:
-        params = OWN_PARAMETERS.get(scheme, {})
+        # A parameter the user set is kept as set, not swept.
+        params = {k: v for k, v in OWN_PARAMETERS.get(scheme, {}).items() if k not in given}
         for combo in itertools.product(*params.values()):
             points.append({"scheme": scheme, **dict(zip(params, combo))})
     spec: dict[str, Any] = {
-        "set": {**_parse_sets(sets), "dram.budget_bytes": budget},
+        "set": {**given, "dram.budget_bytes": budget},
         "points": points,
         "config": list(config),
     }
@@ -251,6 +253,8 @@ def advise(
     )
     # One run per point (one seed): probe what each configuration allocates up front.
     probes = sw.plan(sw.parse_spec(spec))
+    if len(probes.tasks) != len(spec["points"]):  # pragma: no cover - points are distinct
+        raise FtlabError("internal: the advisor's configurations are not distinct")
     excluded: list[tuple[str, str]] = []
     points: list[dict[str, Any]] = []
     smallest: tuple[int, str] | None = None

@@ -21,7 +21,7 @@ import polars as pl
 import pytest
 
 import ftlab
-from ftlab import _sweep, _sweep_plot
+from ftlab import _advise, _sweep, _sweep_plot
 
 SMALL: dict[str, Any] = {
     "workloads": ["default"],
@@ -394,6 +394,30 @@ def test_advise_ranks_what_fits(tmp_path: Path) -> None:
         workload="default", preset="small", dram="4KiB", schemes=["page", "dftl"]
     )
     assert too_small.best is None and "No scheme fits" in too_small.lines[0]
+
+
+def test_advise_keeps_a_parameter_given_with_set() -> None:
+    # The spec: DFTL's replacement is set once (not a point of its own), LeaFTL's gamma is
+    # still swept, and a scheme named twice is tried once.
+    spec = _advise.spec_for(
+        1 << 20, trace=None, workload="default", preset="small", config=[],
+        sets=["dftl.replacement=lru"], precondition=None, seeds=1,
+        schemes=["dftl", "leaftl", "dftl"],
+    )  # fmt: skip
+    assert spec["set"]["dftl.replacement"] == "lru"
+    assert spec["points"] == [
+        {"scheme": "dftl"},
+        {"scheme": "leaftl", "leaftl.gamma": 0},
+        {"scheme": "leaftl", "leaftl.gamma": 4},
+        {"scheme": "leaftl", "leaftl.gamma": 16},
+    ]
+    # The runs: DFTL runs once, with LRU replacement.
+    advice = ftlab.advise(
+        workload="default", preset="small", sets=["workload.requests=1000", "dftl.replacement=lru"],
+        precondition="fill", dram="512KiB", schemes=["dftl"],
+    )  # fmt: skip
+    assert advice.table["dftl.replacement"].to_list() == ["lru"]
+    assert advice.best == "dftl"
 
 
 def test_advise_cli_on_a_trace(traces: Path, tmp_path: Path) -> None:
