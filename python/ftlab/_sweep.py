@@ -824,12 +824,14 @@ class SweepResult:
 
 
 class _Bar:
-    """A rich progress bar with an ETA, on a terminal (nothing otherwise)."""
+    """A rich progress bar with an ETA, on standard error (`enabled` when that is a
+    terminal; nothing otherwise), so that standard output keeps only the summary."""
 
     def __init__(self, total: int, skipped: int, enabled: bool) -> None:
         self.bar: Any = None
         if not enabled or total == 0:
             return
+        from rich.console import Console
         from rich.progress import (
             BarColumn,
             MofNCompleteColumn,
@@ -848,6 +850,7 @@ class _Bar:
             TextColumn("ETA"),
             TimeRemainingColumn(),
             TextColumn("{task.fields[failed]}"),
+            console=Console(stderr=True),
             transient=True,
         )
         description = "sweep" + (f" ({skipped:,} done before)" if skipped else "")

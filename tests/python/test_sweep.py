@@ -9,6 +9,7 @@ workers are threads of this process.
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -21,7 +22,7 @@ import polars as pl
 import pytest
 
 import ftlab
-from ftlab import _advise, _sweep, _sweep_plot
+from ftlab import _advise, _dask, _sweep, _sweep_plot
 
 SMALL: dict[str, Any] = {
     "workloads": ["default"],
@@ -175,6 +176,73 @@ def test_local_processes_give_the_same_table(local: pl.DataFrame) -> None:
     assert same(parallel, local)
 
 
+def test_local_sweep_runs_one_process_per_core(monkeypatch: pytest.MonkeyPatch) -> None:
+    import concurrent.futures
+
+    pools: list[int | None] = []
+
+    class Watched(concurrent.futures.ProcessPoolExecutor):
+        def __init__(self, max_workers: int | None = None, **kwargs: Any) -> None:
+            pools.append(max_workers)
+            super().__init__(max_workers=max_workers, **kwargs)
+
+    monkeypatch.setattr(concurrent.futures, "ProcessPoolExecutor", Watched)
+    table = ftlab.sweep(
+        spec(schemes=["page", "dftl", "sftl"], seeds=2, set={"workload.requests": 500})
+    )
+    assert table.height == 6 and table["error"].null_count() == 6
+    jobs = min(len(os.sched_getaffinity(0)), 6)
+    # One process per core (no more than the runs); a single core runs them here.
+    assert pools == ([jobs] if jobs > 1 else [])
+
+
+def test_progress_bar_with_eta_on_a_terminal(tmp_path: Path) -> None:
+    import fcntl
+    import pty
+    import struct
+    import termios
+    import threading
+
+    spec_file = write_spec(
+        tmp_path / "bar.toml",
+        SPEC_TOML.replace("seeds = [1, 2]", "seeds = 1").replace("2000", "20000"),
+    )
+    main, terminal = pty.openpty()
+    fcntl.ioctl(terminal, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 160, 0, 0))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ftlab", "sweep", str(spec_file), "-j", "1"],
+        stdout=subprocess.PIPE,
+        stderr=terminal,
+        text=True,
+        cwd=tmp_path,
+        env={**os.environ, "TERM": "xterm-256color", "COLUMNS": "160"},
+    )
+    os.close(terminal)
+    shown: list[bytes] = []
+
+    def read() -> None:
+        while True:
+            try:
+                data = os.read(main, 4096)
+            except OSError:  # the terminal closed with the process
+                return
+            if not data:
+                return
+            shown.append(data)
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    stdout, _ = proc.communicate(timeout=300)
+    reader.join(timeout=30)
+    os.close(main)
+    text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", b"".join(shown).decode(errors="replace"))
+    assert proc.returncode == 0, text
+    # On the terminal (standard error): the bar, runs done of all, and the ETA.
+    assert "ETA" in text and "0/6 runs" in text and "6/6 runs" in text, text
+    # Standard output keeps the summary alone.
+    assert "ETA" not in stdout and stdout.startswith("6 runs: 6 run now locally"), stdout
+
+
 def test_dask_cluster_gives_the_same_table(
     local: pl.DataFrame, cluster: str, tmp_path: Path
 ) -> None:
@@ -189,6 +257,7 @@ def test_cli_sweep_on_the_cluster(cluster: str, tmp_path: Path) -> None:
     out = ftlab_cli("sweep", str(spec_file), "--scheduler", cluster, cwd=tmp_path)
     assert out.returncode == 0, out.stderr
     assert f"12 runs: 12 run now on {cluster}" in out.stdout
+    assert "ETA" not in out.stdout + out.stderr  # no bar off a terminal
     table = pl.read_parquet(tmp_path / "grid.parquet")
     assert same(table, ftlab.sweep(spec_file, jobs=1))
     assert sorted(set(table["dram.budget_bytes"])) == [256 * 1024, 1 << 20]
@@ -197,7 +266,15 @@ def test_cli_sweep_on_the_cluster(cluster: str, tmp_path: Path) -> None:
     assert "0 run now" in again.stdout and "12 already in grid.parquet" in again.stdout
 
 
-def test_traces_by_path_and_shipped(traces: Path, cluster: str) -> None:
+def shipped_files(dask_worker: Any) -> list[str]:
+    """Run on a Dask worker: the traces shipped to it (`DIGEST/FILE`)."""
+    root = Path(dask_worker.local_directory) / _dask.SHIPPED_DIR
+    return sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file())
+
+
+def test_traces_by_path_and_shipped(
+    traces: Path, cluster: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     trace_spec = {
         "schemes": ["page", "dftl"],
         "traces": [str(traces / MSR)],
@@ -211,9 +288,29 @@ def test_traces_by_path_and_shipped(traces: Path, cluster: str) -> None:
     assert _sweep.plan(_sweep.parse_spec(trace_spec)).fitted == 2
     assert here["logical_bytes"].n_unique() == 1
     assert set(here["source"]) == {str(traces / MSR)}
+    # The workers are threads of this process: what they open can be watched here.
+    opened: list[str] = []
+
+    def watched(name: str) -> str:
+        path = shipped_path(name)
+        opened.append(path)
+        return path
+
+    shipped_path = _dask.shipped_path
+    monkeypatch.setattr(_dask, "shipped_path", watched)
     by_path = ftlab.sweep(trace_spec, scheduler=cluster)
+    assert opened == []
     shipped = ftlab.sweep(trace_spec, scheduler=cluster, ship_traces=True)
     assert same(by_path, here) and same(shipped, here)
+    # Each run read the copy shipped to its worker, not the trace's own path; every worker
+    # holds one copy (the plugin runs once per worker).
+    assert len(opened) == 2 and all(o != str(traces / MSR) for o in opened)
+    assert all(Path(o).read_bytes() == (traces / MSR).read_bytes() for o in opened)
+    distributed = pytest.importorskip("distributed")
+    with distributed.Client(cluster) as client:
+        copies = client.run(shipped_files)
+    assert len(copies) == 2
+    assert all(c == [f"{Path(opened[0]).parent.name}/{Path(MSR).name}"] for c in copies.values())
 
 
 def test_resume_runs_only_the_missing_rows(local: pl.DataFrame, tmp_path: Path) -> None:
@@ -348,10 +445,22 @@ def test_pareto_front_and_plots(local: pl.DataFrame, tmp_path: Path) -> None:
             for o in on.iter_rows(named=True)
         )
     assert _sweep_plot.swept_keys(local) == ["dram.budget_fraction", "leaftl.gamma"]
+    # The Pareto plot: mapping DRAM against mean and p99 latency, one row per source.
+    other = local.with_columns(pl.lit("other").alias("workload"), pl.lit("other").alias("source"))
+    two = pl.concat([local, other])
+    fronts = ftlab.pareto_front(two)
+    assert fronts.height == 16 and fronts.filter(pl.col("pareto")).height == 2 * on.height
+    fig = ftlab.plot_pareto(two)
+    assert [ax.get_ylabel() for ax in fig.axes] == ["read mean latency (us)", "read p99 (us)"] * 2
+    assert [ax.get_title().split(":")[0] for ax in fig.axes] == ["default"] * 2 + ["other"] * 2
+    # The WAF heatmap: one panel per scheme with both keys (LeaFTL), a cell per pair.
     fig = ftlab.plot_heatmap(local, "dram.budget_fraction", "leaftl.gamma")
-    assert fig.axes
+    (panel,) = [ax for ax in fig.axes if ax.get_title()]
+    assert panel.get_title() == "leaftl (default)" and len(panel.texts) == 4
+    # One line per scheme (LeaFTL's per gamma) against the swept key.
     fig = ftlab.plot_lines(local, "dram.budget_fraction", "waf")
-    assert fig.axes
+    labels = sorted(str(line.get_label()) for line in fig.axes[0].get_lines())
+    assert labels == ["dftl", "leaftl, leaftl.gamma=0", "leaftl, leaftl.gamma=4", "page"]
     table = tmp_path / "grid.parquet"
     local.write_parquet(table)
     out = ftlab_cli("plot", str(table))
@@ -390,6 +499,22 @@ def test_advise_ranks_what_fits(tmp_path: Path) -> None:
     assert (tmp_path / "advice" / "advise.parquet").is_file()
     # LeaFTL's own parameter was swept.
     assert advice.table.filter(pl.col("scheme") == "leaftl")["leaftl.gamma"].n_unique() == 3
+    # The other goals rank the same runs (resumed from the table: nothing runs again).
+    for goal, column in (("waf", "waf"), ("endurance", "erase_count_max")):
+        again = ftlab.advise(
+            workload="default", preset="small", sets=["workload.requests=3000"],
+            precondition="fill", dram="512KiB", schemes=["page", "dftl", "sftl", "leaftl"],
+            out=tmp_path / "advice", goal=goal,  # type: ignore[arg-type]
+        )  # fmt: skip
+        assert again.table.equals(advice.table)  # wall_seconds too: not run again
+        ranked = again.ranking[column].to_list()
+        assert ranked == sorted(ranked), (goal, ranked)
+        # Each scheme is represented by its best configuration for the goal.
+        for row in again.ranking.iter_rows(named=True):
+            mine = _sweep_plot.aggregate(again.table).filter(
+                (pl.col("scheme") == row["scheme"]) & (pl.col("memory_peak_max_bytes") <= budget)
+            )
+            assert row[column] == mine[column].min()
     too_small = ftlab.advise(
         workload="default", preset="small", dram="4KiB", schemes=["page", "dftl"]
     )
