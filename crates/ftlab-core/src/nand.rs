@@ -592,16 +592,25 @@ impl Flash {
         self.cursor.max(self.idle_until)
     }
 
-    /// When the die of `unit` starts its next queued background work, if it has any queued
-    /// (timed runs). While [`Flash::background_epoch`] stays the same, this never decreases
-    /// and the die's queue stays non-empty.
-    pub fn background_start(&self, unit: u32) -> Option<u64> {
+    /// Before this instant the die of `unit` is surely [`Flash::background_busy`], if it has
+    /// background work queued (timed runs). While [`Flash::background_drains`] and the first
+    /// part of [`Flash::background_epoch`] stay the same, this never decreases.
+    pub fn background_busy_until(&self, unit: u32) -> Option<u64> {
         let die = self.layout.die_of_unit(unit);
-        self.timeline.as_ref()?.background_start(die)
+        self.timeline.as_ref()?.background_busy_until(die)
+    }
+
+    /// How many times the background queue of `unit`'s die has run empty: while it stays
+    /// the same (and so does [`Flash::background_epoch`]'s first part), the die's
+    /// [`Flash::background_busy_until`] only grows.
+    #[inline]
+    pub fn background_drains(&self, unit: u32) -> u64 {
+        let die = self.layout.die_of_unit(unit);
+        self.timeline.as_ref().map_or(0, |t| t.die_drained(die))
     }
 
     /// Changes whenever a die's background queue runs empty or the timing model stops or
-    /// restarts (see [`Flash::background_start`]).
+    /// restarts (see [`Flash::background_busy_until`]).
     #[inline]
     pub fn background_epoch(&self) -> (u64, u64) {
         let drained = self.timeline.as_ref().map_or(0, Timeline::drained);
@@ -620,11 +629,12 @@ impl Flash {
         self.timeline.as_mut().map_or(0, Timeline::settle)
     }
 
-    /// Time each die has spent working, in ns (empty in mapping-only mode).
-    pub fn die_busy_ns(&self) -> Vec<u64> {
+    /// Work given to each die so far, in ns ([`Timeline::die_work_ns`]; empty in
+    /// mapping-only mode).
+    pub fn die_work_ns(&self) -> Vec<u64> {
         self.timeline
             .as_ref()
-            .map(|t| t.die_busy_ns().collect())
+            .map(|t| t.die_work_ns().collect())
             .unwrap_or_default()
     }
 

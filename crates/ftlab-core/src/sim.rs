@@ -106,7 +106,7 @@ pub struct Simulator<F: Ftl> {
 struct BurstMeter {
     /// End of the current window, in ns of arrival time.
     end: u64,
-    /// Each die's busy time when the current window began.
+    /// The work given to each die when the current window began.
     busy_at_start: Vec<u64>,
     /// The most work one die was given in one window, in ns.
     peak_ns: u64,
@@ -138,7 +138,7 @@ impl BurstMeter {
     }
 
     fn close(&mut self, flash: &Flash) {
-        let busy = flash.die_busy_ns();
+        let busy = flash.die_work_ns();
         let at_start = |d: usize| self.busy_at_start.get(d).copied().unwrap_or(0);
         let peak = busy
             .iter()
@@ -710,7 +710,7 @@ impl<F: Ftl> Simulator<F> {
         } else {
             self.last_done.saturating_sub(first)
         };
-        let busy = self.flash.die_busy_ns();
+        let busy = self.flash.die_work_ns();
         let per_span = |ns: u64| {
             if span == 0 {
                 0.0
