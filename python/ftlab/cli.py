@@ -126,6 +126,7 @@ class Progress:
         if self.bar is None:
             if now - self.started < 1.0:
                 return True
+            from rich.console import Console
             from rich.progress import (
                 BarColumn,
                 TextColumn,
@@ -145,6 +146,9 @@ class Progress:
                 TimeElapsedColumn(),
                 TextColumn("ETA"),
                 TimeRemainingColumn(),
+                # On the stream whose being a terminal turned the bar on: the summary
+                # (stdout) may go to a pipe.
+                console=Console(stderr=True),
                 transient=True,
             )
             self.bar.start()
