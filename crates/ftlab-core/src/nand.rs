@@ -246,6 +246,9 @@ pub struct Flash {
     layout: Layout,
     /// log2(pages per block) when it is a power of two: divisions become shifts.
     block_shift: Option<u32>,
+    /// Per parallel unit, where its operations take place (offset 0): looked up for every
+    /// timed operation instead of three divisions.
+    unit_places: Vec<Place>,
     order: ProgramOrder,
     /// OOB headers ([`StoredOob`]), interleaved so that a read touches one cache line.
     oob: Vec<StoredOob>,
@@ -324,6 +327,14 @@ impl Flash {
         Ok(Flash {
             layout: *layout,
             block_shift: ppb.is_power_of_two().then(|| ppb.trailing_zeros()),
+            unit_places: (0..layout.units)
+                .map(|unit| Place {
+                    die: layout.die_of_unit(unit),
+                    channel: layout.channel_of_unit(unit),
+                    plane: layout.plane_of_unit(unit),
+                    offset: 0,
+                })
+                .collect(),
             order: cfg.nand.program_order,
             // Zero bits (the erased header): allocated zeroed, never written here.
             oob: vec![[0; 3]; pages],
@@ -565,10 +576,8 @@ impl Flash {
     fn place(&self, ppn: Ppn) -> Place {
         let unit = self.layout.unit_of_block(self.block_of(ppn));
         Place {
-            die: self.layout.die_of_unit(unit),
-            channel: self.layout.channel_of_unit(unit),
-            plane: self.layout.plane_of_unit(unit),
             offset: self.page_offset(ppn),
+            ..self.unit_places[unit as usize]
         }
     }
 
@@ -592,16 +601,25 @@ impl Flash {
         self.cursor.max(self.idle_until)
     }
 
-    /// When the die of `unit` starts its next queued background work, if it has any queued
-    /// (timed runs). While [`Flash::background_epoch`] stays the same, this never decreases
-    /// and the die's queue stays non-empty.
-    pub fn background_start(&self, unit: u32) -> Option<u64> {
+    /// Before this instant the die of `unit` is surely [`Flash::background_busy`], if it has
+    /// background work queued (timed runs). While [`Flash::background_drains`] and the first
+    /// part of [`Flash::background_epoch`] stay the same, this never decreases.
+    pub fn background_busy_until(&self, unit: u32) -> Option<u64> {
         let die = self.layout.die_of_unit(unit);
-        self.timeline.as_ref()?.background_start(die)
+        self.timeline.as_ref()?.background_busy_until(die)
+    }
+
+    /// How many times the background queue of `unit`'s die has run empty: while it stays
+    /// the same (and so does [`Flash::background_epoch`]'s first part), the die's
+    /// [`Flash::background_busy_until`] only grows.
+    #[inline]
+    pub fn background_drains(&self, unit: u32) -> u64 {
+        let die = self.layout.die_of_unit(unit);
+        self.timeline.as_ref().map_or(0, |t| t.die_drained(die))
     }
 
     /// Changes whenever a die's background queue runs empty or the timing model stops or
-    /// restarts (see [`Flash::background_start`]).
+    /// restarts (see [`Flash::background_busy_until`]).
     #[inline]
     pub fn background_epoch(&self) -> (u64, u64) {
         let drained = self.timeline.as_ref().map_or(0, Timeline::drained);
@@ -620,11 +638,12 @@ impl Flash {
         self.timeline.as_mut().map_or(0, Timeline::settle)
     }
 
-    /// Time each die has spent working, in ns (empty in mapping-only mode).
-    pub fn die_busy_ns(&self) -> Vec<u64> {
+    /// Work given to each die so far, in ns ([`Timeline::die_work_ns`]; empty in
+    /// mapping-only mode).
+    pub fn die_work_ns(&self) -> Vec<u64> {
         self.timeline
             .as_ref()
-            .map(|t| t.die_busy_ns().collect())
+            .map(|t| t.die_work_ns().collect())
             .unwrap_or_default()
     }
 

@@ -66,6 +66,8 @@ struct Die {
     /// Total duration of the queued work.
     queued_ns: u64,
     busy_ns: u64,
+    /// Times the queue ran empty (see [`Timeline::background_busy_until`]).
+    drained: u64,
 }
 
 impl Die {
@@ -80,6 +82,7 @@ impl Die {
             queue: VecDeque::new(),
             queued_ns: 0,
             busy_ns: 0,
+            drained: 0,
         }
     }
 }
@@ -112,7 +115,7 @@ pub struct Timeline {
     suspend: bool,
     suspend_ns: u64,
     multi_plane: bool,
-    /// Times a die's background queue ran empty (see [`Timeline::background_start`]).
+    /// Times a die's background queue ran empty (see [`Timeline::background_busy_until`]).
     drained: u64,
     pub stats: SchedulerStats,
 }
@@ -201,6 +204,7 @@ impl Timeline {
             die.joinable = true;
             die.queue.pop_front();
             if die.queue.is_empty() {
+                die.drained += 1;
                 self.drained += 1;
             }
         }
@@ -384,17 +388,27 @@ impl Timeline {
         !self.dies[d].queue.is_empty()
     }
 
-    /// When die `die` starts its next queued background work, if it has any. Until a queue
-    /// runs empty ([`Timeline::drained`]) this only grows: the die's free time never goes
-    /// back, and the next item starts no earlier than the one before it ended.
-    pub fn background_start(&self, die: u32) -> Option<u64> {
+    /// The earliest instant at which die `die` may have started all its queued background
+    /// work, if it has any: until then [`Timeline::background_busy`] holds. Each item starts
+    /// no earlier than the one before it ended, so the last one starts at least the queued
+    /// durations but its own after the first one's start. Until the queue runs empty
+    /// ([`Timeline::die_drained`]) this only grows: the die's free time never goes back, and
+    /// new work joins the end of the queue.
+    pub fn background_busy_until(&self, die: u32) -> Option<u64> {
         let die = &self.dies[die as usize];
-        die.queue.front().map(|q| die.free.max(q.ready))
+        let first = die.queue.front()?;
+        let last = die.queue.back()?;
+        Some(die.free.max(first.ready) + die.queued_ns - last.duration)
     }
 
     /// How many times a die's background queue has run empty.
     pub fn drained(&self) -> u64 {
         self.drained
+    }
+
+    /// How many times die `die`'s background queue has run empty.
+    pub fn die_drained(&self, die: u32) -> u64 {
+        self.dies[die as usize].drained
     }
 
     pub fn transfer_ns(&self) -> u64 {
@@ -408,8 +422,11 @@ impl Timeline {
         self.dies.iter().map(|d| d.free).max().unwrap_or(0)
     }
 
-    /// Time each die has spent working, in ns (after [`Timeline::settle`], its whole work).
-    pub fn die_busy_ns(&self) -> impl Iterator<Item = u64> + '_ {
-        self.dies.iter().map(|d| d.busy_ns)
+    /// Work given to each die so far, in ns: what it has done or started, and the
+    /// background work queued on it (after [`Timeline::settle`], what it did in all).
+    /// Queued work counts as soon as it is queued, so the figure does not depend on when
+    /// the queue happens to be looked at.
+    pub fn die_work_ns(&self) -> impl Iterator<Item = u64> + '_ {
+        self.dies.iter().map(|d| d.busy_ns + d.queued_ns)
     }
 }

@@ -101,10 +101,13 @@ pub struct PageAllocator {
     gc_pending_flag: Vec<bool>,
     /// Per pending unit: before this instant its die does not start the background work it
     /// had queued at the unit's last turn, so another turn would find it busy and change
-    /// nothing (0: unknown). Valid while the flash's background epoch is `gc_wake_epoch`
-    /// (no die's queue has run empty since); reset when the unit frees a block or rejoins.
+    /// nothing (0: unknown). Valid while its die's queue has not run empty since
+    /// (`gc_wake_drains`, [`Flash::background_drains`]) and the timing has not restarted;
+    /// reset when the unit frees a block or rejoins.
     gc_wake: Vec<u64>,
-    /// The least `gc_wake` of the pending units: before it a round has nothing to do.
+    gc_wake_drains: Vec<u64>,
+    /// The least `gc_wake` of the pending units: before it a round has nothing to do, unless
+    /// the flash's background epoch has changed since `gc_wake_epoch`.
     gc_wake_min: u64,
     gc_wake_epoch: (u64, u64),
     /// Per block: data or translation (empty when the scheme stores no translation pages).
@@ -145,6 +148,7 @@ impl PageAllocator {
             gc_pending: Vec::new(),
             gc_pending_flag: vec![false; units],
             gc_wake: vec![0; units],
+            gc_wake_drains: vec![0; units],
             gc_wake_min: 0,
             gc_wake_epoch: (0, 0),
             kind: if translation {
@@ -255,8 +259,20 @@ impl PageAllocator {
         self.moved_translation.drain(..)
     }
 
-    /// Round-robin over the units, each tried once.
+    /// Round-robin over the units, each tried once. The common case, a page left in the
+    /// next unit's open block, is inline; the rest is not.
+    #[inline]
     fn stream_page(&mut self, stream: usize, flash: &mut Flash) -> Result<Ppn> {
+        let position = self.next_unit[stream];
+        if let Some(ppn) = self.next_in_open(stream, self.unit_at(position)) {
+            self.next_unit[stream] = self.next_position(position);
+            return Ok(ppn);
+        }
+        self.stream_page_slow(stream, flash)
+    }
+
+    #[inline(never)]
+    fn stream_page_slow(&mut self, stream: usize, flash: &mut Flash) -> Result<Ppn> {
         for _ in 0..self.layout.units {
             let position = self.next_unit[stream];
             self.next_unit[stream] = self.next_position(position);
@@ -398,9 +414,14 @@ impl PageAllocator {
     fn idle_gc_round(&mut self, flash: &mut Flash) -> Result<()> {
         let epoch = flash.background_epoch();
         if epoch != self.gc_wake_epoch {
-            // A die's queue ran empty since: what the wake times assume may no longer hold.
+            // A die's queue ran empty since (or the timing restarted): the wake times of the
+            // units on that die may no longer hold.
+            let restarted = epoch.0 != self.gc_wake_epoch.0;
             for &unit in &self.gc_pending {
-                self.gc_wake[unit as usize] = 0;
+                if restarted || flash.background_drains(unit) != self.gc_wake_drains[unit as usize]
+                {
+                    self.gc_wake[unit as usize] = 0;
+                }
             }
         }
         // Filtered in place (no allocation per round); reclaiming never adds a unit.
@@ -412,7 +433,9 @@ impl PageAllocator {
             let unit = pending[i];
             // A unit whose die is known to be busy stays as it is (as after an error). (A
             // reclaim may move the flash cursor: read the time for every unit.)
-            let stays = flash.background_now() < self.gc_wake[unit as usize]
+            let skip = flash.background_now() < self.gc_wake[unit as usize]
+                && self.free.count(unit) < self.soft_free_blocks;
+            let stays = skip
                 || result.is_err()
                 || self.stays_pending(unit, flash).unwrap_or_else(|e| {
                     result = Err(e);
@@ -444,7 +467,8 @@ impl PageAllocator {
         let low = |a: &Self| a.free.count(unit) < a.soft_free_blocks;
         let stays =
             low(self) && (flash.background_busy(unit) || (self.reclaim(unit, flash)? && low(self)));
-        self.gc_wake[unit as usize] = flash.background_start(unit).unwrap_or(0);
+        self.gc_wake[unit as usize] = flash.background_busy_until(unit).unwrap_or(0);
+        self.gc_wake_drains[unit as usize] = flash.background_drains(unit);
         Ok(stays)
     }
 
