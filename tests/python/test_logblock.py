@@ -151,3 +151,24 @@ def test_reproduction_quick(traces: Path, tmp_path: Path) -> None:
     assert ops[0] > ops[1] > 0
     assert float(sweep[0]["merge cost ms"]) < float(sweep[1]["merge cost ms"])
     assert "paper" in (tmp_path / "summary.md").read_text()
+
+
+def test_a_sweep_table_has_the_merge_columns() -> None:
+    table = ftlab.sweep(
+        {
+            "schemes": ["page", "kraft"],
+            "workloads": ["zipf"],
+            "preconditions": ["fill"],
+            "set": {
+                "workload.requests": 5000,
+                "geometry.blocks_per_plane": 64,
+                "kraft.log_blocks": 16,
+            },
+        },
+        jobs=1,
+    )
+    rows = {r["scheme"]: r for r in table.iter_rows(named=True)}
+    assert rows["page"]["merges_full"] is None
+    summary = _run("kraft").summary
+    for column in ("log_blocks", "merges_full", "merge_pages_copied", "merge_cost_mean_us"):
+        assert rows["kraft"][column] == pytest.approx(summary[column]), column
