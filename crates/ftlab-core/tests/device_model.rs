@@ -351,11 +351,14 @@ fn leaftl_brings_its_sorted_flush_and_preconditioning_writes_through_it() {
     let opts = |ftl: &str, sets: &[&str]| RunOptions {
         ftl: ftl.into(),
         workload: Some("default".into()),
-        sets: [&["workload.requests=2000", "precondition.mode=\"fill\""], sets]
-            .concat()
-            .iter()
-            .map(|s| s.to_string())
-            .collect(),
+        sets: [
+            &["workload.requests=2000", "precondition.mode=\"fill\""],
+            sets,
+        ]
+        .concat()
+        .iter()
+        .map(|s| s.to_string())
+        .collect(),
         ..RunOptions::default()
     };
     // Over any preset, under the user's keys; other schemes keep the preset's buffer.
@@ -376,5 +379,8 @@ fn leaftl_brings_its_sorted_flush_and_preconditioning_writes_through_it() {
     let report = api::run(&verified, &mut |_| true).unwrap().report;
     let logical = report.device.logical_pages as f64;
     let segments = report.metrics.scheme["segments"];
-    assert!(segments < logical / 16.0, "{segments} segments for {logical} pages");
+    assert!(
+        segments < logical / 16.0,
+        "{segments} segments for {logical} pages"
+    );
 }
