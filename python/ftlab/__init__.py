@@ -10,6 +10,7 @@ cheap: heavy modules (rich, polars, matplotlib) are imported only where they are
     >>> cmp = ftlab.compare(["page"], trace="financial1.spc.gz")
     >>> cmp.table                   # one row per scheme
     >>> cmp.write_report("report")  # plots (PNG, SVG) and an HTML page
+    >>> table = ftlab.sweep("sweep.toml", out="sweep.parquet")  # one row per run
 """
 
 from __future__ import annotations
@@ -27,6 +28,9 @@ from ftlab._core import FtlabError
 
 if TYPE_CHECKING:
     import polars
+    from matplotlib.figure import Figure
+
+    from ftlab._advise import Advice, Goal
 
 __version__: str = _core.__version__
 
@@ -37,12 +41,20 @@ __all__ = [
     "Result",
     "TraceInfo",
     "__version__",
+    "advise",
     "causes",
     "compare",
+    "load_sweep",
+    "pareto_front",
+    "plot_heatmap",
+    "plot_lines",
+    "plot_pareto",
     "presets",
     "schemes",
     "simulate",
     "summarize",
+    "sweep",
+    "sweep_means",
     "trace_formats",
     "trace_info",
     "workloads",
@@ -493,3 +505,142 @@ def workloads() -> list[tuple[str, str]]:
 def trace_formats() -> list[tuple[str, list[str], str, str, str]]:
     """(name, aliases, description, time unit, example line) of each trace format."""
     return list(_core.trace_formats())
+
+
+def sweep(
+    spec: PathLike | dict[str, Any],
+    *,
+    out: PathLike | None = None,
+    jobs: int | None = None,
+    scheduler: str | None = None,
+    ship_traces: bool = False,
+    retry_failed: bool = False,
+    progress: bool | None = None,
+) -> polars.DataFrame:
+    """Runs a design-space sweep and returns its table: one row per run, sorted, with
+    the configuration columns (`run_key`, `scheme`, `trace`, `workload`, `preset`,
+    `precondition`, `seed`, then each configuration key the spec names, as resolved:
+    `dram.budget_bytes`, ...) and every summary metric (`waf`, `read_mean_us`, ...,
+    `erase_count_max`; `error` for a run that failed; `wall_seconds`).
+
+    `spec` is a TOML file (see the README's Sweeps) or the same content as a dict.
+    With `out` (a Parquet file), runs already in it are skipped and each finished run is
+    written at once (an interrupted sweep loses none); the file keeps the rows of earlier
+    specs too, the frame returned holds this spec's. Runs go to `jobs` processes (default:
+    one per core) or, with `scheduler` (`tcp://host:8786`), to a Dask cluster, whose
+    workers read traces by path or, with `ship_traces`, get a copy once each.
+    `retry_failed` runs again the runs that failed. The spec is checked whole first: an
+    unknown key, scheme, preset or workload, an empty grid, a missing trace or
+    configuration file raise FtlabError naming the spec and the key before any run.
+    """
+    from ftlab import _sweep
+
+    return _sweep.sweep(
+        spec,
+        out=out,
+        jobs=jobs,
+        scheduler=scheduler,
+        ship_traces=ship_traces,
+        retry_failed=retry_failed,
+        progress=progress,
+    )
+
+
+def load_sweep(path: PathLike) -> polars.DataFrame:
+    """A sweep's table (with the rows of an interrupted sweep not merged yet), sorted."""
+    from ftlab import _sweep
+
+    return _sweep.load_table(path)
+
+
+def sweep_means(table: polars.DataFrame) -> polars.DataFrame:
+    """One row per configuration of a sweep table: every metric averaged over the seeds
+    (`runs`: how many), failed runs left out."""
+    from ftlab import _sweep_plot
+
+    return _sweep_plot.aggregate(table)
+
+
+def pareto_front(
+    table: polars.DataFrame,
+    x: str = "memory_peak_bytes",
+    y: str = "read_mean_us",
+    by: Sequence[str] = ("source",),
+) -> polars.DataFrame:
+    """The configurations of a sweep table (averaged over seeds) with a `pareto` column:
+    true when no other configuration on the same trace or workload has less `x` (mapping
+    DRAM) and less `y` (a latency, the WAF, ...)."""
+    from ftlab import _sweep_plot
+
+    return _sweep_plot.pareto_front(table, x=x, y=y, by=by)
+
+
+def plot_pareto(
+    table: polars.DataFrame, op: str = "read", budget_bytes: int | None = None
+) -> Figure:
+    """Mapping DRAM against mean and p99 latency (of reads, or `op`), per trace or
+    workload, the Pareto front drawn (WAF in mapping-only sweeps)."""
+    from ftlab import _sweep_plot
+
+    return _sweep_plot.plot_pareto(table, op=op, budget_bytes=budget_bytes)
+
+
+def plot_heatmap(table: polars.DataFrame, x: str, y: str, metric: str = "waf") -> Figure:
+    """A metric (the WAF by default) over two swept keys, one panel per scheme."""
+    from ftlab import _sweep_plot
+
+    return _sweep_plot.plot_heatmap(table, x, y, metric)
+
+
+def plot_lines(table: polars.DataFrame, x: str, metric: str = "read_mean_us") -> Figure:
+    """A metric against a swept key, one line per scheme."""
+    from ftlab import _sweep_plot
+
+    return _sweep_plot.plot_lines(table, x, metric)
+
+
+def advise(
+    *,
+    dram: str | int,
+    trace: PathLike | None = None,
+    workload: str | None = None,
+    goal: Goal = "latency",
+    preset: str | None = None,
+    config: Sequence[PathLike] = (),
+    sets: Sequence[str] = (),
+    precondition: Precondition | None = None,
+    seeds: int = 1,
+    schemes: Sequence[str] | None = None,
+    out: PathLike | None = None,
+    jobs: int | None = None,
+    scheduler: str | None = None,
+    ship_traces: bool = False,
+    progress: bool = False,
+) -> Advice:
+    """Which scheme to run on a trace (or workload) with `dram` bytes of mapping DRAM
+    (`"4MiB"` or a number), for a `goal`: `latency` (mean read latency), `waf` or
+    `endurance` (erases of the most-worn block). Every scheme (or `schemes`) runs with a
+    small sweep of its own parameters under the budget; those whose map cannot fit are
+    left out. Returns the ranking (one row per scheme, its best configuration first),
+    every run's row, what was left out and why, and the explanation. With `out`, the
+    runs are kept in `out/advise.parquet` (resumable) beside `pareto.png`/`.svg` and
+    `advice.txt`."""
+    from ftlab import _advise
+
+    return _advise.advise(
+        dram=dram,
+        trace=trace,
+        workload=workload,
+        goal=goal,
+        preset=preset,
+        config=config,
+        sets=sets,
+        precondition=precondition,
+        seeds=seeds,
+        schemes=schemes,
+        out=out,
+        jobs=jobs,
+        scheduler=scheduler,
+        ship_traces=ship_traces,
+        progress=progress,
+    )
