@@ -1,16 +1,17 @@
 //! FIU IODedup traces (Koller and Rangaswami, FAST'10): one request per line,
 //! `time_ns pid process lba sectors R|W major minor [md5...]`, separated by spaces.
 //! Addresses and sizes are 512-byte sectors; the device is `major,minor`. The content
-//! hashes (one MD5 per 4 KiB, or per 512 bytes in the `homes` traces; concatenated, or
-//! in fields of their own) are ignored. Process names may contain spaces, so the fields after the name are found from
-//! the end of the line. The full FIU files start with a few header lines: a line among
-//! the first three whose first field is not a number is skipped.
+//! hashes (one MD5 per 4 KiB, or per 512 bytes in the `homes` traces; concatenated, or in
+//! fields of their own) are ignored. Process names may contain spaces, so the fields after
+//! the name are found from the end of the line. The full FIU files start with a few
+//! header lines: a line among the first three whose first field is not a number is
+//! skipped.
 //!
 //! The same records saved by pandas (`DataFrame.to_csv`) are read too: cells separated by
-//! tabs (`sep="\t"`) or commas (told by the separator after the first cell), a header row among the first three lines (column names,
-//! pandas' default `0 1 2 ... 8`, after an empty cell when there is an index column), and
-//! a leading index column, recognised by the number of cells (9 where a record has 8,
-//! not counting the hashes).
+//! tabs (`sep="\t"`) or commas (told by the separator after the first cell), a header row
+//! among the first three lines (column names, or pandas' default `0 1 2 ... 8`, after an
+//! empty cell when there is an index column), and a leading index column, recognised by
+//! the number of cells (9 where a record has 8, not counting the hashes).
 
 use super::{
     fields, parse_time_ns, parse_u64, sectors_to_bytes, show, Devices, LineFormat, Record,
@@ -129,8 +130,8 @@ impl LineFormat for Fiu {
             // Too many fields: hashes in fields of their own, perhaps (one per 512 bytes).
             Err(_) => split(strip_hashes(line, sep), &mut f)?,
         };
-        if n == 0 || (sep.is_some() && line.iter().all(u8::is_ascii_whitespace)) {
-            return Ok(None);
+        if f[..n].iter().all(|cell| cell.is_empty()) {
+            return Ok(None); // a blank line
         }
         if f[0].first() == Some(&b'#') {
             return Ok(None);
