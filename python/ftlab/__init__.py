@@ -451,6 +451,7 @@ def summarize(report: dict[str, Any]) -> dict[str, Any]:
         return float(stats[key]) / 1000.0
 
     trace = report.get("trace") or {}
+    buffer = report.get("config", {}).get("buffer", {})
     return {
         "ftl": report["ftl"],
         "source": report["source"]["name"],
@@ -503,6 +504,9 @@ def summarize(report: dict[str, Any]) -> dict[str, Any]:
         "suggested_time_scale": load.get("suggested_time_scale"),
         "precondition_mode": precondition.get("mode"),
         "precondition_waf": precondition.get("waf"),
+        # How the write buffer flushes (`lru`, `sorted`), or None without one: LeaFTL brings
+        # its sorted flush to any device.
+        "buffer_flush": buffer["flush"] if buffer.get("size_bytes") else None,
     }
 
 

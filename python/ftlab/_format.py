@@ -257,6 +257,16 @@ def compare_notes(summaries: dict[str, dict[str, Any]]) -> list[str]:
             "map; DRAM peak adds each scheme's GC bookkeeping; DRAM vs page: DRAM peak "
             "relative to the page-level FTL's"
         )
+    by_flush: dict[str, list[str]] = {}
+    for name, s in summaries.items():
+        by_flush.setdefault(s.get("buffer_flush") or "no buffer", []).append(name)
+    if len(by_flush) > 1:
+        which = "; ".join(f"{flush} for {', '.join(names)}" for flush, names in by_flush.items())
+        notes.append(
+            f"write buffer flush: {which} (LeaFTL's design flushes its buffer sorted by "
+            "logical page; that also groups pages on flash and changes write amplification: "
+            "--set buffer.flush=sorted gives it to every scheme)"
+        )
     saturated = [name for name, s in summaries.items() if s.get("saturated")]
     if not saturated:
         return notes

@@ -129,6 +129,7 @@ SUMMARY_COLUMNS: dict[str, str] = {
     "suggested_time_scale": "float",
     "precondition_mode": "str",
     "precondition_waf": "float",
+    "buffer_flush": "str",
 }
 EXTRA_COLUMNS: dict[str, str] = {
     "erase_count_mean": "float",

@@ -254,7 +254,7 @@ def source_options(func: Callable[..., Any]) -> Callable[..., Any]:
         click.option(
             "--blkparse-event",
             type=click.Choice(["Q", "D", "C"]),
-            help="blkparse event that stands for requests (default: D).",
+            help="blkparse (or WiscSee) event that stands for requests (default: D).",
         ),
         click.option(
             "--skip-bad-lines", is_flag=True, help="Count bad trace lines instead of stopping."
@@ -740,7 +740,9 @@ def trace() -> None:
     help="Count footprint per device (default) or in one shared space.",
 )
 @click.option(
-    "--blkparse-event", type=click.Choice(["Q", "D", "C"]), help="blkparse event (default: D)."
+    "--blkparse-event",
+    type=click.Choice(["Q", "D", "C"]),
+    help="blkparse (or WiscSee) event (default: D).",
 )
 @click.option("--skip-bad-lines", is_flag=True, help="Count bad lines instead of stopping.")
 @click.option("--json", "json_out", metavar="FILE", help="Write the description as JSON.")

@@ -394,9 +394,9 @@ impl<F: Ftl> Simulator<F> {
     /// `fill` every logical page once in address order, and with `steady` random pages in
     /// windows until the write amplification of the last `windows` windows is steady
     /// ([`is_steady`]; with GC running), or `max_capacity_writes` times the logical
-    /// capacity has been written. Writes go to the scheme directly (the write buffer
-    /// stays empty), untimed, with the scheme's background work between them; verification
-    /// follows them. Afterwards every counter, latency and time series starts from zero and
+    /// capacity has been written. Writes go through the write buffer, as the host's do
+    /// (drained at the end), untimed, with the scheme's background work between them;
+    /// verification follows them. Afterwards every counter, latency and time series starts from zero and
     /// every die is idle at time 0: preconditioning is reported only in the report's
     /// `precondition` section.
     ///
@@ -477,7 +477,9 @@ impl<F: Ftl> Simulator<F> {
                 );
             }
             Ok(())
-        })();
+        })()
+        // The measured run starts with an empty buffer.
+        .and_then(|()| self.drain());
         result?;
         report.host_pages_written = self.host.pages_written;
         report.flash_programs = self.flash.stats.total_programs();
@@ -499,7 +501,8 @@ impl<F: Ftl> Simulator<F> {
         Ok(())
     }
 
-    /// One preconditioning page write, straight to the scheme.
+    /// One preconditioning page write, through the write buffer as a host write goes (a
+    /// scheme sees the flushes it would see in the run: LeaFTL learns sorted runs).
     fn precondition_write(
         &mut self,
         lpa: u32,
@@ -513,8 +516,7 @@ impl<F: Ftl> Simulator<F> {
         {
             return Err(Error::Usage("interrupted".into()));
         }
-        let seq = self.next_write(lpa);
-        self.ftl.write(lpa, seq, &mut self.flash)?;
+        self.write_page(lpa)?;
         self.idle()
     }
 
