@@ -186,16 +186,20 @@ fn every_scheme_reaches_steady_state_verified_with_merges() {
     }
 }
 
-/// Every real trace of the shared folder that ftlab reads (each once: the CloudPhysics trace
-/// in its vscsi form, the compressed copies where both exist) through every log-block scheme, verified, on the
+/// Every real trace of the shared folder that ftlab reads (each once: CloudPhysics in its
+/// vscsi form, FIU mail in its blkparse form, one of each plain and compressed copy) through every log-block scheme, verified, on the
 /// KRAFT preset's MLC device (ascending program order) fitted to the trace and filled
 /// before the run, with a pool of 16 log blocks so that the trace's overwrites merge.
 #[test]
 fn every_real_trace_replays_verified_on_every_scheme() {
     use ftlab_core::api::{self, RunOptions};
     let Some(dir) = traces_dir() else { return };
-    let traces: [(&str, &[&str]); 13] = [
+    let traces: [(&str, &[&str]); 14] = [
         ("ssdsim_hust_financial1/example.ascii", &[]),
+        (
+            "wiscsee_blkparse/sqlitewal-update/blkparse-events-for-ftlsim.txt",
+            &[],
+        ),
         (
             "disksim_hpl_validation/ascii.trace",
             &["trace.time_unit=\"ms\""],
