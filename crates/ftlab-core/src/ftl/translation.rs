@@ -117,13 +117,16 @@ impl TranslationStore {
     /// Background GC between requests ([`PageAllocator::idle_gc`]); translation pages it
     /// moves are settled here, data pages left for the scheme.
     #[inline]
+    #[inline]
     pub fn idle_gc(&mut self, flash: &mut Flash) -> Result<()> {
         self.alloc.idle_gc(flash)?;
-        self.settle_translation_moves();
+        if self.alloc.has_translation_moves() {
+            self.settle_translation_moves();
+        }
         Ok(())
     }
 
-    #[inline]
+    #[inline(never)]
     fn settle_translation_moves(&mut self) {
         for m in self.alloc.drain_translation_moves() {
             debug_assert_eq!(self.gtd[m.key as usize], m.from);
