@@ -117,7 +117,6 @@ impl TranslationStore {
     /// Background GC between requests ([`PageAllocator::idle_gc`]); translation pages it
     /// moves are settled here, data pages left for the scheme.
     #[inline]
-    #[inline]
     pub fn idle_gc(&mut self, flash: &mut Flash) -> Result<()> {
         self.alloc.idle_gc(flash)?;
         if self.alloc.has_translation_moves() {
