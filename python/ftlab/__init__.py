@@ -10,6 +10,7 @@ cheap: heavy modules (rich, polars, matplotlib) are imported only where they are
     >>> cmp = ftlab.compare(["page"], trace="financial1.spc.gz")
     >>> cmp.table                   # one row per scheme
     >>> cmp.write_report("report")  # plots (PNG, SVG) and an HTML page
+    >>> table = ftlab.sweep("sweep.toml", out="sweep.parquet")  # one row per run
 """
 
 from __future__ import annotations
@@ -27,6 +28,9 @@ from ftlab._core import FtlabError
 
 if TYPE_CHECKING:
     import polars
+    from matplotlib.figure import Figure
+
+    from ftlab._advise import Advice, Goal
 
 __version__: str = _core.__version__
 
@@ -37,14 +41,22 @@ __all__ = [
     "Result",
     "TraceInfo",
     "__version__",
+    "advise",
     "causes",
     "compare",
+    "load_sweep",
+    "pareto_front",
+    "plot_heatmap",
+    "plot_lines",
+    "plot_pareto",
     "presets",
     "schemes",
     "simulate",
     "split_stack",
     "stacks",
     "summarize",
+    "sweep",
+    "sweep_means",
     "trace_formats",
     "trace_info",
     "workloads",
@@ -61,8 +73,8 @@ class Result:
     """One finished run.
 
     `report` is the full report (the `--json` output) as a dict, `summary` its headline
-    numbers; `time_series`, `latency_cdf`, `flash_ops` and `memory` are the same data as
-    polars DataFrames.
+    numbers; `time_series`, `latency_cdf`, `flash_ops`, `memory`, and for the log-block
+    schemes `merges` and `associativity`, are the same data as polars DataFrames.
     """
 
     json: str
@@ -113,6 +125,23 @@ class Result:
         from ftlab import _frames
 
         return _frames.memory(self.report)
+
+    @property
+    def merges(self) -> polars.DataFrame:
+        """Log-block schemes: merges by kind (switch, partial, full; per logical block)
+        and the pages each kind copied. Empty for the other schemes."""
+        from ftlab import _frames
+
+        return _frames.merges(self.report)
+
+    @property
+    def associativity(self) -> polars.DataFrame:
+        """Log-block schemes: how many logical blocks each reclaimed log block held
+        (`associativity`: 0 to 16, then `17-32`, `33-64`, `65+`) and how often
+        (`merges`). Empty for the other schemes."""
+        from ftlab import _frames
+
+        return _frames.associativity(self.report)
 
     def _repr_html_(self) -> str:
         from ftlab._format import html_table, run_rows
@@ -428,7 +457,15 @@ def summarize(report: dict[str, Any]) -> dict[str, Any]:
     second, `peak_window_utilisation`, a die was given more than a second's work);
     `busiest_die_utilisation` is the busiest die's busy share of the
     run (None in mapping-only runs); `precondition_mode` and `precondition_waf` say how
-    the device was prepared (None in reports of cores without preconditioning)."""
+    the device was prepared (None in reports of cores without preconditioning).
+
+    Log-block schemes (block, bast, fast, kast, fftl, kraft) add `log_blocks`,
+    `merges_switch`, `merges_partial`, `merges_full` (per logical block),
+    `merge_pages_copied`, `merge_time_mean_us` and `merge_time_max_us` (from the first to
+    the last flash operation of each merge operation, timed runs), `merge_cost_mean_us`
+    and `merge_cost_max_us` (the serial cost model, copies x (tR + tPROG) + erases x
+    tBERS) and `log_utilisation_at_merge` (share of a victim log block written); None for
+    the other schemes."""
     m = report["metrics"]
     host, flash = m["host"], m["flash"]
     latency = m.get("latency") or {}
@@ -449,6 +486,7 @@ def summarize(report: dict[str, Any]) -> dict[str, Any]:
     app_bytes = counters.get("app_bytes_read", host.get("bytes_read", 0)) + counters.get(
         "app_bytes_written", host.get("bytes_written", 0)
     )
+    buffer = report.get("config", {}).get("buffer", {})
     return {
         "ftl": report["ftl"],
         "source": report["source"]["name"],
@@ -498,6 +536,8 @@ def summarize(report: dict[str, Any]) -> dict[str, Any]:
         "bad_lines": trace["diagnostics"]["bad_lines"] if trace else None,
         # Demand-cached schemes only.
         "cache_hit_ratio": m["scheme"].get("cache_hit_ratio"),
+        # Log-block schemes only.
+        **_merge_summary(m["scheme"], report["mode"] == "timed"),
         "saturated": bool(load.get("saturated", False)),
         "saturated_in_bursts": bool(load.get("saturated_in_bursts", False)),
         "peak_window_utilisation": load.get("peak_window_utilisation"),
@@ -505,6 +545,37 @@ def summarize(report: dict[str, Any]) -> dict[str, Any]:
         "suggested_time_scale": load.get("suggested_time_scale"),
         "precondition_mode": precondition.get("mode"),
         "precondition_waf": precondition.get("waf"),
+        # How the write buffer flushes (`lru`, `sorted`), or None without one: LeaFTL brings
+        # its sorted flush to any device.
+        "buffer_flush": buffer["flush"] if buffer.get("size_bytes") else None,
+    }
+
+
+def _merge_summary(counters: dict[str, float], timed: bool) -> dict[str, Any]:
+    """The log-block schemes' merge figures of a report's scheme counters (None for the
+    other schemes; merge times None in mapping-only runs)."""
+
+    def get(name: str, scale: float = 1.0, when: bool = True) -> float | None:
+        value = counters.get(name)
+        return None if value is None or not when else float(value) * scale
+
+    def count(name: str) -> int | None:
+        value = counters.get(name)
+        return None if value is None else int(value)
+
+    merges = "merges_switch" in counters
+    copied = int(counters["merge_pages_partial"] + counters["merge_pages_full"]) if merges else None
+    return {
+        "log_blocks": count("log_blocks") if merges else None,
+        "merges_switch": count("merges_switch"),
+        "merges_partial": count("merges_partial"),
+        "merges_full": count("merges_full"),
+        "merge_pages_copied": copied,
+        "merge_time_mean_us": get("merge_time_ns_mean", 1e-3, timed),
+        "merge_time_max_us": get("merge_time_ns_max", 1e-3, timed),
+        "merge_cost_mean_us": get("merge_cost_ns_mean", 1e-3),
+        "merge_cost_max_us": get("merge_cost_ns_max", 1e-3),
+        "log_utilisation_at_merge": get("log_utilisation_at_merge"),
     }
 
 
@@ -539,3 +610,142 @@ def workloads() -> list[tuple[str, str]]:
 def trace_formats() -> list[tuple[str, list[str], str, str, str]]:
     """(name, aliases, description, time unit, example line) of each trace format."""
     return list(_core.trace_formats())
+
+
+def sweep(
+    spec: PathLike | dict[str, Any],
+    *,
+    out: PathLike | None = None,
+    jobs: int | None = None,
+    scheduler: str | None = None,
+    ship_traces: bool = False,
+    retry_failed: bool = False,
+    progress: bool | None = None,
+) -> polars.DataFrame:
+    """Runs a design-space sweep and returns its table: one row per run, sorted, with
+    the configuration columns (`run_key`, `scheme`, `trace`, `workload`, `preset`,
+    `precondition`, `seed`, then each configuration key the spec names, as resolved:
+    `dram.budget_bytes`, ...) and every summary metric (`waf`, `read_mean_us`, ...,
+    `erase_count_max`; `error` for a run that failed; `wall_seconds`).
+
+    `spec` is a TOML file (see the README's Sweeps) or the same content as a dict.
+    With `out` (a Parquet file), runs already in it are skipped and each finished run is
+    written at once (an interrupted sweep loses none); the file keeps the rows of earlier
+    specs too, the frame returned holds this spec's. Runs go to `jobs` processes (default:
+    one per core) or, with `scheduler` (`tcp://host:8786`), to a Dask cluster, whose
+    workers read traces by path or, with `ship_traces`, get a copy once each.
+    `retry_failed` runs again the runs that failed. The spec is checked whole first: an
+    unknown key, scheme, preset or workload, an empty grid, a missing trace or
+    configuration file raise FtlabError naming the spec and the key before any run.
+    """
+    from ftlab import _sweep
+
+    return _sweep.sweep(
+        spec,
+        out=out,
+        jobs=jobs,
+        scheduler=scheduler,
+        ship_traces=ship_traces,
+        retry_failed=retry_failed,
+        progress=progress,
+    )
+
+
+def load_sweep(path: PathLike) -> polars.DataFrame:
+    """A sweep's table (with the rows of an interrupted sweep not merged yet), sorted."""
+    from ftlab import _sweep
+
+    return _sweep.load_table(path)
+
+
+def sweep_means(table: polars.DataFrame) -> polars.DataFrame:
+    """One row per configuration of a sweep table: every metric averaged over the seeds
+    (`runs`: how many), failed runs left out."""
+    from ftlab import _sweep_plot
+
+    return _sweep_plot.aggregate(table)
+
+
+def pareto_front(
+    table: polars.DataFrame,
+    x: str = "memory_peak_bytes",
+    y: str = "read_mean_us",
+    by: Sequence[str] = ("source",),
+) -> polars.DataFrame:
+    """The configurations of a sweep table (averaged over seeds) with a `pareto` column:
+    true when no other configuration on the same trace or workload has less `x` (mapping
+    DRAM) and less `y` (a latency, the WAF, ...)."""
+    from ftlab import _sweep_plot
+
+    return _sweep_plot.pareto_front(table, x=x, y=y, by=by)
+
+
+def plot_pareto(
+    table: polars.DataFrame, op: str = "read", budget_bytes: int | None = None
+) -> Figure:
+    """Mapping DRAM against mean and p99 latency (of reads, or `op`), per trace or
+    workload, the Pareto front drawn (WAF in mapping-only sweeps)."""
+    from ftlab import _sweep_plot
+
+    return _sweep_plot.plot_pareto(table, op=op, budget_bytes=budget_bytes)
+
+
+def plot_heatmap(table: polars.DataFrame, x: str, y: str, metric: str = "waf") -> Figure:
+    """A metric (the WAF by default) over two swept keys, one panel per scheme."""
+    from ftlab import _sweep_plot
+
+    return _sweep_plot.plot_heatmap(table, x, y, metric)
+
+
+def plot_lines(table: polars.DataFrame, x: str, metric: str = "read_mean_us") -> Figure:
+    """A metric against a swept key, one line per scheme."""
+    from ftlab import _sweep_plot
+
+    return _sweep_plot.plot_lines(table, x, metric)
+
+
+def advise(
+    *,
+    dram: str | int,
+    trace: PathLike | None = None,
+    workload: str | None = None,
+    goal: Goal = "latency",
+    preset: str | None = None,
+    config: Sequence[PathLike] = (),
+    sets: Sequence[str] = (),
+    precondition: Precondition | None = None,
+    seeds: int = 1,
+    schemes: Sequence[str] | None = None,
+    out: PathLike | None = None,
+    jobs: int | None = None,
+    scheduler: str | None = None,
+    ship_traces: bool = False,
+    progress: bool = False,
+) -> Advice:
+    """Which scheme to run on a trace (or workload) with `dram` bytes of mapping DRAM
+    (`"4MiB"` or a number), for a `goal`: `latency` (mean read latency), `waf` or
+    `endurance` (erases of the most-worn block). Every scheme (or `schemes`) runs with a
+    small sweep of its own parameters under the budget; those whose map cannot fit are
+    left out. Returns the ranking (one row per scheme, its best configuration first),
+    every run's row, what was left out and why, and the explanation. With `out`, the
+    runs are kept in `out/advise.parquet` (resumable) beside `pareto.png`/`.svg` and
+    `advice.txt`."""
+    from ftlab import _advise
+
+    return _advise.advise(
+        dram=dram,
+        trace=trace,
+        workload=workload,
+        goal=goal,
+        preset=preset,
+        config=config,
+        sets=sets,
+        precondition=precondition,
+        seeds=seeds,
+        schemes=schemes,
+        out=out,
+        jobs=jobs,
+        scheduler=scheduler,
+        ship_traces=ship_traces,
+        progress=progress,
+    )

@@ -54,6 +54,18 @@ def _blkparse(r: Row) -> str:
     return f"  8,16   1 {lba % 100000:>8} {s:>5}.{ns:09d} 4257  D   {op} {lba} + {n} [java]\n"
 
 
+def _wiscsee(r: Row) -> str:
+    t, dev, lba, n, read = r
+    s, ns = divmod(t, 1_000_000_000)
+    op = "read" if read else "write"
+    return f"4257 D {op} {lba * 512} {n * 512} {s}.{ns:09d} 0.000001 True\n"
+
+
+def _vscsi_csv(r: Row) -> str:
+    t, dev, lba, n, read = r
+    return f"1,{5633898 + t // 1_000_000_000},{'28' if read else '2a'},{n * 512},{lba}\n"
+
+
 def _fio(r: Row) -> str:
     t, dev, lba, n, read = r
     return f"{t // 1000} /dev/sdb {'read' if read else 'write'} {lba * 512} {n * 512}\n"
@@ -66,6 +78,8 @@ WRITERS: dict[str, tuple[str, Callable[[Row], str]]] = {
     "spc": ("", _spc),
     "fiu": ("", _fiu),
     "blkparse": ("", _blkparse),
+    "wiscsee": ("", _wiscsee),
+    "vscsi-csv": ("version,time,op,size,lbn\n", _vscsi_csv),
     "fio": ("fio version 3 iolog\n0 /dev/sdb add\n", _fio),
 }
 

@@ -114,6 +114,7 @@ def summary_rows(s: dict[str, Any]) -> list[tuple[str, str]]:
             f"{mib(s['memory_final_bytes'])} / {mib(s['memory_peak_bytes'])}",
         ),
     ]
+    rows += merge_rows(s)
     if s["mode"] == "timed":
         rows += [
             ("read latency mean / p99", latency_pair(s["read_mean_us"], s["read_p99_us"])),
@@ -137,6 +138,35 @@ def stack_rows(s: dict[str, Any]) -> list[tuple[str, str]]:
     ]
     if s.get("sections_cleaned") is not None:
         rows.append(("sections cleaned by the host", number(int(s["sections_cleaned"]))))
+    return rows
+
+
+def merge_rows(s: dict[str, Any]) -> list[tuple[str, str]]:
+    """The merges of a log-block scheme (none for the other schemes)."""
+    if s.get("merges_switch") is None:
+        return []
+    rows = [
+        ("log blocks", number(s["log_blocks"])),
+        (
+            "merges switch / partial / full",
+            f"{s['merges_switch']:,} / {s['merges_partial']:,} / {s['merges_full']:,}",
+        ),
+        ("pages copied by merges", number(s["merge_pages_copied"])),
+    ]
+    if s.get("merge_time_mean_us") is not None:
+        rows.append(
+            (
+                "merge time mean / max",
+                latency_pair(s["merge_time_mean_us"], s["merge_time_max_us"]),
+            )
+        )
+    rows += [
+        (
+            "merge cost mean / max (serial model)",
+            latency_pair(s["merge_cost_mean_us"], s["merge_cost_max_us"]),
+        ),
+        ("log block written at merge", percent(s["log_utilisation_at_merge"], digits=1)),
+    ]
     return rows
 
 
@@ -260,6 +290,16 @@ def compare_notes(summaries: dict[str, dict[str, Any]]) -> list[str]:
             f"mapping DRAM budget: {mib(budget)}{share}, for the schemes that cache their "
             "map; DRAM peak adds each scheme's GC bookkeeping; DRAM vs page: DRAM peak "
             "relative to the page-level FTL's"
+        )
+    by_flush: dict[str, list[str]] = {}
+    for name, s in summaries.items():
+        by_flush.setdefault(s.get("buffer_flush") or "no buffer", []).append(name)
+    if len(by_flush) > 1:
+        which = "; ".join(f"{flush} for {', '.join(names)}" for flush, names in by_flush.items())
+        notes.append(
+            f"write buffer flush: {which} (LeaFTL's design flushes its buffer sorted by "
+            "logical page; that also groups pages on flash and changes write amplification: "
+            "--set buffer.flush=sorted gives it to every scheme)"
         )
     saturated = [name for name, s in summaries.items() if s.get("saturated")]
     if not saturated:

@@ -126,6 +126,7 @@ class Progress:
         if self.bar is None:
             if now - self.started < 1.0:
                 return True
+            from rich.console import Console
             from rich.progress import (
                 BarColumn,
                 TextColumn,
@@ -145,6 +146,9 @@ class Progress:
                 TimeElapsedColumn(),
                 TextColumn("ETA"),
                 TimeRemainingColumn(),
+                # On the stream whose being a terminal turned the bar on: the summary
+                # (stdout) may go to a pipe.
+                console=Console(stderr=True),
                 transient=True,
             )
             self.bar.start()
@@ -253,7 +257,7 @@ def source_options(func: Callable[..., Any]) -> Callable[..., Any]:
         click.option(
             "--blkparse-event",
             type=click.Choice(["Q", "D", "C"]),
-            help="blkparse event that stands for requests (default: D).",
+            help="blkparse (or WiscSee) event that stands for requests (default: D).",
         ),
         click.option(
             "--skip-bad-lines", is_flag=True, help="Count bad trace lines instead of stopping."
@@ -455,6 +459,271 @@ def compare(
         click.echo(f"report: {index}")
 
 
+@main.command()
+@click.argument("spec", type=click.Path(path_type=Path))
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path),
+    help="The results table (Parquet; default: SPEC-NAME.parquet here). Runs already in it "
+    "are skipped.",
+)
+@click.option("--jobs", "-j", type=int, help="Parallel processes (default: one per core).")
+@click.option(
+    "--scheduler",
+    metavar="ADDRESS",
+    help="Run on an existing Dask cluster (tcp://host:8786) instead of local processes.",
+)
+@click.option(
+    "--ship-traces",
+    is_flag=True,
+    help="With --scheduler: send each trace to every worker once (default: workers read "
+    "the traces at the same path).",
+)
+@click.option("--retry-failed", is_flag=True, help="Run again the runs that failed before.")
+@click.option("--dry-run", is_flag=True, help="Check the spec and count the runs; run nothing.")
+@click.option("--quiet", "-q", is_flag=True, help="No progress bar, no summary.")
+def sweep(
+    spec: Path,
+    out: Path | None,
+    jobs: int | None,
+    scheduler: str | None,
+    ship_traces: bool,
+    retry_failed: bool,
+    dry_run: bool,
+    quiet: bool,
+) -> None:
+    """Run a design-space sweep: every combination of the schemes, sources, presets and
+    configuration values SPEC (TOML) names, repeated over seeds; one row per run in a
+    Parquet table (resumable: runs already there are skipped)."""
+    from ftlab import _sweep
+
+    if ship_traces and scheduler is None:
+        fail("--ship-traces needs --scheduler")
+    table = out or _sweep.default_out(spec)
+    check_output("--out", table)
+    started = time.monotonic()
+    plan = run_core(lambda: _sweep.plan(_sweep.parse_spec(spec)))
+    if dry_run:
+        done = 0
+        if table.exists() or _sweep.parts_dir(table).is_dir():
+            existing = run_core(lambda: _sweep.load_table(table))
+            if existing.height:
+                done = len(set(existing["run_key"].to_list()) & set(plan.run_keys))
+        click.echo(
+            f"{spec}: {len(plan.tasks):,} runs, {done:,} already in {table}, "
+            f"{len(plan.tasks) - done:,} to run"
+        )
+        return
+    result = run_core(
+        lambda: _sweep.run_plan(
+            plan,
+            out=table,
+            jobs=jobs,
+            scheduler=scheduler,
+            ship_traces=ship_traces,
+            retry_failed=retry_failed,
+            progress=not quiet and sys.stderr.isatty(),
+        )
+    )
+    wall = time.monotonic() - started
+    if result.interrupted:
+        click.echo(
+            f"interrupted: {result.ran:,} runs finished now are in {table} "
+            f"({result.skipped + result.ran:,} of {result.planned:,}); run the same command "
+            "to resume",
+            err=True,
+        )
+        sys.exit(130)
+    if not quiet:
+        where = f"on {scheduler}" if scheduler else "locally"
+        click.echo(
+            f"{result.planned:,} runs: {result.ran:,} run now {where} in {wall:.1f} s, "
+            f"{result.skipped:,} already in {table}"
+            + (f", {len(result.failed):,} failed" if result.failed else "")
+        )
+        click.echo(f"table: {table} ({result.table.height:,} rows of this spec)")
+    if result.failed:
+        for key, message in result.failed[:5]:
+            click.echo(f"error: run {key}: {message}", err=True)
+        if len(result.failed) > 5:
+            click.echo(f"... and {len(result.failed) - 5} more (the `error` column)", err=True)
+        sys.exit(1)
+
+
+@main.command()
+@click.argument("table", type=click.Path(path_type=Path))
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path),
+    help="Folder for the plots (default: TABLE-NAME-plots beside the table).",
+)
+@click.option(
+    "--x", "x_key", metavar="KEY", help="Swept key for the heatmap's x axis and the lines."
+)
+@click.option("--y", "y_key", metavar="KEY", help="Swept key for the heatmap's y axis.")
+@click.option(
+    "--metric",
+    help="Metric of the heatmap and the lines (default: waf for the heatmap, mean latency "
+    "for the lines).",
+)
+@click.option(
+    "--op",
+    type=click.Choice(["read", "write"]),
+    default="read",
+    show_default=True,
+    help="Latency plotted against mapping DRAM.",
+)
+def plot(
+    table: Path,
+    out: Path | None,
+    x_key: str | None,
+    y_key: str | None,
+    metric: str | None,
+    op: str,
+) -> None:
+    """Plot a sweep table: Pareto front of mapping DRAM against mean and p99 latency per
+    trace, a heatmap of the WAF over two swept keys, one line per scheme against a key."""
+    from ftlab import _sweep, _sweep_plot
+    from ftlab._format import latency
+
+    folder = out or table.with_name(table.stem + "-plots")
+    check_output("--out", folder, folder=True)
+    df = run_core(lambda: _sweep.load_table(table))
+    if not df.height or "memory_peak_bytes" not in df.columns:
+        fail(f"{table}: no finished run to plot")
+    for name, key in (("--x", x_key), ("--y", y_key), ("--metric", metric)):
+        if key is not None and key not in df.columns:
+            known = ", ".join(_sweep_plot.swept_keys(df, axes=True)) or "none"
+            fail(f"{name} {key}: the table has no such column (swept keys: {known})")
+    files, notes = _sweep_plot.write_plots(df, folder, x=x_key, y=y_key, metric=metric, op=op)
+    columns = _sweep_plot._latency_columns(df, op)
+    front = _sweep_plot.pareto_front(df, y=columns[0][0])
+    front = front.filter(front["pareto"])
+    keys = _sweep_plot.swept_keys(df)
+    rows = [
+        [
+            Path(str(r["source"])).name,
+            r["scheme"],
+            ", ".join(f"{k}={r[k]}" for k in keys if r.get(k) is not None) or "-",
+            f"{r['memory_peak_bytes'] / 2**20:,.2f}",
+            latency(r[columns[0][0]]) if columns[0][0] != "waf" else f"{r['waf']:.3f}",
+        ]
+        for r in front.iter_rows(named=True)
+    ]
+    label = columns[0][1].split(" (")[0]
+    click.echo(f"Pareto front (mapping DRAM against {label}):")
+    click.echo(render_table(["source", "scheme", "settings", "DRAM MiB", label], rows))
+    for note in notes:
+        click.echo(note)
+    for f in files:
+        click.echo(f"plot: {f}")
+
+
+@main.command()
+@click.option("--trace", type=click.Path(path_type=Path), help="Trace file to advise for.")
+@click.option("--workload", help="Or a built-in synthetic workload.")
+@click.option(
+    "--dram",
+    required=True,
+    metavar="BUDGET",
+    help="Mapping DRAM budget (bytes, or with a suffix: 4MiB, 512KiB).",
+)
+@click.option(
+    "--goal",
+    type=click.Choice(["latency", "waf", "endurance"]),
+    default="latency",
+    show_default=True,
+    help="What to rank by: mean read latency, write amplification, or the most-worn "
+    "block's erases.",
+)
+@click.option("--preset", help="Configuration preset (see `ftlab config presets`).")
+@click.option(
+    "--config",
+    "configs",
+    multiple=True,
+    type=click.Path(path_type=Path),
+    help="TOML configuration file (repeatable).",
+)
+@click.option("--set", "sets", multiple=True, metavar="KEY=VALUE", help="Override a key.")
+@click.option(
+    "--precondition",
+    type=click.Choice(["none", "fill", "steady"]),
+    help="How the device is prepared (default: the configuration's, steady).",
+)
+@click.option("--ftl", "ftl_names", metavar="A,B,...", help="Only these schemes (default: all).")
+@click.option("--seeds", type=int, default=1, show_default=True, help="Runs per configuration.")
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path),
+    default=Path("advise"),
+    show_default=True,
+    help="Folder for the runs (advise.parquet, resumable), pareto.png/.svg and advice.txt.",
+)
+@click.option("--jobs", "-j", type=int, help="Parallel processes (default: one per core).")
+@click.option("--scheduler", metavar="ADDRESS", help="Run on an existing Dask cluster.")
+@click.option("--ship-traces", is_flag=True, help="With --scheduler: send the trace to workers.")
+@click.option("--quiet", "-q", is_flag=True, help="Only the ranking and the explanation.")
+def advise(
+    trace: Path | None,
+    workload: str | None,
+    dram: str,
+    goal: str,
+    preset: str | None,
+    configs: Sequence[Path],
+    sets: Sequence[str],
+    precondition: str | None,
+    ftl_names: str | None,
+    seeds: int,
+    out: Path,
+    jobs: int | None,
+    scheduler: str | None,
+    ship_traces: bool,
+    quiet: bool,
+) -> None:
+    """Which FTL scheme to run on a trace within a mapping DRAM budget: runs the schemes
+    that fit it (each with a small sweep of its own parameters), ranks them for the goal,
+    says why, and saves the Pareto plot."""
+    from ftlab import _advise
+
+    if trace is None and workload is None:
+        fail("give --trace FILE (or --workload NAME)")
+    if ship_traces and scheduler is None:
+        fail("--ship-traces needs --scheduler")
+    check_output("--out", out, folder=True)
+    names = [n.strip() for n in ftl_names.split(",") if n.strip()] if ftl_names else None
+    dram_value: str | int = int(dram) if dram.isdigit() else dram
+    advice = run_core(
+        lambda: _advise.advise(
+            dram=dram_value,
+            trace=trace,
+            workload=workload,
+            goal=goal,  # type: ignore[arg-type]
+            preset=preset,
+            config=configs,
+            sets=sets,
+            precondition=precondition,
+            seeds=seeds,
+            schemes=names,
+            out=out,
+            jobs=jobs,
+            scheduler=scheduler,
+            ship_traces=ship_traces,
+            progress=not quiet and sys.stderr.isatty(),
+            on_note=None if quiet else lambda note: click.echo(note, err=True),
+        )
+    )
+    if advice.ranking.height:
+        header, rows = _advise.ranking_rows(advice)
+        click.echo(render_table(header, rows))
+        click.echo()
+    for line in advice.lines:
+        click.echo(line)
+    for f in advice.files:
+        click.echo(f"saved: {f}")
+    if advice.best is None:
+        sys.exit(1)
+
+
 @main.group()
 def trace() -> None:
     """Describe traces and list the formats ftlab reads."""
@@ -481,7 +750,9 @@ def trace() -> None:
     help="Count footprint per device (default) or in one shared space.",
 )
 @click.option(
-    "--blkparse-event", type=click.Choice(["Q", "D", "C"]), help="blkparse event (default: D)."
+    "--blkparse-event",
+    type=click.Choice(["Q", "D", "C"]),
+    help="blkparse (or WiscSee) event (default: D).",
 )
 @click.option("--skip-bad-lines", is_flag=True, help="Count bad lines instead of stopping.")
 @click.option("--json", "json_out", metavar="FILE", help="Write the description as JSON.")
@@ -557,16 +828,29 @@ def config() -> None:
 
 @config.command("show")
 @click.argument("preset", required=False)
+@click.option("--ftl", help="With what this scheme assumes of the device (leaftl's flush).")
 @click.option("--workload", help="Apply a built-in workload.")
 @click.option("--config", "configs", multiple=True, type=click.Path(path_type=Path))
 @click.option("--set", "sets", multiple=True, metavar="KEY=VALUE")
 def config_show(
-    preset: str | None, workload: str | None, configs: Sequence[Path], sets: Sequence[str]
+    preset: str | None,
+    ftl: str | None,
+    workload: str | None,
+    configs: Sequence[Path],
+    sets: Sequence[str],
 ) -> None:
-    """Print the resolved configuration (PRESET, then files, then overrides) as TOML."""
+    """Print the resolved configuration (PRESET, then what --ftl assumes of the device,
+    then files, then overrides) as TOML."""
+    names = [name for name, _ in ftlab.schemes()]
+    if ftl is not None and ftl not in names:
+        fail(f"unknown FTL scheme `{ftl}`; the schemes are: {', '.join(names)}")
     text = run_core(
         lambda: _core.config_show(
-            preset=preset, workload=workload, config=[str(c) for c in configs], sets=list(sets)
+            ftl,
+            preset=preset,
+            workload=workload,
+            config=[str(c) for c in configs],
+            sets=list(sets),
         )
     )
     click.echo(text, nl=False)

@@ -59,6 +59,25 @@ def count_fiu(path: Path) -> tuple[int, int]:
     return len(rows), sum(r[5] == "R" for r in rows)
 
 
+def count_fiu_table(path: Path) -> tuple[int, int]:
+    # pandas TSV: a header row, then an index column before the FIU fields.
+    rows = [line.rstrip("\n").split("\t") for line in path.open()][1:]
+    return len(rows), sum(r[6] == "R" for r in rows)
+
+
+def count_wiscsee(path: Path) -> tuple[int, int]:
+    # D events inside the partition (a negative offset lies before it).
+    rows = [p for p in (line.split() for line in path.open()) if p[1] == "D" and int(p[3]) >= 0]
+    return len(rows), sum(p[2] == "read" for p in rows)
+
+
+def count_vscsi_csv(path: Path) -> tuple[int, int]:
+    rows = list(csv.reader(path.open()))[1:]
+    ops = [int(r[2], 16) for r in rows]
+    reads, writes = {0x08, 0x28, 0x88, 0xA8}, {0x0A, 0x2A, 0x8A, 0xAA}
+    return sum(op in reads or op in writes for op in ops), sum(op in reads for op in ops)
+
+
 def count_blkparse(path: Path) -> tuple[int, int]:
     rows = [
         p
@@ -80,6 +99,7 @@ CASES: list[tuple[str, str, Callable[[Path], tuple[int, int]]]] = [
     ("snia_systor17_caffeine_sample/systor17-additional-sample.csv", "systor", count_systor),
     ("tencent_cbs_caffeine_sample/cloud_storage-sample", "tencent", count_tencent),
     ("cloudphysics_libCacheSim/cloudPhysicsIO.vscsi", "vscsi", count_vscsi),
+    ("cloudphysics_libCacheSim/cloudPhysicsIO.csv", "vscsi-csv", count_vscsi_csv),
     ("mqsim_umass_websearch_tpcc/wsrch-small.trace", "disksim", count_ascii),
     ("mqsim_umass_websearch_tpcc/tpcc-small.trace", "disksim", count_ascii),
     ("ssdsim_hust_financial1/example.ascii", "disksim", count_ascii),
@@ -89,8 +109,15 @@ CASES: list[tuple[str, str, Callable[[Path], tuple[int, int]]]] = [
         "fiu",
         count_fiu,
     ),
+    ("fiu_mail_excerpt/smalltrace.csv", "fiu", count_fiu_table),
     ("apress_blktrace_hdd/blktrace.txt", "blkparse", count_blkparse),
     ("wiscsee_blkparse/blkparse-output.txt", "blkparse", count_blkparse),
+    ("wiscsee_blkparse/sqlitewal-update/blkparse-events-for-ftlsim.txt", "wiscsee", count_wiscsee),
+    (
+        "wiscsee_blkparse/sqlitewal-update/blkparse-events-for-ftlsim-mkfs.txt",
+        "wiscsee",
+        count_wiscsee,
+    ),
 ]
 
 
@@ -178,6 +205,18 @@ BAD = [
     ("fiu", "1 2 nfsd 8 8 W 6 0\n2 2 nfsd 8 8 Z 6 0\n", 2, "operation `Z`"),
     ("blkparse", "8,0 1 1 0.1 7 D W 8 + 8 [x]\n8,0 1 2 0.2 7 D W 8 + eight [x]\n", 2, "eight"),
     ("fio", "fio version 3 iolog\n5 /dev/sdb read 0 4096\n6 /dev/sdb zap 0 1\n", 3, "zap"),
+    (
+        "wiscsee",
+        "7 D read 0 4096 0.1 0 False\n7 D flush 0 4096 0.2 0.1 True\n",
+        2,
+        "operation `flush` is not read, write or discard",
+    ),
+    (
+        "vscsi-csv",
+        "version,time,op,size,lbn\n1,0,2a,512,8\n1,1,zz,512,8\n",
+        3,
+        "op `zz` is not a SCSI opcode",
+    ),
 ]
 
 
@@ -234,6 +273,20 @@ def test_unrecognisable_and_empty_traces(tmp_path: Path) -> None:
     assert out.returncode == 2 and "empty" in out.stderr
 
 
+def test_traces_without_operations_say_what_to_replay(traces: Path) -> None:
+    base = traces / "cloudphysics_libCacheSim"
+    for name, what in [
+        ("cloudPhysicsIO.txt", "every line holds a single number"),
+        ("cloudPhysicsIO.oracleGeneral.bin", "a libCacheSim oracleGeneral trace"),
+    ]:
+        path = base / name
+        out = ftlab("run", "--trace", str(path), "--mapping-only", "--precondition", "none")
+        assert out.returncode == 2
+        assert f"{path}: {what}" in out.stderr, out.stderr
+        assert "cannot be replayed" in out.stderr and ".vscsi or .csv" in out.stderr
+        assert "Traceback" not in out.stderr
+
+
 def test_unsorted_timestamps_are_reported(traces: Path, tmp_path: Path) -> None:
     path = traces / "snia_systor17_caffeine_sample/systor17-traces-sample.csv"
     assert info_json(tmp_path, path)["timestamp_inversions"] > 0
@@ -261,5 +314,6 @@ def test_compressed_and_plain_give_identical_reports(traces: Path, tmp_path: Pat
 def test_trace_formats_lists_examples() -> None:
     out = ftlab("trace", "formats")
     assert out.returncode == 0
-    for name in ("msr", "systor", "tencent", "spc", "disksim", "vscsi", "fiu", "blkparse", "fio"):
+    names = ("msr", "systor", "tencent", "spc", "disksim", "vscsi", "fiu", "blkparse", "fio")
+    for name in (*names, "wiscsee", "vscsi-csv"):
         assert name in out.stdout

@@ -94,7 +94,7 @@ fn resolve_config_keys(opts: &RunOptions) -> Result<(Config, Vec<String>)> {
 
 fn resolve_layers(opts: &RunOptions) -> Result<(Config, Vec<String>)> {
     let files: Vec<&Path> = opts.config_files.iter().map(PathBuf::as_path).collect();
-    let extra = match &opts.workload {
+    let mut extra = match &opts.workload {
         None => None,
         Some(name) => {
             let w = workload::builtin(name).ok_or_else(|| {
@@ -112,6 +112,13 @@ fn resolve_layers(opts: &RunOptions) -> Result<(Config, Vec<String>)> {
             )]))
         }
     };
+    // What the scheme's design assumes of the device, over the preset, under the user's
+    // files and keys.
+    if let Some(text) = crate::ftl::scheme_device_defaults(&opts.ftl) {
+        let layer: toml::Table = toml::from_str(text)
+            .map_err(|e| Error::Usage(format!("internal: {}'s device defaults: {e}", opts.ftl)))?;
+        extra.get_or_insert_with(toml::Table::new).extend(layer);
+    }
     let mut sets = opts.sets.clone();
     for (key, value) in [("format", &opts.format), ("time_unit", &opts.time_unit)] {
         if !value.is_empty() {

@@ -6,7 +6,7 @@ mod common;
 
 use common::*;
 use ftlab_core::api::{self, RunOptions};
-use ftlab_core::config::{Config, GcMode, PreconditionMode, ReplayMode};
+use ftlab_core::config::{Config, FlushOrder, GcMode, PreconditionMode, ReplayMode};
 use ftlab_core::ftl::{is_append_only, SCHEMES};
 use ftlab_core::rng::Rng;
 use ftlab_core::timing::{Place, Timeline};
@@ -346,4 +346,43 @@ fn a_burst_that_saturates_the_device_is_detected() {
     cfg.replay.time_scale = second.suggested_time_scale.unwrap();
     let scaled = load(&cfg, &replay(1_000_000_000));
     assert!(!scaled.saturated, "{scaled:?}");
+}
+
+#[test]
+fn leaftl_brings_its_sorted_flush_and_preconditioning_writes_through_it() {
+    let opts = |ftl: &str, sets: &[&str]| RunOptions {
+        ftl: ftl.into(),
+        workload: Some("default".into()),
+        sets: [
+            &["workload.requests=2000", "precondition.mode=\"fill\""],
+            sets,
+        ]
+        .concat()
+        .iter()
+        .map(|s| s.to_string())
+        .collect(),
+        ..RunOptions::default()
+    };
+    // Over any preset, under the user's keys; other schemes keep the preset's buffer.
+    let cfg = api::resolve_config(&opts("leaftl", &[])).unwrap();
+    assert_eq!(cfg.buffer.flush, FlushOrder::Sorted);
+    assert_eq!(cfg.buffer.flush_group_pages, 256);
+    let page = api::resolve_config(&opts("page", &[])).unwrap();
+    assert_eq!(page.buffer.flush, FlushOrder::Lru);
+    let lru = api::resolve_config(&opts("leaftl", &["buffer.flush=\"lru\""])).unwrap();
+    assert_eq!(lru.buffer.flush, FlushOrder::Lru);
+    // A fill written in sorted flushes is learned as runs: a few segments per 256-page
+    // group (31,342 for 7,619 groups here), not one single-point segment per page (1.94 M
+    // when preconditioning wrote page by page).
+    let verified = RunOptions {
+        verify: true,
+        ..opts("leaftl", &[])
+    };
+    let report = api::run(&verified, &mut |_| true).unwrap().report;
+    let logical = report.device.logical_pages as f64;
+    let segments = report.metrics.scheme["segments"];
+    assert!(
+        segments < logical / 16.0,
+        "{segments} segments for {logical} pages"
+    );
 }

@@ -140,15 +140,57 @@ fn cloudphysics_vscsi() {
     }
     assert_eq!(expected.0, 113_872);
     let recs = check(&path, "vscsi", expected, &config("auto"));
-    // The CSV copy of the same trace: same operations, sizes and addresses.
-    let csv =
-        std::fs::read_to_string(dir.join("cloudphysics_libCacheSim/cloudPhysicsIO.csv")).unwrap();
-    for (rec, line) in recs.iter().zip(csv.lines().skip(1)).take(1000) {
-        let f: Vec<&str> = line.split(',').collect();
-        assert_eq!(rec.op == Op::Read, f[2] == "28");
-        assert_eq!(rec.len_bytes, f[3].parse::<u64>().unwrap());
-        assert_eq!(rec.offset_bytes, f[4].parse::<u64>().unwrap() * 512);
-        assert_eq!(rec.time_ns / 1_000_000_000, f[1].parse::<u64>().unwrap());
+    // The CSV copy of the same trace, read (and recognised) on its own: the same
+    // operations, sizes and addresses, the times truncated to seconds.
+    let csv_path = dir.join("cloudphysics_libCacheSim/cloudPhysicsIO.csv");
+    let csv_expected = count_lines(&csv_path, true, |f| {
+        (f[0] != "version").then(|| ["08", "28", "a8", "88"].contains(&f[2]))
+    });
+    assert_eq!(csv_expected, expected);
+    let from_csv = check(&csv_path, "vscsi-csv", expected, &config("auto"));
+    for (b, c) in recs.iter().zip(&from_csv) {
+        assert_eq!(
+            (b.op, b.offset_bytes, b.len_bytes, b.dev),
+            (c.op, c.offset_bytes, c.len_bytes, c.dev)
+        );
+        assert_eq!(b.time_ns / 1_000_000_000 * 1_000_000_000, c.time_ns);
+    }
+    let (_, _, devices) = records(&csv_path, &config("cloudphysics-csv"));
+    assert_eq!(devices, ["0"]);
+}
+
+/// The copies of the CloudPhysics trace that lost its operations (libCacheSim's block
+/// numbers alone, and its oracleGeneral cache-simulation records) are refused, saying
+/// what they are and what to replay instead.
+#[test]
+fn cloudphysics_copies_without_operations_are_refused() {
+    let Some(dir) = traces_dir() else { return };
+    for (file, what) in [
+        ("cloudPhysicsIO.txt", "every line holds a single number"),
+        (
+            "cloudPhysicsIO.oracleGeneral.bin",
+            "a libCacheSim oracleGeneral trace",
+        ),
+    ] {
+        let path = dir.join("cloudphysics_libCacheSim").join(file);
+        // As published, and zstd-compressed (as libCacheSim distributes its traces).
+        let bytes = std::fs::read(&path).unwrap();
+        let zst = write_file(
+            &format!("{file}.zst"),
+            &zstd::encode_all(&bytes[..], 1).unwrap(),
+        );
+        for path in [path, zst] {
+            let err = trace::open_trace(&path, &config("auto"))
+                .err()
+                .unwrap_or_else(|| panic!("{} opened", path.display()))
+                .to_string();
+            assert!(
+                err.starts_with(&format!("{}: {what}", path.display()))
+                    && err.contains("cannot be replayed")
+                    && err.contains("the .vscsi or .csv copy"),
+                "{err}"
+            );
+        }
     }
 }
 
@@ -222,6 +264,118 @@ fn fiu_iodedup() {
     assert_eq!(expected.0, 10_000);
     let recs = check(&path, "fiu", expected, &config("auto"));
     assert!(recs.iter().all(|r| r.len_bytes == 4096));
+    // The pandas TSV it was derived from (a header row and an index column): recognised,
+    // and the same requests.
+    let tsv = dir.join("fiu_mail_excerpt/smalltrace.csv");
+    let (from_tsv, format, devices) = records(&tsv, &config("auto"));
+    assert_eq!((format.as_str(), devices), ("fiu", vec!["6,0".to_string()]));
+    assert_eq!(from_tsv, recs);
+    // FIU's own sample.
+    let sample = dir.join("fiu_mail_excerpt/sample.blkparse");
+    let expected = count_lines(&sample, false, |f| (f.len() >= 9).then(|| f[5] == "R"));
+    check(&sample, "fiu", expected, &config("auto"));
+}
+
+/// WiscSee's event files: D events by default (C on request), discards as trims, and the
+/// mkfs trace's read of the partition table (before the partition: a negative offset)
+/// skipped.
+#[test]
+fn wiscsee_events() {
+    let Some(dir) = traces_dir() else { return };
+    let count = |event: &'static str| {
+        move |f: &[&str]| {
+            (f[1] == event && f[3].parse::<i64>().unwrap() >= 0).then(|| f[2] == "read")
+        }
+    };
+    for (file, d_events) in [
+        ("wiscsee_blkparse/blkparse-events-for-ftlsim.txt", 1),
+        (
+            "wiscsee_blkparse/sqlitewal-update/blkparse-events-for-ftlsim.txt",
+            5_008,
+        ),
+        // 151 D events, one of them before the partition.
+        (
+            "wiscsee_blkparse/sqlitewal-update/blkparse-events-for-ftlsim-mkfs.txt",
+            150,
+        ),
+    ] {
+        let path = dir.join(file);
+        let expected = count_lines(&path, false, count("D"));
+        assert_eq!(expected.0, d_events, "{file}");
+        let recs = check(&path, "wiscsee", expected, &config("auto"));
+        let completions = count_lines(&path, false, count("C"));
+        let cfg = TraceConfig {
+            blkparse_event: trace::BlkEvent::C,
+            ..TraceConfig::default()
+        };
+        check(&path, "wiscsee", completions, &cfg);
+        let trims = count_lines(&path, false, |f| {
+            (f[1] == "D" && f[2] == "discard").then_some(true)
+        });
+        assert_eq!(
+            recs.iter().filter(|r| r.op == Op::Trim).count(),
+            trims.0,
+            "{file}"
+        );
+    }
+    // The SQLite-WAL trace: 5,008 issued requests, one of them a discard; the first
+    // `39949 D read 299008 4096 0.000000000 0 False`.
+    let path = dir.join("wiscsee_blkparse/sqlitewal-update/blkparse-events-for-ftlsim.txt");
+    let (recs, _, devices) = records(&path, &config("wiscsee"));
+    assert_eq!(devices, ["0"]);
+    assert_eq!(
+        recs[0],
+        Record {
+            time_ns: 0,
+            offset_bytes: 299_008,
+            len_bytes: 4096,
+            dev: 0,
+            op: Op::Read
+        }
+    );
+    assert_eq!(recs.iter().filter(|r| r.op == Op::Trim).count(), 1);
+}
+
+/// What users bring besides the files as published: Windows line endings, blank lines at
+/// the end, FIU's header lines, compression. Each reads as the original.
+#[test]
+fn real_world_variants_read_the_same() {
+    let Some(dir) = traces_dir() else { return };
+    for file in [
+        "fiu_mail_excerpt/DERIVED_cheetah.cs.fiu.edu-110108-113008.1.head10000.blkparse",
+        "fiu_mail_excerpt/smalltrace.csv",
+        "wiscsee_blkparse/sqlitewal-update/blkparse-events-for-ftlsim.txt",
+        "cloudphysics_libCacheSim/cloudPhysicsIO.csv",
+    ] {
+        let path = dir.join(file);
+        let (original, format, _) = records(&path, &config("auto"));
+        let text = std::fs::read_to_string(&path).unwrap();
+        let crlf = text.replace('\n', "\r\n") + "\r\n\r\n";
+        let mut variants: Vec<(&str, Vec<u8>)> = vec![("crlf", crlf.clone().into_bytes())];
+        if format == "fiu" && !file.ends_with(".csv") {
+            let header = "# FIU IODedup trace: cheetah.cs.fiu.edu\n\
+                          [ts in ns] [pid] [process] [lba] [size in 512 Bytes blocks] \
+                          [Write or Read] [major device number] [minor device number] \
+                          [MD5 per 4096 Bytes]\n\n";
+            variants.push(("header", format!("{header}{text}").into_bytes()));
+        }
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        gz.write_all(crlf.as_bytes()).unwrap();
+        variants.push(("crlf.gz", gz.finish().unwrap()));
+        let mut bz = bzip2::write::BzEncoder::new(Vec::new(), bzip2::Compression::fast());
+        bz.write_all(text.as_bytes()).unwrap();
+        variants.push(("bz2", bz.finish().unwrap()));
+        let mut xz = xz2::write::XzEncoder::new(Vec::new(), 1);
+        xz.write_all(text.as_bytes()).unwrap();
+        variants.push(("xz", xz.finish().unwrap()));
+        variants.push(("zst", zstd::encode_all(text.as_bytes(), 1).unwrap()));
+        for (kind, bytes) in variants {
+            let name = format!("{}.{kind}", path.file_name().unwrap().to_string_lossy());
+            let (recs, detected, _) = records(&write_file(&name, &bytes), &config("auto"));
+            assert_eq!(detected, format, "{file} {kind}");
+            assert!(recs == original, "{file} {kind}: different requests");
+        }
+    }
 }
 
 #[test]
@@ -514,6 +668,11 @@ fn every_real_trace_replays_verified() {
             vec!["trace.blkparse_event=\"Q\"".to_string()],
         ),
         ("wiscsee_blkparse/blkparse-output.txt", vec![]),
+        ("fiu_mail_excerpt/smalltrace.csv", vec![]),
+        (
+            "wiscsee_blkparse/sqlitewal-update/blkparse-events-for-ftlsim.txt",
+            vec![],
+        ),
         (
             "disksim_hpl_validation/ascii.trace",
             vec!["trace.time_unit=\"ms\"".to_string()],

@@ -96,7 +96,11 @@ def select_traces(traces: Path) -> tuple[list[tuple[Path, dict[str, Any]]], list
     `trace info`; and a note for every file left out, saying why."""
     chosen: list[tuple[Path, dict[str, Any]]] = []
     notes = []
-    for f in _candidates(traces):
+    # One trace in two encodings (CloudPhysics' .vscsi and .csv, FIU's native and pandas
+    # files) counts once: the same requests and pages in the same folder. The binary
+    # .vscsi keeps microsecond times where the .csv has whole seconds: it is preferred.
+    seen: dict[tuple[Any, ...], str] = {}
+    for f in sorted(_candidates(traces), key=lambda f: (f.parent.name, f.suffix != ".vscsi")):
         name = f"{f.parent.name}/{f.name}"
         try:
             info = ftlab.trace_info(f).info
@@ -107,8 +111,25 @@ def select_traces(traces: Path) -> tuple[list[tuple[Path, dict[str, Any]]], list
         if writes < MIN_PAGE_WRITES:
             notes.append(f"{name}: {writes} page writes, fewer than {MIN_PAGE_WRITES}")
             continue
+        same = (f.parent, *(info.get(k) for k in SAME_TRACE_KEYS))
+        if same in seen:
+            notes.append(f"{name}: the same trace as {seen[same]} in another encoding")
+            continue
+        seen[same] = name
         chosen.append((f, info))
+    chosen.sort(key=lambda c: (c[0].parent.name, c[0].name))
     return chosen, notes
+
+
+#: `trace info` figures that two encodings of one trace share.
+SAME_TRACE_KEYS = (
+    "requests",
+    "read_ratio",
+    "footprint_pages",
+    "page_writes",
+    "min_offset_bytes",
+    "max_end_bytes",
+)
 
 
 def device_sets(info: dict[str, Any], quick: bool) -> list[str]:

@@ -254,13 +254,31 @@ impl PageAllocator {
         }
     }
 
+    /// Whether GC relocated translation pages the translation store has not taken yet.
+    #[inline]
+    pub(crate) fn has_translation_moves(&self) -> bool {
+        !self.moved_translation.is_empty()
+    }
+
     /// Translation pages relocated by GC since the last call (for the translation store).
     pub(crate) fn drain_translation_moves(&mut self) -> std::vec::Drain<'_, Move> {
         self.moved_translation.drain(..)
     }
 
-    /// Round-robin over the units, each tried once.
+    /// Round-robin over the units, each tried once. The common case, a page left in the
+    /// next unit's open block, is inline; the rest is not.
+    #[inline]
     fn stream_page(&mut self, stream: usize, flash: &mut Flash) -> Result<Ppn> {
+        let position = self.next_unit[stream];
+        if let Some(ppn) = self.next_in_open(stream, self.unit_at(position)) {
+            self.next_unit[stream] = self.next_position(position);
+            return Ok(ppn);
+        }
+        self.stream_page_slow(stream, flash)
+    }
+
+    #[inline(never)]
+    fn stream_page_slow(&mut self, stream: usize, flash: &mut Flash) -> Result<Ppn> {
         for _ in 0..self.layout.units {
             let position = self.next_unit[stream];
             self.next_unit[stream] = self.next_position(position);

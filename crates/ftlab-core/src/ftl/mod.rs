@@ -19,6 +19,7 @@ pub mod dftl;
 pub mod hashed;
 pub mod hpftl;
 pub mod leaftl;
+pub mod logblock;
 pub mod mapcache;
 pub mod page;
 pub mod selective;
@@ -107,6 +108,12 @@ pub trait Scheme: Ftl + Sized {
     /// one.
     const APPEND_ONLY: bool = false;
 
+    /// Keys outside its own section that the scheme's design assumes of the device it runs
+    /// on (TOML), applied over the preset and under the user's files and `--set`: LeaFTL,
+    /// for example, learns the runs that a write buffer flushed whole in logical order gives
+    /// it.
+    const DEVICE_DEFAULTS: Option<&'static str> = None;
+
     /// OOB bytes per page the scheme stores beyond the OOB header (the flash is built with
     /// that many; a device whose OOB is too small is refused naming `geometry.oob_size`).
     fn extra_oob_bytes(&self) -> usize {
@@ -194,6 +201,16 @@ macro_rules! schemes {
             sections
         }
 
+        /// The [`Scheme::DEVICE_DEFAULTS`] of scheme `name`, if it has any.
+        pub fn scheme_device_defaults(name: &str) -> Option<&'static str> {
+            $(
+                if name == <$scheme as Scheme>::NAME {
+                    return <$scheme as Scheme>::DEVICE_DEFAULTS;
+                }
+            )+
+            None
+        }
+
         /// Builds scheme `name` over a fresh device and hands it to `visitor`.
         pub fn build<V: Visitor>(
             name: &str,
@@ -225,6 +242,12 @@ schemes! {
     hpftl::HpFtl,
     slimftl::SlimFtl,
     leaftl::LeaFtl,
+    logblock::block::BlockFtl,
+    logblock::bast::Bast,
+    logblock::fast::Fast,
+    logblock::kast::Kast,
+    logblock::fftl::Fftl,
+    logblock::kraft::Kraft,
     aftl::Aftl,
 }
 

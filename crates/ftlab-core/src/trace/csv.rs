@@ -11,7 +11,14 @@
 //!   512-byte sectors, IOType 0 = read, 1 = write; offsets are per volume.
 //! - UMass / SPC (Financial, WebSearch): `ASU,LBA,Size,Opcode,Timestamp[,...]`; LBA in
 //!   512-byte sectors, Size in bytes, Opcode `r`/`w`, seconds; the device is the ASU.
+//! - CloudPhysics vSCSI as CSV (libCacheSim's `cloudPhysicsIO.csv`):
+//!   `version,time,op,size,lbn` with that header; the vscsi record version (1 or 2),
+//!   seconds (the binary trace's microseconds truncated), the SCSI opcode in hexadecimal
+//!   (`2a`), bytes, 512-byte sectors. Opcodes are taken as the vscsi reader takes them:
+//!   READ and WRITE (6/10/12/16) are requests, other commands are skipped. One virtual
+//!   disk (device `0`).
 
+use super::vscsi::scsi_op;
 use super::{
     csv_fields, parse_time_ns, parse_u64, sectors_to_bytes, show, Devices, LineFormat, Record,
 };
@@ -233,6 +240,72 @@ impl LineFormat for Spc {
     }
 }
 
+pub struct VscsiCsv {
+    ns_per_unit: u64,
+}
+
+impl VscsiCsv {
+    pub fn new(ns_per_unit: u64) -> Self {
+        VscsiCsv { ns_per_unit }
+    }
+}
+
+/// A SCSI opcode written in hexadecimal, with or without `0x`.
+fn parse_opcode(field: &[u8]) -> Result<u16, String> {
+    let digits = field
+        .strip_prefix(b"0x")
+        .or_else(|| field.strip_prefix(b"0X"))
+        .unwrap_or(field);
+    std::str::from_utf8(digits)
+        .ok()
+        .filter(|d| !d.is_empty() && d.len() <= 4 && d.bytes().all(|b| b.is_ascii_hexdigit()))
+        .and_then(|d| u16::from_str_radix(d, 16).ok())
+        .ok_or_else(|| {
+            format!(
+                "op `{}` is not a SCSI opcode in hexadecimal (`2a`)",
+                show(field)
+            )
+        })
+}
+
+impl LineFormat for VscsiCsv {
+    fn parse(
+        &mut self,
+        line: &[u8],
+        _: u64,
+        devices: &mut Devices,
+    ) -> Result<Option<Record>, String> {
+        if is_blank(line) {
+            return Ok(None);
+        }
+        let [version, time, opcode, size, lbn] = split::<5>(line, "version,time,op,size,lbn")?;
+        if version.eq_ignore_ascii_case(b"version") {
+            return Ok(None); // the header
+        }
+        if !matches!(version, b"1" | b"2") {
+            return Err(format!(
+                "version `{}` is not 1 or 2 (the vscsi record version)",
+                show(version)
+            ));
+        }
+        let time_ns = parse_time_ns(time, self.ns_per_unit)?;
+        let Some(op) = scsi_op(parse_opcode(opcode)?) else {
+            return Ok(None); // a command without data, as the vscsi reader skips it
+        };
+        Ok(Some(Record {
+            time_ns,
+            offset_bytes: sectors_to_bytes(parse_u64(lbn, "lbn")?, "lbn")?,
+            len_bytes: parse_u64(size, "size")?,
+            dev: devices.id(b"0")?,
+            op,
+        }))
+    }
+
+    fn format_name(&self) -> &'static str {
+        "vscsi-csv"
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -333,5 +406,45 @@ mod tests {
             .unwrap_err()
             .contains("Opcode `x`"));
         assert!(one(&mut p, "0,1,512,r").unwrap_err().contains("where 5"));
+    }
+
+    #[test]
+    fn vscsi_csv() {
+        let mut p = VscsiCsv::new(1_000_000_000);
+        assert_eq!(one(&mut p, "version,time,op,size,lbn"), Ok(None));
+        let r = one(&mut p, "1,5633898,2a,6656,40409911").unwrap().unwrap();
+        assert_eq!(r.time_ns, 5_633_898_000_000_000);
+        assert_eq!(
+            (r.offset_bytes, r.len_bytes, r.op, r.dev),
+            (40_409_911 * 512, 6656, Op::Write, 0)
+        );
+        // Every READ and WRITE opcode, in either case, with or without 0x.
+        for (opcode, op) in [
+            ("28", Op::Read),
+            ("0x08", Op::Read),
+            ("A8", Op::Read),
+            ("88", Op::Read),
+            ("0A", Op::Write),
+            ("0XAA", Op::Write),
+            ("8a", Op::Write),
+        ] {
+            let r = one(&mut p, &format!("2,1.5,{opcode},512,8"))
+                .unwrap()
+                .unwrap();
+            assert_eq!((r.op, r.time_ns), (op, 1_500_000_000), "{opcode}");
+        }
+        // SYNCHRONIZE CACHE, TEST UNIT READY: no request, as in the binary trace.
+        assert_eq!(one(&mut p, "1,7,35,0,0"), Ok(None));
+        assert_eq!(one(&mut p, "1,7,0,0,0"), Ok(None));
+        let e = one(&mut p, "1,7,2g,512,8").unwrap_err();
+        assert!(e.contains("op `2g` is not a SCSI opcode"), "{e}");
+        let e = one(&mut p, "1,7,,512,8").unwrap_err();
+        assert!(e.contains("op `` is not a SCSI opcode"), "{e}");
+        let e = one(&mut p, "3,7,2a,512,8").unwrap_err();
+        assert!(e.contains("version `3` is not 1 or 2"), "{e}");
+        let e = one(&mut p, "1,7,2a,512").unwrap_err();
+        assert!(e.contains("4 field(s) where 5"), "{e}");
+        let e = one(&mut p, "1,7,2a,512,-8").unwrap_err();
+        assert!(e.contains("lbn `-8`"), "{e}");
     }
 }

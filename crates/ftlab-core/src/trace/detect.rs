@@ -6,9 +6,15 @@
 //! request. A bad line early in a trace thus still gets its precise error from the
 //! reader. The formats' field counts, separators and operation codes differ enough that
 //! real traces are never ambiguous; `--format` overrides the guess.
+//!
+//! Two kinds of file that cache simulators use are recognised only to say why they cannot
+//! be replayed: a text file of one number per line (block addresses alone, as
+//! libCacheSim's `.txt` traces) and libCacheSim's binary `oracleGeneral` traces. Neither
+//! says whether a request reads or writes.
 
 use super::{
-    srt, vscsi, BlkEvent, Devices, Format, LineFormat, Parser, Settings, TraceConfig, FORMATS,
+    input, srt, vscsi, BlkEvent, Devices, Format, LineFormat, Parser, Settings, TraceConfig,
+    FORMATS,
 };
 use crate::error::{Error, Result};
 use std::path::Path;
@@ -60,7 +66,7 @@ pub(crate) fn detect(path: &Path, sample: &[u8], cfg: &TraceConfig) -> Result<&'
         .filter(|f| !f.example.starts_with("(binary)"))
     {
         // blkparse: whichever event kind the first lines hold identifies the format.
-        let events: &[BlkEvent] = if f.name == "blkparse" {
+        let events: &[BlkEvent] = if f.name == "blkparse" || f.name == "wiscsee" {
             &[BlkEvent::D, BlkEvent::Q, BlkEvent::C]
         } else {
             &[cfg.blkparse_event]
@@ -79,6 +85,19 @@ pub(crate) fn detect(path: &Path, sample: &[u8], cfg: &TraceConfig) -> Result<&'
     if let Some((_, name)) = best {
         return Ok(format(name));
     }
+    if !lines.is_empty() && lines.iter().all(|l| is_one_number(l)) {
+        return Err(error(
+            path,
+            format!(
+                "every line holds a single number (first line: `{}`): block addresses alone, \
+                 as in libCacheSim's `.txt` traces, with no operation, size or time. Such a \
+                 file cannot be replayed: a flash device's cost depends on which requests \
+                 write and how much each one covers. Replay the trace it was made from (for \
+                 CloudPhysics' cloudPhysicsIO.txt: the .vscsi or .csv copy of the same trace)",
+                super::show(lines[0])
+            ),
+        ));
+    }
     let first = lines.first().map_or(String::new(), |l| {
         format!(" (first line: `{}`)", super::show(l))
     });
@@ -91,6 +110,37 @@ pub(crate) fn detect(path: &Path, sample: &[u8], cfg: &TraceConfig) -> Result<&'
             names.join(", ")
         ),
     ))
+}
+
+/// A line that is one unsigned integer.
+fn is_one_number(line: &[u8]) -> bool {
+    let mut f = super::fields(line);
+    f.next().is_some_and(|n| n.iter().all(u8::is_ascii_digit)) && f.next().is_none()
+}
+
+/// Bytes of a libCacheSim oracleGeneral record: `u32 time, u64 obj_id, u32 obj_size,
+/// i64 next_access_vtime`, little-endian.
+const ORACLE_RECORD: usize = 24;
+
+/// Whether binary content reads as libCacheSim oracleGeneral records: times that never go
+/// back, and each record's next access to the same object either none (-1, or
+/// `i64::MAX` in some versions) or a later request (counted from 1).
+fn is_oracle_general(sample: &[u8]) -> bool {
+    if sample.len() < input::SAMPLE && !sample.len().is_multiple_of(ORACLE_RECORD) {
+        return false; // the whole file, and not whole records
+    }
+    let mut last_time = 0;
+    let mut records = 0;
+    for (i, rec) in sample.chunks_exact(ORACLE_RECORD).take(1024).enumerate() {
+        let time = u32::from_le_bytes(rec[0..4].try_into().expect("4 bytes"));
+        let next = i64::from_le_bytes(rec[16..24].try_into().expect("8 bytes"));
+        if time < last_time || !(next == -1 || next == i64::MAX || next > i as i64 + 1) {
+            return false;
+        }
+        last_time = time;
+        records += 1;
+    }
+    records >= 4
 }
 
 /// Lines read without an error, and requests among them.
@@ -122,6 +172,17 @@ fn detect_binary(path: &Path, sample: &[u8]) -> Result<&'static Format> {
         if consistent {
             return Ok(format("vscsi"));
         }
+    }
+    if is_oracle_general(sample) {
+        return Err(error(
+            path,
+            "a libCacheSim oracleGeneral trace (24-byte records: time, object id, size, next \
+             access), made for cache simulation: it has no read/write field, so it cannot be \
+             replayed (a flash device's cost depends on which requests write). Replay the trace \
+             it was made from (for CloudPhysics' cloudPhysicsIO.oracleGeneral.bin: the .vscsi \
+             or .csv copy of the same trace)"
+                .into(),
+        ));
     }
     Err(error(
         path,
@@ -162,6 +223,24 @@ mod tests {
             ("0,303567,3584,w,0.000000\n1,55590,3072,w,0.000000\n", "spc"),
             ("26214000 0 303574 7 0\n", "disksim"),
             ("13.191135\t30\t0\t5\t1\r\n17.829285\t20\t576560\t6\t1\r\n", "disksim"),
+            (
+                "\t0\t1\t2\t3\t4\t5\t6\t7\t8\n\
+                 0\t89966811921625\t4257\tnfsd\t488846200\t8\tW\t6\t0\t2c4787c7671c2f638777c4ab72859ce1\n",
+                "fiu",
+            ),
+            (
+                "29162 D read 299008 4096 0.000000000 0 False\n\
+                 29162 C read 299008 4096 0.000223461 0.000223461 False\n",
+                "wiscsee",
+            ),
+            // Only completions among the first lines: still WiscSee events.
+            ("0 C write 143331328 12288 1.413239137 2.94e-05 True\n", "wiscsee"),
+            ("1123 write 0 4096 0 0 S\n13 write 40960 4096 1 1 S\n", "wiscsee"),
+            (
+                "version,time,op,size,lbn\r\n1,5633898,2a,512,42932745\r\n1,5633898,28,512,8\r\n",
+                "vscsi-csv",
+            ),
+            ("1,5633898,2a,512,42932745\n", "vscsi-csv"),
         ];
         for (text, name) in cases {
             assert_eq!(guess(text), Ok(name), "{text}");
@@ -190,5 +269,53 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("binary content"), "{e}");
+    }
+
+    #[test]
+    fn traces_without_operations_are_recognised_and_refused() {
+        let e = guess("42932745\n42932746\r\n40409911\n\n").unwrap_err();
+        assert!(
+            e.contains("single number (first line: `42932745`)")
+                && e.contains("cannot be replayed")
+                && e.contains(".vscsi or .csv"),
+            "{e}"
+        );
+        // libCacheSim oracleGeneral: time, object, size, next access (1-based; -1: none).
+        let record = |time: u32, obj: u64, size: u32, next: i64| {
+            let mut r = time.to_le_bytes().to_vec();
+            r.extend(obj.to_le_bytes());
+            r.extend(size.to_le_bytes());
+            r.extend(next.to_le_bytes());
+            r
+        };
+        let oracle: Vec<u8> = [
+            record(5633898, 42932745, 512, 5),
+            record(5633898, 42932746, 512, -1),
+            record(5633898, 42932747, 512, i64::MAX),
+            record(5633899, 40409911, 6656, -1),
+            record(5633899, 42932745, 512, -1),
+        ]
+        .concat();
+        let binary = |bytes: &[u8]| {
+            detect(Path::new("t.bin"), bytes, &TraceConfig::default())
+                .unwrap_err()
+                .to_string()
+        };
+        let e = binary(&oracle);
+        assert!(
+            e.starts_with("t.bin: a libCacheSim oracleGeneral trace")
+                && e.contains("no read/write field")
+                && e.contains(".vscsi or .csv"),
+            "{e}"
+        );
+        // Not oracleGeneral: a next access that is not later, time going back, a partial
+        // record at the end of the file.
+        for bad in [
+            [record(1, 1, 512, 1), oracle.clone()].concat(),
+            [oracle.clone(), record(5633898, 1, 512, -1)].concat(),
+            [oracle.clone(), vec![0; 7]].concat(),
+        ] {
+            assert!(binary(&bad).contains("binary content that is neither"));
+        }
     }
 }

@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// Bytes of the decompressed start kept for format detection.
-const SAMPLE: usize = 64 << 10;
+pub(crate) const SAMPLE: usize = 64 << 10;
 
 /// How far through its file a reader is.
 #[derive(Clone, Debug)]

@@ -23,6 +23,7 @@ pub mod replay;
 pub mod scan;
 mod srt;
 mod vscsi;
+mod wiscsee;
 
 use crate::error::{Error, Result};
 use crate::request::{Op, Request, RequestStream};
@@ -65,9 +66,16 @@ pub const FORMATS: &[Format] = &[
         example: "8,16 2 41121 9.378422879 16766 D W 3428327290 + 8 [flush-8:16]",
     },
     Format {
+        name: "wiscsee",
+        aliases: &["wiscsee-events"],
+        description: "WiscSee event files (blkparse-events-for-ftlsim.txt): pid action operation(read|write|discard) offset size timestamp(s) ...; bytes; D events by default (trace.blkparse_event); requests before the partition (negative offsets) skipped",
+        time_unit: "s",
+        example: "39949 D write 143331328 12288 1.413209718 2.9419e-05 True",
+    },
+    Format {
         name: "fiu",
         aliases: &["iodedup"],
-        description: "FIU IODedup blkparse: time_ns pid process lba sectors R|W major minor [md5...]",
+        description: "FIU IODedup blkparse: time_ns pid process lba sectors R|W major minor [md5...]; also as pandas saves it (tab- or comma-separated, header row, index column)",
         time_unit: "ns",
         example: "89966811921625 4257 nfsd 488846200 8 W 6 0 2c4787c7671c2f638777c4ab72859ce1",
     },
@@ -112,6 +120,13 @@ pub const FORMATS: &[Format] = &[
         description: "CloudPhysics VSCSI binary, version 1 (32-byte) or 2 (40-byte) little-endian records; SCSI READ/WRITE opcodes",
         time_unit: "us",
         example: "(binary) sn len nSG opcode=0x2a ver=0x0100 lbn ts_us",
+    },
+    Format {
+        name: "vscsi-csv",
+        aliases: &["cloudphysics-csv"],
+        description: "CloudPhysics vSCSI as CSV (libCacheSim's cloudPhysicsIO.csv): version,time(s),op(hex SCSI opcode),size(bytes),lbn(512 B); SCSI READ/WRITE opcodes, other commands skipped",
+        time_unit: "s",
+        example: "1,5633898,2a,6656,40409911",
     },
     Format {
         name: "srt",
@@ -199,7 +214,7 @@ pub enum Order {
     Clamp,
 }
 
-/// The blkparse event that stands for a request.
+/// The blkparse event that stands for a request (in blkparse text and WiscSee event files).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum BlkEvent {
     /// Queued: what the file system submitted.
@@ -578,6 +593,8 @@ pub(crate) enum Parser {
     Spc(csv::Spc),
     Fiu(fiu::Fiu),
     Blkparse(blkparse::Blkparse),
+    WiscSee(wiscsee::WiscSee),
+    VscsiCsv(csv::VscsiCsv),
     Fio(fio::Fio),
 }
 
@@ -595,6 +612,10 @@ impl Parser {
                 unit(1_000_000_000),
                 s.blkparse_event,
             )),
+            "wiscsee" => {
+                Parser::WiscSee(wiscsee::WiscSee::new(unit(1_000_000_000), s.blkparse_event))
+            }
+            "vscsi-csv" => Parser::VscsiCsv(csv::VscsiCsv::new(unit(1_000_000_000))),
             "fio" => Parser::Fio(fio::Fio::new(s.unit_override)),
             _ => Parser::DiskSim(match s.unit_override {
                 Some(unit) => ascii::DiskSimAscii::new(unit),
@@ -620,6 +641,8 @@ impl LineFormat for Parser {
             Parser::Spc(p) => p.parse(line, line_no, devices),
             Parser::Fiu(p) => p.parse(line, line_no, devices),
             Parser::Blkparse(p) => p.parse(line, line_no, devices),
+            Parser::WiscSee(p) => p.parse(line, line_no, devices),
+            Parser::VscsiCsv(p) => p.parse(line, line_no, devices),
             Parser::Fio(p) => p.parse(line, line_no, devices),
         }
     }
@@ -633,6 +656,8 @@ impl LineFormat for Parser {
             Parser::Spc(_) => "spc",
             Parser::Fiu(_) => "fiu",
             Parser::Blkparse(_) => "blkparse",
+            Parser::WiscSee(_) => "wiscsee",
+            Parser::VscsiCsv(_) => "vscsi-csv",
             Parser::Fio(_) => "fio",
         }
     }

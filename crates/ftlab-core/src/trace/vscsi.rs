@@ -20,6 +20,18 @@ use std::path::PathBuf;
 const READS: [u16; 4] = [0x08, 0x28, 0xA8, 0x88];
 const WRITES: [u16; 4] = [0x0A, 0x2A, 0xAA, 0x8A];
 
+/// The request a SCSI command is: READ(6/10/12/16) a read, WRITE(6/10/12/16) a write,
+/// anything else (TEST UNIT READY, SYNCHRONIZE CACHE, INQUIRY, ...) none.
+pub(crate) fn scsi_op(opcode: u16) -> Option<Op> {
+    if READS.contains(&opcode) {
+        Some(Op::Read)
+    } else if WRITES.contains(&opcode) {
+        Some(Op::Write)
+    } else {
+        None
+    }
+}
+
 /// The version a record announces (0 if neither layout fits).
 pub(crate) fn record_version(rec: &[u8]) -> u8 {
     let v1 = u16::from_le_bytes([rec[14], rec[15]]);
@@ -195,11 +207,7 @@ impl<R: Read> VscsiReader<R> {
                     continue;
                 }
             };
-            let op = if READS.contains(&opcode) {
-                Op::Read
-            } else if WRITES.contains(&opcode) {
-                Op::Write
-            } else {
+            let Some(op) = scsi_op(opcode) else {
                 self.state.diagnostics.lines_without_request += 1;
                 continue;
             };

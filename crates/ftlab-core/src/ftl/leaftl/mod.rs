@@ -339,6 +339,19 @@ impl Scheme for LeaFtl {
     const DESCRIPTION: &'static str =
         "LeaFTL (ASPLOS'23): learned linear segments per 256-page group, OOB-verified predictions";
     type Section = LeaftlConfig;
+    /// The reference flushes its write buffer whole, in logical page order, the 256-page
+    /// groups with the most dirty pages first (up to 7/8 of the flush): what it learns are
+    /// the runs such flushes give. Evicting one page at a time (the `default` preset's
+    /// buffer) would leave it one single-point segment per write.
+    const DEVICE_DEFAULTS: Option<&'static str> = Some(
+        r#"
+[buffer]
+flush = "sorted"
+flush_bytes = 0
+flush_group_pages = 256
+flush_group_fill = 0.875
+"#,
+    );
 
     fn new(cfg: &Config, layout: &Layout) -> Result<Self> {
         let lcfg = Self::section(cfg)?;
