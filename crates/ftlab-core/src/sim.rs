@@ -63,6 +63,7 @@ fn describe_served(served: Served) -> String {
 
 pub struct Simulator<F: Ftl> {
     layout: Layout,
+    page: PageSize,
     mode: ReplayMode,
     time_scale: f64,
     queue_depth: usize,
@@ -151,10 +152,54 @@ impl BurstMeter {
     }
 }
 
+/// The page size, for turning byte ranges into pages: by shifts when it is a power of two
+/// (a division costs tens of cycles, three or four of them per request).
+#[derive(Clone, Copy)]
+struct PageSize {
+    bytes: u64,
+    shift: Option<u32>,
+}
+
+impl PageSize {
+    fn new(bytes: u32) -> Self {
+        PageSize {
+            bytes: bytes as u64,
+            shift: bytes.is_power_of_two().then(|| bytes.trailing_zeros()),
+        }
+    }
+
+    /// The page holding byte `b`.
+    #[inline(always)]
+    fn floor(self, b: u64) -> u64 {
+        match self.shift {
+            Some(s) => b >> s,
+            None => b / self.bytes,
+        }
+    }
+
+    /// The first page starting at or after byte `b`.
+    #[inline(always)]
+    fn ceil(self, b: u64) -> u64 {
+        match self.shift {
+            Some(s) => (b >> s) + (b & ((1 << s) - 1) != 0) as u64,
+            None => b.div_ceil(self.bytes),
+        }
+    }
+
+    #[inline(always)]
+    fn aligned(self, b: u64) -> bool {
+        match self.shift {
+            Some(s) => b & ((1 << s) - 1) == 0,
+            None => b.is_multiple_of(self.bytes),
+        }
+    }
+}
+
 impl<F: Ftl> Simulator<F> {
     pub fn new(cfg: &Config, layout: &Layout, ftl: F, flash: Flash, verify: bool) -> Self {
         Simulator {
             layout: *layout,
+            page: PageSize::new(layout.page_size),
             mode: cfg.replay.mode,
             time_scale: cfg.replay.time_scale,
             queue_depth: cfg.replay.queue_depth as usize,
@@ -221,6 +266,9 @@ impl<F: Ftl> Simulator<F> {
 
     fn arrival(&mut self, req: &Request) -> u64 {
         match self.mode {
+            // Unscaled, the timestamp as it is: exact beyond 2^53 ns, and no rounding call
+            // per request (5% of a page-FTL replay's instructions).
+            ReplayMode::Open if self.time_scale == 1.0 => req.time_ns,
             ReplayMode::Open => (req.time_ns as f64 * self.time_scale).round() as u64,
             ReplayMode::Closed => {
                 let mut issue = self.last_issue;
@@ -255,11 +303,11 @@ impl<F: Ftl> Simulator<F> {
     pub fn submit(&mut self, req: &Request) -> Result<()> {
         let index = self.host.requests;
         self.host.requests += 1;
-        let page = self.layout.page_size as u64;
+        let page = self.page;
         let start = req.offset_bytes;
         let end = start.saturating_add(req.len_bytes as u64);
-        let first = start / page;
-        let last = end.div_ceil(page); // exclusive
+        let first = page.floor(start);
+        let last = page.ceil(end); // exclusive
         if last > self.layout.logical_pages {
             return Err(Error::OutOfRange {
                 request: index + 1,
@@ -298,8 +346,8 @@ impl<F: Ftl> Simulator<F> {
                 self.host.write_requests += 1;
                 self.host.bytes_written += req.len_bytes as u64;
                 for lpa in first..last {
-                    let partial = (lpa == first && !start.is_multiple_of(page))
-                        || (lpa == last - 1 && !end.is_multiple_of(page));
+                    let partial = (lpa == first && !page.aligned(start))
+                        || (lpa == last - 1 && !page.aligned(end));
                     if partial {
                         self.host.partial_page_writes += 1;
                         self.read_page(index, lpa as u32, false)?;
@@ -309,7 +357,7 @@ impl<F: Ftl> Simulator<F> {
             }
             Op::Trim => {
                 self.host.trim_requests += 1;
-                for lpa in start.div_ceil(page)..end / page {
+                for lpa in page.ceil(start)..page.floor(end) {
                     self.trim_page(lpa as u32)?;
                 }
             }
