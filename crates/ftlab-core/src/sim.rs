@@ -394,7 +394,7 @@ impl<F: Ftl> Simulator<F> {
     /// its soft threshold), so that a controller with idle time spends it on GC instead of
     /// one victim per request. (The hook's operations are queued from the previous
     /// request's cursor; host operations go ahead of what is left.)
-    #[inline]
+    #[inline(always)]
     fn fill_idle_gap(&mut self, arrival: u64) -> Result<()> {
         self.flash.set_idle_until(arrival);
         // Most gaps: one round that reclaims nothing. (The error, a large value, is moved
