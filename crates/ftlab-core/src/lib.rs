@@ -8,6 +8,7 @@ pub mod blocks;
 pub mod buffer;
 pub mod config;
 pub mod device;
+pub mod divide;
 pub mod error;
 pub mod ftl;
 pub mod host;

@@ -19,6 +19,7 @@
 //! for the write-back of the dirty victim it evicts (as DFTL's cost model has it).
 
 use crate::config::{Config, DramConfig, Layout};
+use crate::divide::DivideBy;
 use crate::error::Result;
 use crate::ftl::alloc::Move;
 use crate::ftl::mapcache::NIL;
@@ -58,10 +59,9 @@ pub struct OnFlashTable {
     flash_table: Vec<Ppn>,
     /// Translation pages per unit.
     unit_pages: u32,
-    /// Entries per unit, and its reciprocal for division by multiplication (Lemire, Kaser
-    /// and Kurz 2019: exact for every 32-bit dividend and a divisor of at least 2).
+    /// Entries per unit, and division by it as a multiplication.
     unit_entries: u32,
-    unit_reciprocal: u64,
+    unit_divide: DivideBy,
     /// Bytes of a logical and of a physical page address.
     pub lpa_bytes: u64,
     pub ppa_bytes: u64,
@@ -93,7 +93,7 @@ impl OnFlashTable {
             flash_table: vec![NONE; layout.logical_pages as usize],
             unit_pages,
             unit_entries,
-            unit_reciprocal: u64::MAX / unit_entries as u64 + 1,
+            unit_divide: DivideBy::new(unit_entries),
             lpa_bytes: address_bytes(layout.logical_pages),
             ppa_bytes,
             timed: cfg.replay.timing,
@@ -124,7 +124,7 @@ impl OnFlashTable {
 
     #[inline]
     pub fn unit_of(&self, lpa: u32) -> u32 {
-        ((self.unit_reciprocal as u128 * lpa as u128) >> 64) as u32
+        self.unit_divide.divide(lpa)
     }
 
     /// The logical pages unit `u` maps.
@@ -494,28 +494,4 @@ pub fn entries_in_budget(
         ));
     }
     Ok(n as u32)
-}
-
-#[cfg(test)]
-mod tests {
-    use crate::rng::Rng;
-
-    #[test]
-    fn unit_of_divides_exactly() {
-        let mut rng = Rng::new(1);
-        for d in [2u32, 3, 7, 341, 1024, 1365, 21840, 65535, 1 << 20] {
-            let reciprocal = u64::MAX / d as u64 + 1;
-            for _ in 0..10_000 {
-                let n = rng.below(1 << 32) as u32;
-                assert_eq!(((reciprocal as u128 * n as u128) >> 64) as u32, n / d);
-            }
-            for n in [0, d - 1, d, u32::MAX - 1, u32::MAX] {
-                assert_eq!(
-                    ((reciprocal as u128 * n as u128) >> 64) as u32,
-                    n / d,
-                    "{n} / {d}"
-                );
-            }
-        }
-    }
 }
