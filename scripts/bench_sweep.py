@@ -3,8 +3,9 @@ one per core) and on a 2-worker Dask LocalCluster; prints the wall times (the be
 `--repeat`, as `ftlab bench` does: other load only ever slows a run down) and the
 overhead per run. Usage: python scripts/bench_sweep.py [--requests N] [--repeat N]
 
-The runs: 8 schemes x 5 mapping DRAM budgets (1/16 to 1/2 of the page-level table) x 5
-seeds of the built-in `default` workload on the `small` device, filled first.
+The runs: the 8 page-mapped schemes (the ones a mapping DRAM budget concerns) x 5 mapping
+DRAM budgets (1/16 to 1/2 of the page-level table) x 5 seeds of the built-in `default`
+workload on the `small` device, filled first.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from ftlab import _core, _sweep
 
 def spec(requests: int) -> dict[str, object]:
     return {
+        "schemes": ["page", "dftl", "sftl", "tpftl", "selective", "hpftl", "slimftl", "leaftl"],
         "workloads": ["default"],
         "presets": ["small"],
         "precondition": "fill",

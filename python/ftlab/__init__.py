@@ -71,8 +71,8 @@ class Result:
     """One finished run.
 
     `report` is the full report (the `--json` output) as a dict, `summary` its headline
-    numbers; `time_series`, `latency_cdf`, `flash_ops` and `memory` are the same data as
-    polars DataFrames.
+    numbers; `time_series`, `latency_cdf`, `flash_ops`, `memory`, and for the log-block
+    schemes `merges` and `associativity`, are the same data as polars DataFrames.
     """
 
     json: str
@@ -123,6 +123,23 @@ class Result:
         from ftlab import _frames
 
         return _frames.memory(self.report)
+
+    @property
+    def merges(self) -> polars.DataFrame:
+        """Log-block schemes: merges by kind (switch, partial, full; per logical block)
+        and the pages each kind copied. Empty for the other schemes."""
+        from ftlab import _frames
+
+        return _frames.merges(self.report)
+
+    @property
+    def associativity(self) -> polars.DataFrame:
+        """Log-block schemes: how many logical blocks each reclaimed log block held
+        (`associativity`: 0 to 16, then `17-32`, `33-64`, `65+`) and how often
+        (`merges`). Empty for the other schemes."""
+        from ftlab import _frames
+
+        return _frames.associativity(self.report)
 
     def _repr_html_(self) -> str:
         from ftlab._format import html_table, run_rows
@@ -411,7 +428,15 @@ def summarize(report: dict[str, Any]) -> dict[str, Any]:
     second, `peak_window_utilisation`, a die was given more than a second's work);
     `busiest_die_utilisation` is the busiest die's busy share of the
     run (None in mapping-only runs); `precondition_mode` and `precondition_waf` say how
-    the device was prepared (None in reports of cores without preconditioning)."""
+    the device was prepared (None in reports of cores without preconditioning).
+
+    Log-block schemes (block, bast, fast, kast, fftl, kraft) add `log_blocks`,
+    `merges_switch`, `merges_partial`, `merges_full` (per logical block),
+    `merge_pages_copied`, `merge_time_mean_us` and `merge_time_max_us` (from the first to
+    the last flash operation of each merge operation, timed runs), `merge_cost_mean_us`
+    and `merge_cost_max_us` (the serial cost model, copies x (tR + tPROG) + erases x
+    tBERS) and `log_utilisation_at_merge` (share of a victim log block written); None for
+    the other schemes."""
     m = report["metrics"]
     host, flash = m["host"], m["flash"]
     latency = m.get("latency") or {}
@@ -470,6 +495,8 @@ def summarize(report: dict[str, Any]) -> dict[str, Any]:
         "bad_lines": trace["diagnostics"]["bad_lines"] if trace else None,
         # Demand-cached schemes only.
         "cache_hit_ratio": m["scheme"].get("cache_hit_ratio"),
+        # Log-block schemes only.
+        **_merge_summary(m["scheme"], report["mode"] == "timed"),
         "saturated": bool(load.get("saturated", False)),
         "saturated_in_bursts": bool(load.get("saturated_in_bursts", False)),
         "peak_window_utilisation": load.get("peak_window_utilisation"),
@@ -480,6 +507,34 @@ def summarize(report: dict[str, Any]) -> dict[str, Any]:
         # How the write buffer flushes (`lru`, `sorted`), or None without one: LeaFTL brings
         # its sorted flush to any device.
         "buffer_flush": buffer["flush"] if buffer.get("size_bytes") else None,
+    }
+
+
+def _merge_summary(counters: dict[str, float], timed: bool) -> dict[str, Any]:
+    """The log-block schemes' merge figures of a report's scheme counters (None for the
+    other schemes; merge times None in mapping-only runs)."""
+
+    def get(name: str, scale: float = 1.0, when: bool = True) -> float | None:
+        value = counters.get(name)
+        return None if value is None or not when else float(value) * scale
+
+    def count(name: str) -> int | None:
+        value = counters.get(name)
+        return None if value is None else int(value)
+
+    merges = "merges_switch" in counters
+    copied = int(counters["merge_pages_partial"] + counters["merge_pages_full"]) if merges else None
+    return {
+        "log_blocks": count("log_blocks") if merges else None,
+        "merges_switch": count("merges_switch"),
+        "merges_partial": count("merges_partial"),
+        "merges_full": count("merges_full"),
+        "merge_pages_copied": copied,
+        "merge_time_mean_us": get("merge_time_ns_mean", 1e-3, timed),
+        "merge_time_max_us": get("merge_time_ns_max", 1e-3, timed),
+        "merge_cost_mean_us": get("merge_cost_ns_mean", 1e-3),
+        "merge_cost_max_us": get("merge_cost_ns_max", 1e-3),
+        "log_utilisation_at_merge": get("log_utilisation_at_merge"),
     }
 
 

@@ -84,6 +84,7 @@ def fitted_blocks_per_plane(
     scheme of `ftls` accepts; else None."""
 
 def config_show(
+    ftl: str | None = None,
     *,
     trace: _Path | None = None,
     workload: str | None = None,

@@ -113,12 +113,42 @@ def summary_rows(s: dict[str, Any]) -> list[tuple[str, str]]:
             f"{mib(s['memory_final_bytes'])} / {mib(s['memory_peak_bytes'])}",
         ),
     ]
+    rows += merge_rows(s)
     if s["mode"] == "timed":
         rows += [
             ("read latency mean / p99", latency_pair(s["read_mean_us"], s["read_p99_us"])),
             ("write latency mean / p99", latency_pair(s["write_mean_us"], s["write_p99_us"])),
             ("IOPS (simulated)", number(s["iops"], 1)),
         ]
+    return rows
+
+
+def merge_rows(s: dict[str, Any]) -> list[tuple[str, str]]:
+    """The merges of a log-block scheme (none for the other schemes)."""
+    if s.get("merges_switch") is None:
+        return []
+    rows = [
+        ("log blocks", number(s["log_blocks"])),
+        (
+            "merges switch / partial / full",
+            f"{s['merges_switch']:,} / {s['merges_partial']:,} / {s['merges_full']:,}",
+        ),
+        ("pages copied by merges", number(s["merge_pages_copied"])),
+    ]
+    if s.get("merge_time_mean_us") is not None:
+        rows.append(
+            (
+                "merge time mean / max",
+                latency_pair(s["merge_time_mean_us"], s["merge_time_max_us"]),
+            )
+        )
+    rows += [
+        (
+            "merge cost mean / max (serial model)",
+            latency_pair(s["merge_cost_mean_us"], s["merge_cost_max_us"]),
+        ),
+        ("log block written at merge", percent(s["log_utilisation_at_merge"], digits=1)),
+    ]
     return rows
 
 

@@ -68,12 +68,56 @@ def memory(report: dict[str, Any]) -> pl.DataFrame:
     )
 
 
+MERGE_KINDS = ("switch", "partial", "full")
+
+
+def merges(report: dict[str, Any]) -> pl.DataFrame:
+    """A log-block scheme's merges by kind: count (per logical block) and pages copied."""
+    counters = report["metrics"]["scheme"]
+    kinds = [k for k in MERGE_KINDS if f"merges_{k}" in counters]
+    return pl.DataFrame(
+        {
+            "kind": kinds,
+            "merges": [int(counters[f"merges_{k}"]) for k in kinds],
+            "pages_copied": [int(counters[f"merge_pages_{k}"]) for k in kinds],
+        },
+        schema={"kind": pl.Utf8, "merges": pl.UInt64, "pages_copied": pl.UInt64},
+    )
+
+
+def associativity(report: dict[str, Any]) -> pl.DataFrame:
+    """A log-block scheme's histogram of the logical blocks each reclaimed log block held."""
+    prefix = "assoc_at_merge."
+    counters = report["metrics"]["scheme"]
+    names = sorted(k for k in counters if k.startswith(prefix))
+
+    def label(name: str) -> str:
+        bucket = name.removeprefix(prefix)
+        if bucket.endswith("_up"):
+            return f"{int(bucket.removesuffix('_up'))}+"
+        return "-".join(str(int(part)) for part in bucket.split("_"))
+
+    return pl.DataFrame(
+        {
+            "associativity": [label(n) for n in names],
+            "merges": [int(counters[n]) for n in names],
+        },
+        schema={"associativity": pl.Utf8, "merges": pl.UInt64},
+    )
+
+
 def concat_with_scheme(frames: dict[str, pl.DataFrame]) -> pl.DataFrame:
     parts = [f.with_columns(pl.lit(name).alias("scheme")) for name, f in frames.items()]
     if not parts:
         return pl.DataFrame()
     out = pl.concat(parts, how="vertical")
     return out.select(["scheme", *[c for c in out.columns if c != "scheme"]])
+
+
+def _total_merges(s: dict[str, Any]) -> int | None:
+    """Merges of every kind (log-block schemes; None for the others)."""
+    kinds = [s[f"merges_{k}"] for k in MERGE_KINDS]
+    return None if any(k is None for k in kinds) else sum(kinds)
 
 
 def compare_table(results: dict[str, Result]) -> pl.DataFrame:
@@ -100,6 +144,9 @@ def compare_table(results: dict[str, Result]) -> pl.DataFrame:
                 "translation_reads": s["translation_reads"],
                 "misprediction_reads": s["misprediction_reads"],
                 "merge_reads": s["merge_reads"],
+                "merges": _total_merges(s),
+                "merge_time_mean_us": s["merge_time_mean_us"],
+                "merge_cost_mean_us": s["merge_cost_mean_us"],
                 "translation_programs": s["translation_programs"],
                 "flash_programs": s["flash_programs"],
                 "flash_erases": s["flash_erases"],
@@ -130,6 +177,9 @@ def compare_table(results: dict[str, Result]) -> pl.DataFrame:
         "translation_reads": pl.UInt64,
         "misprediction_reads": pl.UInt64,
         "merge_reads": pl.UInt64,
+        "merges": pl.UInt64,
+        "merge_time_mean_us": pl.Float64,
+        "merge_cost_mean_us": pl.Float64,
         "translation_programs": pl.UInt64,
         "flash_programs": pl.UInt64,
         "flash_erases": pl.UInt64,

@@ -818,16 +818,29 @@ def config() -> None:
 
 @config.command("show")
 @click.argument("preset", required=False)
+@click.option("--ftl", help="With what this scheme assumes of the device (leaftl's flush).")
 @click.option("--workload", help="Apply a built-in workload.")
 @click.option("--config", "configs", multiple=True, type=click.Path(path_type=Path))
 @click.option("--set", "sets", multiple=True, metavar="KEY=VALUE")
 def config_show(
-    preset: str | None, workload: str | None, configs: Sequence[Path], sets: Sequence[str]
+    preset: str | None,
+    ftl: str | None,
+    workload: str | None,
+    configs: Sequence[Path],
+    sets: Sequence[str],
 ) -> None:
-    """Print the resolved configuration (PRESET, then files, then overrides) as TOML."""
+    """Print the resolved configuration (PRESET, then what --ftl assumes of the device,
+    then files, then overrides) as TOML."""
+    names = [name for name, _ in ftlab.schemes()]
+    if ftl is not None and ftl not in names:
+        fail(f"unknown FTL scheme `{ftl}`; the schemes are: {', '.join(names)}")
     text = run_core(
         lambda: _core.config_show(
-            preset=preset, workload=workload, config=[str(c) for c in configs], sets=list(sets)
+            ftl,
+            preset=preset,
+            workload=workload,
+            config=[str(c) for c in configs],
+            sets=list(sets),
         )
     )
     click.echo(text, nl=False)

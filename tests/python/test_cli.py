@@ -122,6 +122,13 @@ def test_config_show_and_lists() -> None:
     for command in (["config", "presets"], ["schemes"], ["workloads"]):
         out = ftlab(*command)
         assert out.returncode == 0 and len(out.stdout.splitlines()) > 2
+    # What a scheme assumes of the device comes over the preset, under --set.
+    assert 'flush = "lru"' in ftlab("config", "show").stdout
+    assert 'flush = "sorted"' in ftlab("config", "show", "--ftl", "leaftl").stdout
+    lru = ftlab("config", "show", "--ftl", "leaftl", "--set", 'buffer.flush="lru"')
+    assert 'flush = "lru"' in lru.stdout
+    bad = ftlab("config", "show", "--ftl", "nope")
+    assert bad.returncode == 2 and "unknown FTL scheme `nope`" in bad.stderr
 
 
 def test_bench_smoke(tmp_path: Path) -> None:

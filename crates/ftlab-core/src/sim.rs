@@ -396,9 +396,9 @@ impl<F: Ftl> Simulator<F> {
     /// ([`is_steady`]; with GC running), or `max_capacity_writes` times the logical
     /// capacity has been written. Writes go through the write buffer, as the host's do
     /// (drained at the end), untimed, with the scheme's background work between them;
-    /// verification follows them. Afterwards every counter, latency and time series starts from zero and
-    /// every die is idle at time 0: preconditioning is reported only in the report's
-    /// `precondition` section.
+    /// verification follows them. Afterwards every counter, latency and time series
+    /// starts from zero and every die is idle at time 0: preconditioning is reported only
+    /// in the report's `precondition` section.
     ///
     /// `progress(pages written, share done)` is called every 65,536 pages; returning false
     /// stops with an error.

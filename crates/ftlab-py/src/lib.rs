@@ -107,11 +107,12 @@ fn fitted_blocks_per_plane(
         .map_err(to_py)
 }
 
-/// The resolved configuration as TOML.
+/// The resolved configuration as TOML (with what scheme `ftl`, if named, assumes of the
+/// device).
 #[pyfunction]
-#[pyo3(signature = (**source))]
-fn config_show(source: Option<&Bound<'_, PyDict>>) -> PyResult<String> {
-    let opts = options(String::new(), source)?;
+#[pyo3(signature = (ftl = None, **source))]
+fn config_show(ftl: Option<String>, source: Option<&Bound<'_, PyDict>>) -> PyResult<String> {
+    let opts = options(ftl.unwrap_or_default(), source)?;
     Ok(api::resolve_config(&opts).map_err(to_py)?.to_toml())
 }
 

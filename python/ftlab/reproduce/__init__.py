@@ -48,6 +48,11 @@ EXPERIMENTS["leaftl"] = (
     "LeaFTL (ASPLOS'23) vs DFTL and S-FTL on the real traces: mapping memory, error bound "
     "sweep, latency with one DRAM, lookup levels",
 )
+EXPERIMENTS["kraft"] = (
+    "ftlab.reproduce.kraft",
+    "KRAFT vs FAST, KAST and FFTL: merge response time and R/W latency (Table 2, Figure 4), "
+    "DRAM, associativity sweep",
+)
 
 
 def run(name: str, out_dir: Path, quick: bool = False) -> None:

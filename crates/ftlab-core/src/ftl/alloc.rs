@@ -323,6 +323,12 @@ impl PageAllocator {
         }
     }
 
+    /// Whether GC relocated translation pages the translation store has not taken yet.
+    #[inline]
+    pub(crate) fn has_translation_moves(&self) -> bool {
+        !self.moved_translation.is_empty()
+    }
+
     /// Translation pages relocated by GC since the last call (for the translation store).
     pub(crate) fn drain_translation_moves(&mut self) -> std::vec::Drain<'_, Move> {
         self.moved_translation.drain(..)

@@ -352,8 +352,18 @@ pub fn idle<S: CachesEntries>(scheme: &mut S, flash: &mut Flash) -> Result<()> {
 }
 
 /// Applies GC's data-page moves: entries in DRAM in place, the others batched per
-/// translation unit and written back (which may run GC again, hence the loop).
+/// translation unit and written back (which may run GC again, hence the loop). Most calls
+/// (after every request) find none: that check is inline.
+#[inline]
 pub fn settle<S: CachesEntries>(scheme: &mut S, flash: &mut Flash) -> Result<()> {
+    if scheme.table().has_moves() {
+        settle_moves(scheme, flash)?;
+    }
+    Ok(())
+}
+
+#[inline(never)]
+fn settle_moves<S: CachesEntries>(scheme: &mut S, flash: &mut Flash) -> Result<()> {
     while scheme.table().has_moves() {
         let moves = scheme.table().take_moves();
         for m in &moves {

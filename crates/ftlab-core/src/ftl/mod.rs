@@ -18,6 +18,7 @@ pub mod dftl;
 pub mod hashed;
 pub mod hpftl;
 pub mod leaftl;
+pub mod logblock;
 pub mod mapcache;
 pub mod page;
 pub mod selective;
@@ -224,6 +225,12 @@ schemes! {
     hpftl::HpFtl,
     slimftl::SlimFtl,
     leaftl::LeaFtl,
+    logblock::block::BlockFtl,
+    logblock::bast::Bast,
+    logblock::fast::Fast,
+    logblock::kast::Kast,
+    logblock::fftl::Fftl,
+    logblock::kraft::Kraft,
 }
 
 #[cfg(test)]

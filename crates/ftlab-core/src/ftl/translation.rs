@@ -123,8 +123,17 @@ impl TranslationStore {
         Ok(())
     }
 
+    /// Points the directory at the translation pages GC moved (most calls: none, checked
+    /// inline).
     #[inline]
     fn settle_translation_moves(&mut self) {
+        if self.alloc.has_translation_moves() {
+            self.apply_translation_moves();
+        }
+    }
+
+    #[inline(never)]
+    fn apply_translation_moves(&mut self) {
         for m in self.alloc.drain_translation_moves() {
             debug_assert_eq!(self.gtd[m.key as usize], m.from);
             self.gtd[m.key as usize] = m.to;

@@ -1,0 +1,555 @@
+"""KRAFT (Kang, Park, Kim, Lee, Kang, Yonsei University) against FAST, KAST and FFTL.
+
+Regenerates, as tables (CSV, Markdown) and plots (PNG, SVG):
+
+- Table 2 (`table2`): the mean merge response time (ms) and the mean read/write latency
+  (us) of FAST, KAST and FFTL with 128 log blocks and KRAFT with 256 (relative addressing:
+  about the same DRAM), on the write-dominant OLTP traces and the read-dominant Web trace,
+  the paper's figures beside;
+- Figure 4 (`figure4`): the merge response time of each scheme on the write-dominant
+  traces, ours beside the paper's;
+- `memory`: the mapping DRAM of each scheme against the page-level FTL's table, and how many
+  log blocks KRAFT keeps in the DRAM of FAST's 128;
+- `k_sweep`: how KRAFT's latency and merge cost move with its associativity bound K (2 to
+  32), on the write-dominant traces and on a synthetic Zipf workload whose logical blocks
+  are spread widely enough for K to bind;
+- `thresholds`: the open thresholds of Algorithm 1 ("fill cost is low", "switch cost is
+  low") swept, the data behind the defaults of `kraft.fill_max_fraction` and
+  `kraft.switch_max_fraction`.
+
+Setup: the `kraft` preset (64 GiB of MLC NAND, 2 KiB pages, 128 pages per block,
+tR/tPROG/tBERS 60/800/1500 us, 40 MB/s channels, ascending program order, 3%
+over-provisioning), on ftlab 0.1's device model as every reproduction (issue order,
+foreground work), the device filled once before the run (every logical page written, so
+that the trace's writes are overwrites, as on a device in use). The traces, from
+../shared/traces: the UMass Financial1 excerpt (OLTP1, the paper's trace: its first 10,000
+requests), MQSim's TPC-C excerpt (an OLTP stand-in for OLTP2, which is Financial2, not
+available) and MQSim's WebSearch excerpt (Web, the paper's read-dominant trace; the
+excerpt is 99.98% reads). Each is replayed open loop at its timestamps, slowed down where
+needed so that no replay saturates the device: the schemes of one table run a trace at one
+time scale, the smallest (a whole number) at which none of them saturates, in bursts or
+over the run (`metrics.load`; the tables give the scale and the saturation flags). The
+synthetic K sweep is a closed loop at queue depth 1 (no queue at all). The merge response
+time is measured from the first to the last flash operation of each merge operation
+(reclaiming one log block) and also given by the paper's cost model (Table 1: a page copy
+tR + tPROG, an erase tBERS); the mean R/W latency is the mean over read and write requests
+of their host-visible latency.
+
+The quick mode (tests) uses a 4 GiB device, Financial1 and WebSearch only, K in {2, 8, 32},
+a shorter synthetic workload and no threshold sweep.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import ftlab
+from ftlab._bench import shared_dir
+from ftlab.reproduce._demand_common import figure, fmt, save_figure, write_table
+
+PRESET = "kraft"
+SCHEMES = ["fast", "kast", "fftl", "kraft"]
+LOG_BLOCKS = {"fast": 128, "kast": 128, "fftl": 128, "kraft": 256}
+# (label, file below ../shared/traces, the paper's column, write-dominant)
+TRACES = [
+    ("OLTP1 (Financial1)", "ssdsim_hust_financial1/example.ascii", "OLTP1", True),
+    ("OLTP2 stand-in (TPC-C)", "mqsim_umass_websearch_tpcc/tpcc-small.trace", "OLTP2", True),
+    ("Web (WebSearch)", "mqsim_umass_websearch_tpcc/wsrch-small.trace", "Web", False),
+]
+QUICK_TRACES = ["OLTP1 (Financial1)", "Web (WebSearch)"]
+# 4 GiB: 3% spare still holds 256 log blocks.
+QUICK_SETS = ["geometry.blocks_per_plane=2048"]
+K_VALUES = [2, 4, 8, 16, 32]
+QUICK_K_VALUES = [2, 8, 32]
+# The synthetic K sweep: Zipf (theta 0.99) 4 KiB requests, 30% reads, over the whole
+# device, closed loop at queue depth 1.
+SYNTHETIC = "zipf"
+SYNTHETIC_LABEL = "Zipf 4 KiB, 30% reads (synthetic, closed loop QD 1)"
+SYNTHETIC_SETS = ["replay.mode=closed", "replay.queue_depth=1"]
+SYNTHETIC_REQUESTS = 20_000
+QUICK_SYNTHETIC_REQUESTS = 2_000
+FILL_FRACTIONS = [0.0, 1 / 32, 1 / 16, 1 / 8, 1 / 4, 1 / 2]
+SWITCH_FRACTIONS = [0.0, 1 / 8, 1 / 4, 1 / 2, 1.0]
+# A replay that still saturates after this many slow-downs is an error.
+MAX_SCALINGS = 4
+
+# Table 2 of the paper: (merge response time ms, average R/W latency us).
+PAPER: dict[str, dict[str, tuple[float, float]]] = {
+    "OLTP1": {
+        "fast": (386.8, 278.0),
+        "kast": (183.3, 252.0),
+        "fftl": (111.6, 260.0),
+        "kraft": (119.9, 198.0),
+    },
+    "OLTP2": {
+        "fast": (341.1, 175.0),
+        "kast": (195.3, 176.0),
+        "fftl": (106.2, 171.2),
+        "kraft": (121.8, 151.1),
+    },
+    "Web": {
+        "fast": (956.8, 61.1),
+        "kast": (601.7, 60.4),
+        "fftl": (591.9, 60.4),
+        "kraft": (600.3, 60.4),
+    },
+}
+
+Report = dict[str, Any]
+# A run: scheme, trace (None: the synthetic workload), overrides.
+Run = tuple[str, Path | None, list[str]]
+
+
+def _run(scheme: str, trace: Path | None, sets: list[str], mapping_only: bool = False) -> Report:
+    source: dict[str, Any] = {"trace": trace} if trace is not None else {"workload": SYNTHETIC}
+    result = ftlab.simulate(
+        scheme,
+        preset=PRESET,
+        precondition="fill",
+        sets=sets,
+        mapping_only=mapping_only,
+        **source,
+    )
+    return result.report
+
+
+def saturated(report: Report) -> bool:
+    """Whether a timed open-loop replay saturated the device (over the run or in bursts)."""
+    load = report["metrics"].get("load") or {}
+    return bool(load.get("saturated") or load.get("saturated_in_bursts"))
+
+
+def unsaturated(runs: Mapping[Any, Run]) -> tuple[float, dict[Any, Report]]:
+    """Runs every configuration of `runs` at one time scale, the smallest whole number at
+    which none of them saturates the device; returns it and the reports."""
+    scale = 1.0
+    for _ in range(MAX_SCALINGS):
+        extra = [] if scale == 1.0 else [f"replay.time_scale={scale!r}"]
+        reports = {key: _run(s, t, [*sets, *extra]) for key, (s, t, sets) in runs.items()}
+        needed = [
+            float(r["metrics"]["load"]["suggested_time_scale"] or scale)
+            for r in reports.values()
+            if saturated(r)
+        ]
+        if not needed:
+            return scale, reports
+        scale = float(max(math.ceil(max(needed)), math.floor(scale) + 1))
+    raise ftlab.FtlabError(
+        f"the replay still saturates the device at time scale {scale}: {sorted(runs)}"
+    )
+
+
+def _pool(scheme: str) -> list[str]:
+    return [f"{scheme}.log_blocks={LOG_BLOCKS[scheme]}"]
+
+
+def mean_latency_us(report: Report) -> float | None:
+    """Mean over read and write requests, in microseconds."""
+    lat = report["metrics"].get("latency")
+    if not lat:
+        return None
+    n = lat["read"]["count"] + lat["write"]["count"]
+    if n == 0:
+        return None
+    total = lat["read"]["mean_ns"] * lat["read"]["count"]
+    total += lat["write"]["mean_ns"] * lat["write"]["count"]
+    return float(total / n) / 1000.0
+
+
+def _log_bytes(report: Report) -> int:
+    """DRAM of the log area: every `log_*` component."""
+    memory = report["metrics"]["memory_bytes"]["final_components"]
+    return sum(int(v) for k, v in memory.items() if k.startswith("log_"))
+
+
+def _ms(us: float | None) -> str:
+    return "-" if us is None else f"{us / 1000:.1f}"
+
+
+def _merge_ms(report: Report, key: str) -> str:
+    """A merge time of the summary, in ms, or `-` when the run merged nothing."""
+    if not int(report["metrics"]["scheme"]["merge_ops"]):
+        return "-"
+    return _ms(ftlab.summarize(report)[key])
+
+
+def _flags(report: Report) -> str:
+    return "yes" if saturated(report) else "no"
+
+
+def _row(label: str, scheme: str, report: Report, paper: str, scale: float) -> list[Any]:
+    s = ftlab.summarize(report)
+    paper_mrg, paper_late = PAPER[paper][scheme]
+    return [
+        label,
+        scheme,
+        s["log_blocks"],
+        int(report["metrics"]["scheme"]["merge_ops"]),
+        f"{s['merges_switch']} / {s['merges_partial']} / {s['merges_full']}",
+        _merge_ms(report, "merge_time_mean_us"),
+        _merge_ms(report, "merge_cost_mean_us"),
+        _merge_ms(report, "merge_time_max_us"),
+        fmt(mean_latency_us(report), 1),
+        fmt(s["read_mean_us"], 1),
+        fmt(s["write_mean_us"], 1),
+        fmt(s["waf"], 3),
+        s["precondition_mode"],
+        f"{scale:g}",
+        _flags(report),
+        paper_mrg,
+        paper_late,
+    ]
+
+
+TABLE2_HEADER = [
+    "trace",
+    "scheme",
+    "log blocks",
+    "merge ops",
+    "merges switch / partial / full",
+    "merge time ms",
+    "merge cost ms",
+    "max merge time ms",
+    "R/W latency us",
+    "read us",
+    "write us",
+    "WAF",
+    "precondition",
+    "time scale",
+    "saturated",
+    "paper MRG ms",
+    "paper LATE us",
+]
+
+
+def run(out_dir: Path, quick: bool) -> None:
+    shared = shared_dir()
+    if shared is None or not (shared / "traces").is_dir():
+        raise ftlab.FtlabError(
+            "../shared/traces not found (set FTLAB_SHARED): the KRAFT reproduction replays "
+            "Financial1, TPC-C and WebSearch from it"
+        )
+    traces = [t for t in TRACES if not quick or t[0] in QUICK_TRACES]
+    base = QUICK_SETS if quick else []
+    paths = {label: shared / "traces" / file for label, file, _, _ in traces}
+
+    # Table 2 and Figure 4: the four schemes, each trace at one unsaturated time scale.
+    reports: dict[tuple[str, str], Report] = {}
+    scales: dict[str, float] = {}
+    for label, _, _, _ in traces:
+        scale, group = unsaturated({s: (s, paths[label], [*base, *_pool(s)]) for s in SCHEMES})
+        scales[label] = scale
+        reports.update({(label, s): r for s, r in group.items()})
+    rows = [
+        _row(label, scheme, reports[label, scheme], paper, scales[label])
+        for label, _, paper, _ in traces
+        for scheme in SCHEMES
+    ]
+    write_table(
+        out_dir,
+        "table2",
+        "Table 2: merge response time and mean R/W latency (paper's figures beside)",
+        TABLE2_HEADER,
+        rows,
+    )
+
+    # DRAM against the page-level FTL's table, and KRAFT in FAST's DRAM (the map's size
+    # does not depend on the replay: mapping only).
+    first_label = traces[0][0]
+    fast_log = _log_bytes(reports[first_label, "fast"])
+    budget = _run("kraft", paths[first_label], [*base, f"kraft.log_dram_bytes={fast_log}"], True)
+    memory_rows = [_memory_row(s, reports[first_label, s]) for s in SCHEMES]
+    memory_rows.append(_memory_row("kraft in FAST's log DRAM", budget))
+    write_table(
+        out_dir,
+        "memory",
+        "Mapping DRAM (by bits) against the page-level FTL's table",
+        ["scheme", "log blocks", "block map B", "log area B", "total B", "vs page table"],
+        memory_rows,
+    )
+
+    k_rows = _k_sweep(traces, paths, base, quick)
+    write_table(
+        out_dir,
+        "k_sweep",
+        "KRAFT against its associativity bound K (256 log blocks)",
+        [
+            "source",
+            "K",
+            "merge ops",
+            "full merges",
+            "merge time ms",
+            "merge cost ms",
+            "max merge time ms",
+            "R/W latency us",
+            "R/W p99 us",
+            "WAF",
+            "log area B",
+            "time scale",
+            "saturated",
+        ],
+        k_rows,
+    )
+
+    if not quick:
+        write_table(
+            out_dir,
+            "thresholds",
+            "KRAFT's open thresholds: fill and early-switch limits (shares of a block)",
+            [
+                "trace",
+                "key",
+                "value",
+                "fills",
+                "pages filled",
+                "early switches",
+                "merges switch / partial / full",
+                "merge cost ms",
+                "R/W latency us",
+                "WAF",
+                "time scale",
+                "saturated",
+            ],
+            _thresholds(traces, paths, base),
+        )
+
+    _plots(out_dir, traces, reports, k_rows)
+    (out_dir / "summary.md").write_text(_summary(traces, reports, scales, memory_rows, k_rows))
+    print((out_dir / "summary.md").read_text())
+
+
+def _k_sweep(
+    traces: list[tuple[str, str, str, bool]], paths: dict[str, Path], base: list[str], quick: bool
+) -> list[list[Any]]:
+    k_values = QUICK_K_VALUES if quick else K_VALUES
+    requests = QUICK_SYNTHETIC_REQUESTS if quick else SYNTHETIC_REQUESTS
+    groups: list[tuple[str, dict[int, Run]]] = [
+        (
+            label,
+            {
+                k: ("kraft", paths[label], [*base, *_pool("kraft"), f"kraft.max_associativity={k}"])
+                for k in k_values
+            },
+        )
+        for label, _, _, writes in traces
+        if writes
+    ]
+    synthetic = [*base, *SYNTHETIC_SETS, f"workload.requests={requests}", *_pool("kraft")]
+    groups.append(
+        (
+            SYNTHETIC_LABEL,
+            {k: ("kraft", None, [*synthetic, f"kraft.max_associativity={k}"]) for k in k_values},
+        )
+    )
+    rows = []
+    for label, runs in groups:
+        scale, group = unsaturated(runs)
+        for k, r in group.items():
+            s = ftlab.summarize(r)
+            lat = r["metrics"].get("latency") or {}
+            p99 = max(lat[op]["p99_ns"] for op in ("read", "write") if lat[op]["count"])
+            rows.append(
+                [
+                    label,
+                    k,
+                    int(r["metrics"]["scheme"]["merge_ops"]),
+                    s["merges_full"],
+                    _merge_ms(r, "merge_time_mean_us"),
+                    _merge_ms(r, "merge_cost_mean_us"),
+                    _merge_ms(r, "merge_time_max_us"),
+                    fmt(mean_latency_us(r), 1),
+                    fmt(p99 / 1000, 1),
+                    fmt(s["waf"], 3),
+                    _log_bytes(r),
+                    f"{scale:g}",
+                    _flags(r),
+                ]
+            )
+    return rows
+
+
+def _thresholds(
+    traces: list[tuple[str, str, str, bool]], paths: dict[str, Path], base: list[str]
+) -> list[list[Any]]:
+    rows: list[list[Any]] = []
+    for label, _, _, writes in traces:
+        if not writes:
+            continue
+        runs: dict[tuple[str, float], Run] = {
+            (key, v): ("kraft", paths[label], [*base, *_pool("kraft"), f"kraft.{key}={v!r}"])
+            for key, values in (
+                ("fill_max_fraction", FILL_FRACTIONS),
+                ("switch_max_fraction", SWITCH_FRACTIONS),
+            )
+            for v in values
+        }
+        scale, group = unsaturated(runs)
+        for (key, v), r in group.items():
+            s = ftlab.summarize(r)
+            c = r["metrics"]["scheme"]
+            rows.append(
+                [
+                    label,
+                    key,
+                    f"{v:.4g}",
+                    int(c["fills"]),
+                    int(c["fill_pages"]),
+                    int(c["early_switches"]),
+                    f"{s['merges_switch']} / {s['merges_partial']} / {s['merges_full']}",
+                    _merge_ms(r, "merge_cost_mean_us"),
+                    fmt(mean_latency_us(r), 1),
+                    fmt(s["waf"], 3),
+                    f"{scale:g}",
+                    _flags(r),
+                ]
+            )
+    return rows
+
+
+def _memory_row(name: str, report: Report) -> list[Any]:
+    memory = report["metrics"]["memory_bytes"]["final_components"]
+    total = int(report["metrics"]["memory_bytes"]["final_total"])
+    table = int(report["device"]["page_table_bytes"])
+    return [
+        name,
+        int(report["metrics"]["scheme"]["log_blocks"]),
+        int(memory["block_map"]),
+        _log_bytes(report),
+        total,
+        f"{total / table:.4f}",
+    ]
+
+
+def reduction(latencies: Mapping[str, float | None]) -> float | None:
+    """KRAFT's mean R/W latency against the mean of FAST, KAST and FFTL's, as a reduction
+    (positive: KRAFT is faster)."""
+    others = [latencies[s] for s in ("fast", "kast", "fftl")]
+    mine = latencies["kraft"]
+    known = [o for o in others if o is not None]
+    if mine is None or not known:
+        return None
+    return 1 - mine / (sum(known) / len(known))
+
+
+def _percent_lower(x: float) -> str:
+    return f"{100 * x:.1f}% lower" if x >= 0 else f"{-100 * x:.1f}% higher"
+
+
+def _summary(
+    traces: list[tuple[str, str, str, bool]],
+    reports: dict[tuple[str, str], Report],
+    scales: dict[str, float],
+    memory_rows: list[list[Any]],
+    k_rows: list[list[Any]],
+) -> str:
+    lines = [
+        "# KRAFT reproduction",
+        "",
+        "Every run on the `kraft` preset's device, filled before the run (`precondition "
+        "fill`); every replay unsaturated (time scale per trace below).",
+        "",
+        "| trace | scheme | merge ops | merge time ms (ours, measured / model) | paper MRG ms "
+        "| R/W latency us (ours) | paper LATE us | time scale | saturated |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for label, _, paper, _ in traces:
+        for scheme in SCHEMES:
+            r = reports[label, scheme]
+            ops = int(r["metrics"]["scheme"]["merge_ops"])
+            merge = (
+                f"{_merge_ms(r, 'merge_time_mean_us')} / {_merge_ms(r, 'merge_cost_mean_us')}"
+                if ops
+                else "no merge"
+            )
+            mrg, late = PAPER[paper][scheme]
+            lines.append(
+                f"| {label} | {scheme} | {ops} | {merge} | {mrg} "
+                f"| {fmt(mean_latency_us(r), 1)} | {late} | {scales[label]:g} | {_flags(r)} |"
+            )
+    lines.append("")
+    for label, _, paper, _ in traces:
+        ours = reduction({s: mean_latency_us(reports[label, s]) for s in SCHEMES})
+        theirs = reduction({s: PAPER[paper][s][1] for s in SCHEMES})
+        if ours is not None and theirs is not None:
+            lines.append(
+                f"- {label}: KRAFT's mean R/W latency is {_percent_lower(ours)} than the mean "
+                f"of FAST, KAST and FFTL's (paper, {paper}: {_percent_lower(theirs)}; about "
+                "14% lower on average over its traces)."
+            )
+    fast = next(r for r in memory_rows if r[0] == "fast")
+    kraft = next(r for r in memory_rows if r[0] == "kraft")
+    budget = memory_rows[-1]
+    lines.append(
+        f"- Log-area DRAM: FAST's 128 log blocks {fast[3]:,} B, KRAFT's 256 {kraft[3]:,} B "
+        f"({kraft[3] / max(fast[3], 1):.2f}x); in FAST's log DRAM KRAFT keeps {budget[1]} "
+        f"log blocks (paper: 256 in the RAM of 128). Whole map against the page-level "
+        f"table: FAST {fast[5]}, KRAFT {kraft[5]}."
+    )
+    for source in dict.fromkeys(r[0] for r in k_rows):
+        rows = [r for r in k_rows if r[0] == source]
+        lines.append(
+            f"- K sweep, {source}: "
+            + "; ".join(
+                f"K={r[1]}: {r[2]} merge ops, merge time {r[4]} ms, R/W {r[7]} us" for r in rows
+            )
+            + "."
+        )
+    return "\n".join(lines) + "\n"
+
+
+def _plots(
+    out_dir: Path,
+    traces: list[tuple[str, str, str, bool]],
+    reports: dict[tuple[str, str], Report],
+    k_rows: list[list[Any]],
+) -> None:
+    written = [t for t in traces if t[3]]
+    fig = figure(9.0, 4.0)
+    width = 0.8 / len(SCHEMES)
+    ours = {
+        (paper, s): _merge_us(reports[label, s]) / 1000
+        for label, _, paper, _ in written
+        for s in SCHEMES
+    }
+    theirs = {(paper, s): PAPER[paper][s][0] for _, _, paper, _ in written for s in SCHEMES}
+    for p, (title, value) in enumerate((("ours (measured)", ours), ("paper (Table 2)", theirs))):
+        ax = fig.add_subplot(1, 2, p + 1)
+        for i, scheme in enumerate(SCHEMES):
+            values = [value[paper, scheme] for _, _, paper, _ in written]
+            xs = [x + (i - (len(SCHEMES) - 1) / 2) * width for x in range(len(written))]
+            ax.bar(xs, values, width, label=scheme.upper())
+        ax.set_xticks(range(len(written)))
+        ax.set_xticklabels([t[2] for t in written])
+        ax.set_ylabel("mean merge response time (ms)")
+        ax.set_title(title)
+        ax.legend(loc="best")
+    fig.suptitle("Figure 4: merge cost on write-dominant traces")
+    save_figure(fig, out_dir, "figure4")
+
+    fig = figure(9.0, 4.0)
+    sources = list(dict.fromkeys(r[0] for r in k_rows))
+    for p, (column, ylabel) in enumerate(
+        ((7, "mean R/W latency (us)"), (4, "mean merge response time (ms)"))
+    ):
+        ax = fig.add_subplot(1, 2, p + 1)
+        for source in sources:
+            rows = [r for r in k_rows if r[0] == source and r[column] != "-"]
+            ax.plot([r[1] for r in rows], [float(r[column]) for r in rows], "o-", label=source)
+        ks = sorted({r[1] for r in k_rows})
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(ks, [str(k) for k in ks])
+        ax.set_yscale("log")
+        ax.set_xlabel("K (maximum associativity)")
+        ax.set_ylabel(ylabel)
+        ax.legend(fontsize="x-small", loc="best")
+    fig.suptitle("KRAFT against K")
+    save_figure(fig, out_dir, "k_sweep")
+
+
+def _merge_us(report: Report) -> float:
+    if not int(report["metrics"]["scheme"]["merge_ops"]):
+        return 0.0
+    return float(ftlab.summarize(report)["merge_time_mean_us"])

@@ -1,0 +1,199 @@
+"""The log-block hybrid schemes (block, bast, fast, kast, fftl, kraft) from Python: their
+merge figures in the summary, frames and run table, and the KRAFT reproduction (quick)."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import pytest
+
+import ftlab
+from ftlab import reproduce
+from ftlab._format import summary_rows
+from ftlab._frames import compare_table
+from ftlab.reproduce import kraft
+
+LOG_BLOCK_SCHEMES = ["block", "bast", "fast", "kast", "fftl", "kraft"]
+# A small filled device and a Zipf workload: every write is an overwrite, merges happen.
+SMALL = ["workload.requests=5000", "geometry.blocks_per_plane=64"]
+
+
+def _run(scheme: str) -> ftlab.Result:
+    sets = list(SMALL)
+    if scheme not in ("page", "block"):
+        sets.append(f"{scheme}.log_blocks=16")
+    return ftlab.simulate(scheme, workload="zipf", precondition="fill", sets=sets, verify=True)
+
+
+@pytest.mark.parametrize("scheme", LOG_BLOCK_SCHEMES)
+def test_merge_figures_agree_with_the_counters(scheme: str) -> None:
+    result = _run(scheme)
+    s = result.summary
+    counters = result.report["metrics"]["scheme"]
+    merges = result.merges
+    assert merges["kind"].to_list() == ["switch", "partial", "full"]
+    by_kind = dict(zip(merges["kind"].to_list(), merges["merges"].to_list()))
+    assert by_kind == {
+        "switch": s["merges_switch"],
+        "partial": s["merges_partial"],
+        "full": s["merges_full"],
+    }
+    assert s["merges_full"] > 0
+    # A switch copies nothing; every page a merge copied is in one of the other two kinds.
+    pages = dict(zip(merges["kind"].to_list(), merges["pages_copied"].to_list()))
+    assert pages["switch"] == 0
+    assert s["merge_pages_copied"] == pages["partial"] + pages["full"] > 0
+    flash = result.report["metrics"]["flash"]
+    assert flash["programs"]["merge_full"] == pages["full"]
+    # Every reclaimed log block (and FFTL cleaning) is in the associativity histogram.
+    assert int(result.associativity["merges"].sum()) == int(counters["merge_ops"])
+    assert s["log_blocks"] == int(counters["log_blocks"])
+    assert 0 < s["merge_time_mean_us"] <= s["merge_time_max_us"]
+    assert 0 < s["merge_cost_mean_us"] <= s["merge_cost_max_us"]
+    assert 0 < s["log_utilisation_at_merge"] <= 1
+    rows = dict(summary_rows(s))
+    assert rows["merges switch / partial / full"] == (
+        f"{s['merges_switch']:,} / {s['merges_partial']:,} / {s['merges_full']:,}"
+    )
+    assert "merge time mean / max" in rows
+
+
+def test_kraft_associativity_histogram_stops_at_k() -> None:
+    result = ftlab.simulate(
+        "kraft",
+        workload="zipf",
+        precondition="fill",
+        sets=[*SMALL, "kraft.log_blocks=16", "kraft.max_associativity=3"],
+        mapping_only=True,
+    )
+    hist = dict(zip(result.associativity["associativity"], result.associativity["merges"]))
+    assert hist["3"] > 0
+    assert all(hist[str(a)] == 0 for a in range(4, 17))
+    # Mapping only: the cost model is there, the measured times are not.
+    s = result.summary
+    assert s["merge_time_mean_us"] is None and s["merge_cost_mean_us"] > 0
+
+
+def test_other_schemes_have_no_merge_figures() -> None:
+    result = _run("page")
+    s = result.summary
+    assert s["merges_full"] is None and s["merge_pages_copied"] is None
+    assert result.merges.is_empty() and result.associativity.is_empty()
+    assert "merges switch / partial / full" not in dict(summary_rows(s))
+
+
+def test_compare_table_has_the_merge_columns() -> None:
+    table = compare_table({"page": _run("page"), "kraft": _run("kraft")})
+    rows = {r["scheme"]: r for r in table.iter_rows(named=True)}
+    assert rows["page"]["merges"] is None
+    kraft_summary = ftlab.summarize(_run("kraft").report)
+    assert rows["kraft"]["merges"] == (
+        kraft_summary["merges_switch"]
+        + kraft_summary["merges_partial"]
+        + kraft_summary["merges_full"]
+    )
+    assert rows["kraft"]["merge_time_mean_us"] == pytest.approx(kraft_summary["merge_time_mean_us"])
+
+
+def test_latency_reduction() -> None:
+    assert kraft.reduction({"fast": 300.0, "kast": 200.0, "fftl": 100.0, "kraft": 150.0}) == (
+        pytest.approx(0.25)
+    )
+    assert kraft.reduction({"fast": None, "kast": None, "fftl": None, "kraft": 1.0}) is None
+
+
+def test_unsaturated_slows_a_saturating_replay_down(traces: Path) -> None:
+    # MQSim's TPC-C excerpt: 7,000 requests in 0.14 s, far more than the MLC device serves.
+    tpcc = traces / "mqsim_umass_websearch_tpcc" / "tpcc-small.trace"
+    sets = [*kraft.QUICK_SETS, "kraft.log_blocks=64"]
+    with ftlab.model_0_1():
+        first = kraft._run("kraft", tpcc, sets)
+        assert kraft.saturated(first)
+        scale, reports = kraft.unsaturated({"kraft": ("kraft", tpcc, sets)})
+    assert scale == int(scale) >= first["metrics"]["load"]["suggested_time_scale"]
+    assert not kraft.saturated(reports["kraft"])
+    assert reports["kraft"]["config"]["replay"]["time_scale"] == scale
+
+
+def test_reproduction_quick(traces: Path, tmp_path: Path) -> None:
+    reproduce.run("kraft", tmp_path, quick=True)
+    for stem in ("table2", "memory", "k_sweep"):
+        assert (tmp_path / f"{stem}.csv").is_file()
+        assert (tmp_path / f"{stem}.md").is_file()
+    for plot in ("figure4", "k_sweep"):
+        assert (tmp_path / f"{plot}.png").is_file()
+    with (tmp_path / "table2.csv").open() as f:
+        rows = {(r["trace"], r["scheme"]): r for r in csv.DictReader(f)}
+    assert len(rows) == len(kraft.QUICK_TRACES) * len(kraft.SCHEMES)
+    for (_, scheme), row in rows.items():
+        assert int(row["log blocks"]) == kraft.LOG_BLOCKS[scheme]
+        assert row["precondition"] == "fill"
+        assert row["saturated"] == "no"
+    oltp = "OLTP1 (Financial1)"
+    for scheme in kraft.SCHEMES:
+        assert int(rows[oltp, scheme]["merge ops"]) > 0, scheme
+    # Twice the log blocks: KRAFT merges least often and serves requests fastest.
+    latency = {s: float(rows[oltp, s]["R/W latency us"]) for s in kraft.SCHEMES}
+    assert latency["kraft"] == min(latency.values())
+    assert int(rows[oltp, "kraft"]["merge ops"]) < int(rows[oltp, "fast"]["merge ops"])
+    with (tmp_path / "memory.csv").open() as f:
+        memory = {r["scheme"]: r for r in csv.DictReader(f)}
+    # Relative addressing: KRAFT's 256 log blocks cost little more than FAST's 128, and
+    # FAST's log DRAM holds well over 1.8 times its log blocks.
+    assert int(memory["kraft"]["log area B"]) < 1.2 * int(memory["fast"]["log area B"])
+    assert int(memory["kraft in FAST's log DRAM"]["log blocks"]) > 1.8 * 128
+    with (tmp_path / "k_sweep.csv").open() as f:
+        sweep = [r for r in csv.DictReader(f) if r["source"] == kraft.SYNTHETIC_LABEL]
+    assert [int(r["K"]) for r in sweep] == kraft.QUICK_K_VALUES
+    # On the synthetic workload K binds: a larger K merges less often, and dearer.
+    ops = [int(r["merge ops"]) for r in sweep]
+    assert ops[0] > ops[1] > 0
+    assert float(sweep[0]["merge cost ms"]) < float(sweep[1]["merge cost ms"])
+    assert "paper" in (tmp_path / "summary.md").read_text()
+
+
+def test_a_sweep_table_has_the_merge_columns() -> None:
+    table = ftlab.sweep(
+        {
+            "schemes": ["page", "kraft"],
+            "workloads": ["zipf"],
+            "preconditions": ["fill"],
+            "set": {
+                "workload.requests": 5000,
+                "geometry.blocks_per_plane": 64,
+                "kraft.log_blocks": 16,
+            },
+        },
+        jobs=1,
+    )
+    rows = {r["scheme"]: r for r in table.iter_rows(named=True)}
+    assert rows["page"]["merges_full"] is None
+    summary = _run("kraft").summary
+    for column in ("log_blocks", "merges_full", "merge_pages_copied", "merge_cost_mean_us"):
+        assert rows["kraft"][column] == pytest.approx(summary[column]), column
+
+
+@pytest.mark.parametrize("workload", [name for name, _ in ftlab.workloads()])
+def test_every_builtin_workload_verifies_on_every_scheme(workload: str) -> None:
+    # The KRAFT preset's MLC device (ascending program order) shrunk to 256 MiB, filled:
+    # every write is an overwrite, through the log blocks.
+    sets = ["geometry.blocks_per_plane=128", "ftl.over_provisioning=0.07"]
+    for scheme in LOG_BLOCK_SCHEMES:
+        result = ftlab.simulate(
+            scheme,
+            workload=workload,
+            preset="kraft",
+            precondition="fill",
+            verify=True,
+            sets=[*sets, "workload.requests=3000"],
+        )
+        report = result.report
+        assert report["config"]["nand"]["program_order"] == "ascending"
+        # Verified: every read returned the last write (or nothing, for a trimmed page).
+        if report["config"]["workload"]["trim_ratio"] == 0:
+            assert report["metrics"]["host"]["unmapped_reads"] == 0, (workload, scheme)
+        # Every workload but the read-mostly ones (hotcold, read-heavy) merges on every
+        # scheme; those merge on the schemes with few or small log blocks.
+        if workload not in ("hotcold", "read-heavy") or scheme in ("block", "bast"):
+            assert report["metrics"]["scheme"]["merge_ops"] > 0, (workload, scheme)
