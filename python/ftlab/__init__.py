@@ -52,6 +52,8 @@ __all__ = [
     "presets",
     "schemes",
     "simulate",
+    "split_stack",
+    "stacks",
     "summarize",
     "sweep",
     "sweep_means",
@@ -190,6 +192,17 @@ def _model(preset: str | None, sets: list[str]) -> tuple[str | None, list[str]]:
     return preset or "legacy", [*MODEL_0_1_SETS, *sets]
 
 
+def split_stack(name: str) -> tuple[str | None, str]:
+    """A scheme named with its host stack, `STACK+SCHEME` (`f2fs+dftl`, `alfs+aftl`): the
+    stack (None when not named) and the scheme."""
+    stack, plus, scheme = name.partition("+")
+    return (stack.strip(), scheme.strip()) if plus else (None, name)
+
+
+def _stack_sets(stack: str | None) -> list[str]:
+    return [] if stack is None else [f"host.stack={json.dumps(stack)}"]
+
+
 def simulate(
     ftl: str = "page",
     *,
@@ -204,8 +217,13 @@ def simulate(
     time_unit: str = "",
     precondition: Precondition | None = None,
     progress: Progress | None = None,
+    stack: str | None = None,
 ) -> Result:
     """Runs scheme `ftl` over a trace file or a synthetic workload.
+
+    `stack` names the host stack between the application and the device (`host.stack`:
+    `auto`, `inplace`, `f2fs`, `alfs`; see `stacks()`), as does naming the scheme
+    `STACK+SCHEME` (`f2fs+dftl`, which wins over `stack`).
 
     Without `trace` or `workload`, the configuration's `[workload]` section runs.
     `sets` are `key=value` overrides applied last (`trace.devices=["hm_0"]`,
@@ -218,7 +236,7 @@ def simulate(
     share done). Raises FtlabError with a message naming the key, file, line or request
     at fault.
     """
-    preset, overrides = _model(preset, _sets(sets, mapping_only, precondition))
+    preset, overrides = _model(preset, _stack_sets(stack) + _sets(sets, mapping_only, precondition))
     text, wall = _core.run(
         ftl,
         trace=None if trace is None else str(trace),
@@ -315,12 +333,15 @@ def compare(
     precondition: Precondition | None = None,
     jobs: int | None = None,
     on_done: Callable[[str, Result], object] | None = None,
+    stack: str | None = None,
 ) -> CompareResult:
     """Runs several schemes (default: every scheme the core has) over the same trace or
-    workload, on the same device, in parallel processes (`jobs`, default: one per core, at
-    most one per scheme). A device fitted to a trace is fitted once, large enough for
-    every scheme. Other arguments are those of `simulate`. `on_done(name, result)` is called
-    as each scheme finishes. Raises FtlabError naming the scheme that failed.
+    workload, on the same device (a scheme may be named with its host stack,
+    `STACK+SCHEME`, and `stack` sets the stack of the others), in parallel processes
+    (`jobs`, default: one per core, at most one per scheme). A device fitted to a trace is
+    fitted once, large enough for every scheme. Other arguments are those of `simulate`.
+    `on_done(name, result)` is called as each scheme finishes. Raises FtlabError naming the
+    scheme that failed.
 
     With no schemes, no settings and no source but the default workload, runs the
     default comparison (`DEFAULT_COMPARISON`): the page-level FTL against the schemes that
@@ -335,15 +356,23 @@ def compare(
         precondition = precondition or "fill"
     names = list(dict.fromkeys(ftls)) if ftls else [name for name, _ in schemes()]
     known = {name for name, _ in schemes()}
-    unknown = [n for n in names if n not in known]
+    unknown = [n for n in names if split_stack(n)[1] not in known]
     if unknown:
         raise FtlabError(
             f"unknown FTL scheme(s) {', '.join(unknown)}; the schemes are: "
             + ", ".join(sorted(known))
         )
+    known_stacks = {name for name, _ in stacks()}
+    bad = [n for n in names if split_stack(n)[0] not in (None, *known_stacks)]
+    bad += [stack] if stack is not None and stack not in known_stacks else []
+    if bad:
+        raise FtlabError(
+            f"unknown host stack in {', '.join(bad)}; the stacks are: "
+            + ", ".join(sorted(known_stacks))
+        )
     if trace is None and workload is None and not config and not sets:
         workload = "default"
-    preset, overrides = _model(preset, _sets(sets, mapping_only, precondition))
+    preset, overrides = _model(preset, _stack_sets(stack) + _sets(sets, mapping_only, precondition))
     common: dict[str, Any] = {
         "trace": None if trace is None else str(trace),
         "workload": workload,
@@ -451,6 +480,12 @@ def summarize(report: dict[str, Any]) -> dict[str, Any]:
         return float(stats[key]) / 1000.0
 
     trace = report.get("trace") or {}
+    stack = m.get("host_stack") or {}
+    counters = stack.get("counters") or {}
+    span = m.get("simulated_time_ns")
+    app_bytes = counters.get("app_bytes_read", host.get("bytes_read", 0)) + counters.get(
+        "app_bytes_written", host.get("bytes_written", 0)
+    )
     buffer = report.get("config", {}).get("buffer", {})
     return {
         "ftl": report["ftl"],
@@ -477,6 +512,12 @@ def summarize(report: dict[str, Any]) -> dict[str, Any]:
         ),
         "waf": m["waf"],
         "fs_waf": m.get("fs_waf"),
+        "total_waf": m.get("total_waf"),
+        "stack": stack.get("name", "inplace"),
+        "app_requests": int(counters.get("app_requests", host.get("requests", 0))),
+        "app_throughput_bytes_per_s": app_bytes / (span / 1e9) if span else None,
+        "host_memory_bytes": stack.get("memory_total_bytes", 0),
+        "sections_cleaned": counters.get("sections_cleaned"),
         "gc_invocations": m["gc"]["invocations"],
         "gc_pages_moved": m["gc"]["pages_moved"],
         "read_mean_us": lat("read", "mean_ns"),
@@ -541,6 +582,11 @@ def _merge_summary(counters: dict[str, float], timed: bool) -> dict[str, Any]:
 def presets() -> list[tuple[str, str]]:
     """(name, description) of each configuration preset."""
     return list(_core.presets())
+
+
+def stacks() -> list[tuple[str, str]]:
+    """(name, description) of each host stack (`host.stack`)."""
+    return list(_core.stacks())
 
 
 def schemes() -> list[tuple[str, str]]:

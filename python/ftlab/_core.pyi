@@ -23,11 +23,13 @@ __all__ = [
     "causes",
     "config_show",
     "fitted_blocks_per_plane",
+    "memory",
     "peak_rss_bytes",
     "presets",
     "read_speed",
     "run",
     "schemes",
+    "stacks",
     "trace_formats",
     "trace_info",
     "trace_requests",
@@ -68,6 +70,22 @@ def bench(
 ) -> str:
     """Loads the requests into memory, then times the simulation alone; returns JSON."""
 
+def memory(
+    ftl: str,
+    *,
+    trace: _Path | None = None,
+    workload: str | None = None,
+    preset: str | None = None,
+    config: Sequence[_Path] = (),
+    sets: Sequence[str] = (),
+    verify: bool = False,
+    format: str = "",
+    time_unit: str = "",
+) -> str:
+    """The scheme's DRAM on a fresh device and its host stack's memory, by component,
+    without running: JSON {"device": [[name, bytes]...], "host": [...], "logical_pages",
+    "app_pages"}."""
+
 def fitted_blocks_per_plane(
     ftls: Sequence[str],
     *,
@@ -102,6 +120,9 @@ def presets() -> list[tuple[str, str]]:
 
 def schemes() -> list[tuple[str, str]]:
     """(name, description) of each FTL scheme."""
+
+def stacks() -> list[tuple[str, str]]:
+    """(name, description) of each host stack (`host.stack`)."""
 
 def workloads() -> list[tuple[str, str]]:
     """(name, description) of each built-in workload."""

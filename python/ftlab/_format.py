@@ -107,6 +107,7 @@ def summary_rows(s: dict[str, Any]) -> list[tuple[str, str]]:
             else []
         ),
         ("WAF", number(s["waf"])),
+        *stack_rows(s),
         ("GC invocations / pages moved", f"{s['gc_invocations']:,} / {s['gc_pages_moved']:,}"),
         (
             "mapping memory final / peak",
@@ -120,6 +121,23 @@ def summary_rows(s: dict[str, Any]) -> list[tuple[str, str]]:
             ("write latency mean / p99", latency_pair(s["write_mean_us"], s["write_p99_us"])),
             ("IOPS (simulated)", number(s["iops"], 1)),
         ]
+    return rows
+
+
+def stack_rows(s: dict[str, Any]) -> list[tuple[str, str]]:
+    """The host stack's lines of the run summary (none for the trace as it is)."""
+    if s.get("stack", "inplace") == "inplace":
+        return []
+    rows = [
+        ("host stack", str(s["stack"])),
+        (
+            "WAF file system x device = total",
+            f"{number(s.get('fs_waf'))} x {number(s['waf'])} = {number(s.get('total_waf'))}",
+        ),
+        ("host memory", mib(s.get("host_memory_bytes"))),
+    ]
+    if s.get("sections_cleaned") is not None:
+        rows.append(("sections cleaned by the host", number(int(s["sections_cleaned"]))))
     return rows
 
 
@@ -230,6 +248,22 @@ def compare_rows(
             )
         )
     header = list(COMPARE_HEADER)
+    if any(s.get("stack", "inplace") != "inplace" for s in summaries.values()):
+        # Host stacks: which, and the write amplification of the file system and of the
+        # whole stack beside the device's.
+        header[1:1] = ["stack"]
+        header[5:5] = ["FS WAF", "total WAF"]
+        rows = [
+            (
+                r[0],
+                str(s.get("stack", "inplace")),
+                *r[1:4],
+                number(s.get("fs_waf")),
+                number(s.get("total_waf")),
+                *r[4:],
+            )
+            for r, s in zip(rows, summaries.values())
+        ]
     if walls is None:
         header = header[:-1]
         rows = [r[:-1] for r in rows]

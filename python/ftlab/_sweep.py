@@ -95,6 +95,12 @@ SUMMARY_COLUMNS: dict[str, str] = {
     "merge_reads": "int",
     "waf": "float",
     "fs_waf": "float",
+    "total_waf": "float",
+    "stack": "str",
+    "app_requests": "int",
+    "app_throughput_bytes_per_s": "float",
+    "host_memory_bytes": "int",
+    "sections_cleaned": "float",
     "gc_invocations": "int",
     "gc_pages_moved": "int",
     "read_mean_us": "float",
@@ -1009,8 +1015,14 @@ def _run_local(tasks: list[Task], jobs: int | None, record: Callable[[Outcome], 
     queue = iter(tasks)
     try:
         # A bounded window of submitted runs, so that an interrupt has little to cancel.
-        for task in itertools.islice(queue, 2 * jobs):
-            pending.add(pool.submit(execute, task))
+        # The workers start here with Ctrl-C ignored (Python keeps an inherited SIG_IGN): one
+        # interrupted while it starts up would print a traceback; runs turn it back on.
+        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+        try:
+            for task in itertools.islice(queue, 2 * jobs):
+                pending.add(pool.submit(execute, task))
+        finally:
+            signal.signal(signal.SIGINT, previous)
         while pending:
             finished, pending = wait(pending, return_when=FIRST_COMPLETED)
             for future in finished:

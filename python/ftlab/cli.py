@@ -203,6 +203,7 @@ def source_options(func: Callable[..., Any]) -> Callable[..., Any]:
         verify: bool,
         mapping_only: bool,
         precondition: str | None,
+        stack: str | None,
         **rest: Any,
     ) -> Any:
         source = source_kwargs(
@@ -219,6 +220,8 @@ def source_options(func: Callable[..., Any]) -> Callable[..., Any]:
         )
         if precondition is not None:
             source["precondition"] = precondition
+        if stack is not None:
+            source["stack"] = stack
         return func(source=source, **rest)
 
     options = [
@@ -277,6 +280,13 @@ def source_options(func: Callable[..., Any]) -> Callable[..., Any]:
             help="Prepare the device before the measured run: none (fresh), fill (every "
             "logical page written once) or steady (fill, then random writes until the WAF "
             "settles). Default: the configuration's precondition.mode.",
+        ),
+        click.option(
+            "--stack",
+            type=click.Choice([name for name, _ in _core.stacks()]),
+            help="Host stack between the application and the device: inplace (the trace as "
+            "it is), f2fs, alfs (AMF's, for aftl); default auto (see `ftlab stacks`). A "
+            "scheme named STACK+SCHEME (f2fs+dftl) chooses its own.",
         ),
     ]
     wrapped: Callable[..., Any] = command
@@ -860,6 +870,12 @@ def config_presets() -> None:
 def schemes() -> None:
     """List the FTL schemes."""
     print_pairs(ftlab.schemes(), ("scheme", "description"))
+
+
+@main.command()
+def stacks() -> None:
+    """List the host stacks (--stack, or STACK+SCHEME as a scheme's name)."""
+    print_pairs(ftlab.stacks(), ("stack", "description"))
 
 
 @main.command()

@@ -4,7 +4,7 @@
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use ftlab_core::config::{self, Config, Layout};
-use ftlab_core::ftl::{self, Ftl, Visitor, SCHEMES};
+use ftlab_core::ftl::{self, is_append_only, Ftl, Visitor, SCHEMES};
 use ftlab_core::nand::Flash;
 use ftlab_core::sim::Simulator;
 use ftlab_core::{workload, Request};
@@ -47,7 +47,8 @@ fn simulate(c: &mut Criterion) {
                 .collect::<Result<_, _>>()
                 .unwrap();
         group.throughput(Throughput::Elements(requests.len() as u64));
-        for (scheme, _) in SCHEMES {
+        // An append-only device needs its host stack (`ftlab bench` runs it under ALFS).
+        for (scheme, _) in SCHEMES.iter().filter(|(s, _)| !is_append_only(s)) {
             let mode = if timing { "timed" } else { "mapping-only" };
             group.bench_function(format!("{scheme}/{mode}"), |b| {
                 b.iter(|| {

@@ -4,6 +4,7 @@
 use crate::config::{self, Config, Layout};
 use crate::error::{Error, Result};
 use crate::ftl::{self, Ftl, Visitor};
+use crate::host::{self, HostStack, StackVisitor, Stacked};
 use crate::metrics::{Report, SourceInfo};
 use crate::nand::Flash;
 use crate::request::{Request, RequestStream};
@@ -51,13 +52,47 @@ pub struct Progress {
     pub fraction: Option<f64>,
 }
 
+/// A run's scheme may be named with its host stack, `STACK+SCHEME` (`f2fs+dftl`,
+/// `alfs+aftl`, `inplace+page`): the scheme and the stack, if one is named.
+pub fn split_stack(name: &str) -> (Option<&str>, &str) {
+    match name.split_once('+') {
+        Some((stack, scheme)) => (Some(stack.trim()), scheme.trim()),
+        None => (None, name),
+    }
+}
+
+/// The options with a `STACK+SCHEME` name split: the scheme alone, and the stack as a
+/// `host.stack` override after every other.
+fn normalized(opts: &RunOptions) -> RunOptions {
+    let (stack, scheme) = split_stack(&opts.ftl);
+    let mut opts = opts.clone();
+    if let Some(stack) = stack {
+        opts.sets.push(format!(
+            "host.stack={}",
+            toml::Value::String(stack.to_string())
+        ));
+        opts.ftl = scheme.to_string();
+    }
+    opts
+}
+
 /// The configuration a run would use.
 pub fn resolve_config(opts: &RunOptions) -> Result<Config> {
+    let opts = &normalized(opts);
     resolve_config_keys(opts).map(|(cfg, _)| cfg)
 }
 
-/// The configuration and every key its layers set.
+/// The configuration and every key its layers set, `host.stack` resolved for the run's
+/// scheme (`auto`: `alfs` over an append-only scheme, `inplace` otherwise).
 fn resolve_config_keys(opts: &RunOptions) -> Result<(Config, Vec<String>)> {
+    let (mut cfg, keys) = resolve_layers(opts)?;
+    if !opts.ftl.is_empty() {
+        cfg.host.stack = cfg.host.stack.resolve(&opts.ftl);
+    }
+    Ok((cfg, keys))
+}
+
+fn resolve_layers(opts: &RunOptions) -> Result<(Config, Vec<String>)> {
     let files: Vec<&Path> = opts.config_files.iter().map(PathBuf::as_path).collect();
     let mut extra = match &opts.workload {
         None => None,
@@ -150,10 +185,18 @@ impl RunVisitor<'_> {
 impl Visitor for RunVisitor<'_> {
     /// None: the replay needs a scan first.
     type Output = Result<Option<Report>>;
-    fn visit<F: Ftl>(mut self, ftl: F, flash: Flash) -> Result<Option<Report>> {
-        let mut sim = Simulator::new(self.cfg, self.layout, ftl, flash, self.opts.verify);
+    fn visit<F: Ftl>(self, ftl: F, flash: Flash) -> Result<Option<Report>> {
+        let sim = Simulator::new(self.cfg, self.layout, ftl, flash, self.opts.verify);
+        let (cfg, name, verify) = (self.cfg, self.opts.ftl.clone(), self.opts.verify);
+        host::with_stack(cfg, &name, sim, verify, self)?
+    }
+}
+
+impl StackVisitor for RunVisitor<'_> {
+    type Output = Result<Option<Report>>;
+    fn visit<S: HostStack, F: Ftl>(mut self, mut host: Stacked<S, F>) -> Result<Option<Report>> {
         let progress = &mut *self.progress;
-        sim.precondition(
+        host.precondition(
             &self.cfg.precondition,
             &self.warmup,
             &mut |done, fraction| {
@@ -165,9 +208,10 @@ impl Visitor for RunVisitor<'_> {
             },
         )?;
         let mut count = 0u64;
-        let requests = std::mem::replace(&mut self.requests, Box::new(std::iter::empty()));
+        let mut requests = std::mem::replace(&mut self.requests, Box::new(std::iter::empty()));
+        host.precondition_workload(&mut requests, self.cfg.precondition.workload_requests)?;
         for req in requests {
-            sim.submit(&req?)?;
+            host.submit(&req?)?;
             count += 1;
             if count.is_multiple_of(PROGRESS_EVERY) {
                 let p = Progress {
@@ -196,7 +240,7 @@ impl Visitor for RunVisitor<'_> {
             fraction: Some(1.0),
         });
         let format = trace_report.as_ref().map_or("", |r| r.format.as_str());
-        let mut report = sim.finish(&self.opts.ftl, source_info(self.opts, format), self.cfg)?;
+        let mut report = host.finish(&self.opts.ftl, source_info(self.opts, format), self.cfg)?;
         report.trace = trace_report;
         Ok(Some(report))
     }
@@ -234,17 +278,24 @@ pub fn run_with_progress(
     opts: &RunOptions,
     progress: &mut dyn FnMut(&Progress) -> bool,
 ) -> Result<RunOutput> {
+    let opts = &normalized(opts);
     let started = Instant::now();
     let (mut cfg, keys) = resolve_config_keys(opts)?;
     let report = match &opts.trace {
         None => {
             let layout = cfg.validate()?;
-            let generate =
-                || workload::generate(&cfg.workload, layout.logical_bytes(), layout.page_size);
+            let app_pages = host::app_pages(&cfg, &layout)?;
+            let generate = || {
+                workload::generate(
+                    &cfg.workload,
+                    app_pages * layout.page_size as u64,
+                    layout.page_size,
+                )
+            };
             let requests = Box::new(generate()?);
             // The warm-up needs a pass of its own over the workload, before the replay.
             let warmup = if wants_warmup(&cfg) {
-                read_before_written(generate()?, &layout)?
+                read_before_written_in(generate()?, app_pages, layout.page_size)?
             } else {
                 Vec::new()
             };
@@ -273,19 +324,20 @@ pub fn run_with_progress(
             let mut grown = 0;
             loop {
                 let layout = cfg.validate()?;
+                let app_pages = host::app_pages(&cfg, &layout)?;
                 let open = || {
                     Replay::open(
                         path,
                         &cfg.trace,
                         plan.clone(),
                         layout.page_size as u64,
-                        layout.logical_pages,
+                        app_pages,
                     )
                 };
                 let replay = open()?;
                 // The warm-up needs a pass of its own over the trace, before the replay.
                 let warmup = if wants_warmup(&cfg) {
-                    read_before_written(open()?, &layout)?
+                    read_before_written_in(open()?, app_pages, layout.page_size)?
                 } else {
                     Vec::new()
                 };
@@ -332,10 +384,19 @@ pub fn read_before_written(
     requests: impl Iterator<Item = Result<Request>>,
     layout: &Layout,
 ) -> Result<Vec<u32>> {
-    let pages = layout.logical_pages;
+    read_before_written_in(requests, layout.logical_pages, layout.page_size)
+}
+
+/// [`read_before_written`] over the first `pages` logical pages of `page_size` bytes (the
+/// application's capacity under a host file system).
+pub fn read_before_written_in(
+    requests: impl Iterator<Item = Result<Request>>,
+    pages: u64,
+    page_size: u32,
+) -> Result<Vec<u32>> {
     let words = pages.div_ceil(64) as usize;
     let (mut written, mut warm) = (vec![0u64; words], vec![0u64; words]);
-    let page = layout.page_size as u64;
+    let page = page_size as u64;
     for req in requests {
         let req = req?;
         let first = req.offset_bytes / page;
@@ -395,11 +456,33 @@ pub fn fitted_blocks_per_plane(opts: &RunOptions, schemes: &[String]) -> Result<
     if !fit_device(&cfg, &keys) {
         return Ok(None);
     }
-    scan_plan(path, &mut cfg, true, &mut |_| true)?;
-    for scheme in schemes {
-        let mut grown = 0;
+    let footprint = scan_plan(path, &mut cfg, true, &mut |_| true)?
+        .footprint()
+        .unwrap_or(0);
+    let asked = cfg.host.stack;
+    for name in schemes {
+        // Each scheme under its own stack: its file system must hold the trace too.
+        let (stack, scheme) = split_stack(name);
+        cfg.host.stack = match stack {
+            Some(_) => {
+                let one = normalized(&RunOptions {
+                    ftl: name.clone(),
+                    ..opts.clone()
+                });
+                resolve_config(&one)?.host.stack.resolve(scheme)
+            }
+            None => asked.resolve(scheme),
+        };
+        let (mut grown, mut grown_for_app) = (0, 0);
         loop {
             let layout = cfg.validate()?;
+            if !host::app_pages(&cfg, &layout).is_ok_and(|app| app >= footprint)
+                && grown_for_app < 4096
+            {
+                grown_for_app += 1;
+                cfg.geometry.blocks_per_plane += 1;
+                continue;
+            }
             match ftl::build(scheme, &cfg, &layout, Nothing) {
                 Err(e) if needs_more_spare(&e) && grown < MAX_GROWTH => {
                     grown += 1;
@@ -416,10 +499,12 @@ pub fn fitted_blocks_per_plane(opts: &RunOptions, schemes: &[String]) -> Result<
 /// The requests a run would simulate, in memory, and the configuration they are for
 /// (its device fitted to the trace if the run would fit it).
 pub fn load_requests(opts: &RunOptions) -> Result<(Vec<Request>, Config)> {
+    let opts = &normalized(opts);
     let (mut cfg, keys) = resolve_config_keys(opts)?;
     let Some(path) = &opts.trace else {
         let layout = cfg.validate()?;
-        let requests = workload::generate(&cfg.workload, layout.logical_bytes(), layout.page_size)?
+        let app_bytes = host::app_pages(&cfg, &layout)? * layout.page_size as u64;
+        let requests = workload::generate(&cfg.workload, app_bytes, layout.page_size)?
             .collect::<Result<Vec<_>>>()?;
         return Ok((requests, cfg));
     };
@@ -437,7 +522,7 @@ pub fn load_requests(opts: &RunOptions) -> Result<(Vec<Request>, Config)> {
             &cfg.trace,
             plan,
             layout.page_size as u64,
-            layout.logical_pages,
+            host::app_pages(&cfg, &layout)?,
         )?;
         let state = replay.state();
         let requests: Vec<Request> = replay.collect::<Result<_>>()?;
@@ -459,6 +544,54 @@ pub fn trace_info(
     progress: &mut dyn FnMut(u64, f64) -> bool,
 ) -> Result<TraceInfo> {
     scan::scan(path, cfg, page_size, progress).map(|s| s.info)
+}
+
+/// Memory of a run's scheme and host stack, without running it.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct MemoryFootprint {
+    /// The scheme's DRAM on a fresh device, by component (what its report's
+    /// `memory_bytes` starts from).
+    pub device: Vec<(String, u64)>,
+    /// The host stack's memory by component (empty for `inplace`).
+    pub host: Vec<(String, u64)>,
+    pub logical_pages: u64,
+    /// Pages the application can address.
+    pub app_pages: u64,
+}
+
+struct MemoryOf;
+
+impl Visitor for MemoryOf {
+    type Output = Vec<(String, u64)>;
+    fn visit<F: Ftl>(self, ftl: F, _: Flash) -> Vec<(String, u64)> {
+        let mut out = Vec::new();
+        ftl.memory(&mut out);
+        out.into_iter().map(|(k, v)| (k.to_string(), v)).collect()
+    }
+}
+
+/// The DRAM a run's scheme holds on a fresh device and the host memory of its stack, by
+/// their own accounting (the scheme is built, untimed; nothing is simulated): for memory
+/// tables at sizes too large to run.
+pub fn memory(opts: &RunOptions) -> Result<MemoryFootprint> {
+    let opts = &normalized(opts);
+    let (mut cfg, _) = resolve_config_keys(opts)?;
+    cfg.replay.timing = false;
+    let layout = cfg.validate()?;
+    let device = ftl::build(&opts.ftl, &cfg, &layout, MemoryOf)?;
+    let mut host = Vec::new();
+    match cfg.host.stack {
+        host::StackKind::F2fs | host::StackKind::Alfs => {
+            host::lfs::FsLayout::new(&cfg, &layout, cfg.host.stack)?.memory(&mut host)
+        }
+        _ => {}
+    }
+    Ok(MemoryFootprint {
+        device,
+        host: host.into_iter().map(|(k, v)| (k.to_string(), v)).collect(),
+        logical_pages: layout.logical_pages,
+        app_pages: host::app_pages(&cfg, &layout)?,
+    })
 }
 
 /// How fast a trace is read (parsed into records, nothing else).
@@ -520,6 +653,7 @@ pub struct BenchResult {
 }
 
 struct BenchVisitor<'a> {
+    ftl: &'a str,
     cfg: &'a Config,
     layout: &'a Layout,
     requests: &'a [Request],
@@ -529,24 +663,36 @@ struct BenchVisitor<'a> {
 impl Visitor for BenchVisitor<'_> {
     type Output = Result<Option<f64>>;
     fn visit<F: Ftl>(self, ftl: F, flash: Flash) -> Result<Option<f64>> {
-        let mut sim = Simulator::new(self.cfg, self.layout, ftl, flash, self.verify);
+        let sim = Simulator::new(self.cfg, self.layout, ftl, flash, self.verify);
+        let (cfg, name, verify) = (self.cfg, self.ftl, self.verify);
+        host::with_stack(cfg, name, sim, verify, self)?
+    }
+}
+
+impl StackVisitor for BenchVisitor<'_> {
+    type Output = Result<Option<f64>>;
+    fn visit<S: HostStack, F: Ftl>(self, mut host: Stacked<S, F>) -> Result<Option<f64>> {
         for req in self.requests {
-            sim.submit(req)?;
+            host.submit(req)?;
         }
+        let sim = &mut host.sim;
         sim.drain()?;
-        let written = sim.host().pages_written;
+        // The whole stack's write amplification: flash programs per application page.
+        let written = sim.host().pages_written - sim.host().stack_pages_written;
         Ok((written > 0).then(|| sim.flash().stats.total_programs() as f64 / written as f64))
     }
 }
 
 /// Loads the requests, then times the simulation alone.
 pub fn bench(opts: &RunOptions) -> Result<BenchResult> {
+    let opts = &normalized(opts);
     let loading = Instant::now();
     let (requests, cfg) = load_requests(opts)?;
     let layout = cfg.validate()?;
     let load_seconds = loading.elapsed().as_secs_f64();
     let simulating = Instant::now();
     let visitor = BenchVisitor {
+        ftl: &opts.ftl,
         cfg: &cfg,
         layout: &layout,
         requests: &requests,

@@ -159,6 +159,10 @@ pub struct PreconditionConfig {
     pub windows: u32,
     /// Random writes stop after this many times the logical capacity, settled or not.
     pub max_capacity_writes: f64,
+    /// Then this many requests of the run's own source (trace or workload) are replayed
+    /// first, untimed and left out of the metrics, as SNIA PTS's workload-dependent
+    /// preconditioning: a benchmark's file creation, a trace's first hours.
+    pub workload_requests: u64,
     /// Pages the source reads before it writes them are written first (the LeaFTL
     /// artifact's warm-up), so that no scheme is charged or favoured for them.
     pub warmup: bool,
@@ -283,6 +287,10 @@ pub struct Config {
     pub workload: WorkloadConfig,
     /// How traces are read and mapped onto the device.
     pub trace: crate::trace::TraceConfig,
+    /// The host stack between the application and the device.
+    pub host: crate::host::HostConfig,
+    /// The log-structured file systems of the `f2fs` and `alfs` stacks.
+    pub lfs: crate::host::lfs::LfsConfig,
     /// Scheme-specific sections (`[leaftl]`, `[dftl]`, ...), checked by each scheme.
     #[serde(flatten)]
     pub schemes: BTreeMap<String, toml::Table>,
@@ -364,6 +372,7 @@ impl Default for PreconditionConfig {
             slope_tolerance: 0.1,
             windows: 5,
             max_capacity_writes: 4.0,
+            workload_requests: 0,
             warmup: true,
             seed: 1,
         }
@@ -417,6 +426,8 @@ impl Default for Config {
             metrics: MetricsConfig::default(),
             workload: WorkloadConfig::default(),
             trace: crate::trace::TraceConfig::default(),
+            host: crate::host::HostConfig::default(),
+            lfs: crate::host::lfs::LfsConfig::default(),
             schemes: crate::ftl::scheme_defaults(),
         }
     }
@@ -448,6 +459,11 @@ pub const PRESETS: &[(&str, &str, &str)] = &[
         "slimftl",
         "SlimFTL thesis: 16 GiB logical, 8 KiB pages, 256 pages/block, 10% OP of the logical size",
         include_str!("../presets/slimftl.toml"),
+    ),
+    (
+        "amf",
+        "AMF (FAST'16): the BlueDBM SSD, 512 GB of MLC, 8 channels x 4 ways, 128 x 4 KiB pages/block, 100/490/3500 us, 120 MB/s channels (240K/67K IOPS raw), no write buffer",
+        include_str!("../presets/amf.toml"),
     ),
     (
         "kraft",
@@ -950,6 +966,7 @@ impl Config {
         }
         self.workload.validate()?;
         self.trace.validate()?;
+        self.lfs.validate()?;
         Ok(Layout {
             channels: g.channels,
             units: units as u32,

@@ -32,6 +32,9 @@ pub enum Error {
     },
     /// The FTL cannot find space for a write (over-provisioning exhausted).
     DeviceFull { message: String },
+    /// The device refused a write its interface does not allow (an overwrite of an
+    /// append-only AMF segment). The device is unchanged: the host may carry on.
+    Refused { message: String },
     /// Anything else a caller did wrong (unknown scheme, preset or workload name).
     Usage(String),
 }
@@ -77,6 +80,7 @@ impl fmt::Display for Error {
                  (use a larger device or address compaction)"
             ),
             Error::DeviceFull { message } => write!(f, "device full: {message}"),
+            Error::Refused { message } => write!(f, "write refused by the device: {message}"),
             Error::Usage(m) => write!(f, "{m}"),
         }
     }

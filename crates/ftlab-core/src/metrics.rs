@@ -274,6 +274,9 @@ pub struct Metrics {
     /// File-system-level write amplification: pages written to the device per page the
     /// application wrote (1 with the pass-through host stack; null if nothing was written).
     pub fs_waf: Option<f64>,
+    /// The whole stack's write amplification: flash programs per page the application
+    /// wrote, `fs_waf x waf`.
+    pub total_waf: Option<f64>,
     pub gc: GcReport,
     pub erase_count: EraseCounts,
     pub memory_bytes: MemoryReport,
@@ -290,7 +293,36 @@ pub struct Metrics {
     pub scheduler: Option<crate::timing::SchedulerStats>,
     /// Scheme-specific counters.
     pub scheme: BTreeMap<String, f64>,
+    /// The host stack: its name, the application's capacity, its host memory and counters.
+    pub host_stack: HostStackReport,
     pub time_series: TimeSeries,
+}
+
+/// What the host stack ([`crate::host`]) held and did.
+#[derive(Clone, Debug, Serialize)]
+pub struct HostStackReport {
+    /// `inplace`, `f2fs`, `alfs` (or `custom`).
+    pub name: &'static str,
+    /// Logical pages the application could address.
+    pub app_pages: u64,
+    /// Host memory of the stack (not the device's DRAM), at the end, by component.
+    pub memory_bytes: BTreeMap<String, u64>,
+    pub memory_total_bytes: u64,
+    /// Application requests and pages, cleaning, metadata (empty for `inplace`).
+    pub counters: BTreeMap<String, f64>,
+}
+
+impl HostStackReport {
+    /// The pass-through stack over a device of `logical_pages`.
+    pub fn inplace(logical_pages: u64) -> Self {
+        HostStackReport {
+            name: "inplace",
+            app_pages: logical_pages,
+            memory_bytes: BTreeMap::new(),
+            memory_total_bytes: 0,
+            counters: BTreeMap::new(),
+        }
+    }
 }
 
 /// The load a timed replay offered and how the device coped.
@@ -353,6 +385,11 @@ pub struct PreconditionReport {
     pub window_waf: Vec<f64>,
     /// Whether the write amplification settled within `precondition.tolerance`.
     pub steady: bool,
+    /// Requests of the run's own source replayed before the measured run
+    /// (`precondition.workload_requests`), and the whole stack's write amplification over
+    /// them (flash programs per application page).
+    pub workload_requests: u64,
+    pub workload_waf: Option<f64>,
 }
 
 impl Metrics {

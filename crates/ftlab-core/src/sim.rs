@@ -207,6 +207,10 @@ impl<F: Ftl> Simulator<F> {
         &self.flash
     }
 
+    pub fn layout(&self) -> &Layout {
+        &self.layout
+    }
+
     pub fn ftl(&self) -> &F {
         &self.ftl
     }
@@ -408,8 +412,36 @@ impl<F: Ftl> Simulator<F> {
         warmup: &[u32],
         progress: &mut dyn FnMut(u64, f64) -> bool,
     ) -> Result<()> {
-        let timed = self.flash.pause_timing();
         let logical = self.layout.logical_pages;
+        self.precondition_with(
+            cfg,
+            warmup,
+            logical,
+            &mut |sim: &mut Self, lpa| {
+                // Through the write buffer, as a host write goes (a scheme sees the flushes
+                // it would see in the run: LeaFTL learns sorted runs).
+                sim.write_page(lpa)?;
+                sim.idle()?;
+                Ok(0)
+            },
+            progress,
+        )
+    }
+
+    /// [`Simulator::precondition`] over `logical` pages, each page written by `write`
+    /// (a host stack's, through its file system), which returns how many times the writer
+    /// has reclaimed space on its own so far (a file system's cleaning; 0 for the device
+    /// alone): a window counts towards steady state once the device's GC or the writer has
+    /// reclaimed. The write buffer is drained at the end.
+    pub fn precondition_with(
+        &mut self,
+        cfg: &PreconditionConfig,
+        warmup: &[u32],
+        logical: u64,
+        write: &mut dyn FnMut(&mut Self, u32) -> Result<u64>,
+        progress: &mut dyn FnMut(u64, f64) -> bool,
+    ) -> Result<()> {
+        let timed = self.flash.pause_timing();
         // Pages preconditioning writes at most, for the progress fraction.
         let expected = match cfg.mode {
             PreconditionMode::None => warmup.len() as u64,
@@ -426,11 +458,24 @@ impl<F: Ftl> Simulator<F> {
             waf: None,
             window_waf: Vec::new(),
             steady: false,
+            workload_requests: 0,
+            workload_waf: None,
+        };
+        let mut reclaims = 0u64;
+        let mut step = |sim: &mut Self, lpa: u32| -> Result<u64> {
+            let done = sim.host.pages_written;
+            if done.is_multiple_of(1 << 16)
+                && done > 0
+                && !progress(done, done as f64 / expected as f64)
+            {
+                return Err(Error::Usage("interrupted".into()));
+            }
+            write(sim, lpa)
         };
         let result = (|| -> Result<()> {
             if cfg.mode == PreconditionMode::None && cfg.warmup {
                 for &lpa in warmup {
-                    self.precondition_write(lpa, progress, expected)?;
+                    reclaims = step(self, lpa)?;
                 }
                 report.warmup_pages = warmup.len() as u64;
             }
@@ -438,7 +483,7 @@ impl<F: Ftl> Simulator<F> {
                 return Ok(());
             }
             for lpa in 0..logical as u32 {
-                self.precondition_write(lpa, progress, expected)?;
+                reclaims = step(self, lpa)?;
             }
             if cfg.mode != PreconditionMode::Steady {
                 return Ok(());
@@ -458,13 +503,14 @@ impl<F: Ftl> Simulator<F> {
                     self.flash.stats.total_programs(),
                     self.flash.stats.gc_invocations,
                 );
+                let reclaimed = reclaims;
                 for _ in 0..window {
-                    self.precondition_write(rng.below(logical) as u32, progress, expected)?;
+                    reclaims = step(self, rng.below(logical) as u32)?;
                 }
                 written += window;
                 let waf = (self.flash.stats.total_programs() - programs) as f64 / window as f64;
                 report.window_waf.push(waf);
-                let gc_ran = self.flash.stats.gc_invocations > gcs;
+                let gc_ran = self.flash.stats.gc_invocations > gcs || reclaims > reclaimed;
                 let last = &report.window_waf[report.window_waf.len().saturating_sub(keep)..];
                 if gc_ran && last.len() == keep && is_steady(last, cfg) {
                     report.steady = true;
@@ -487,7 +533,12 @@ impl<F: Ftl> Simulator<F> {
         if report.waf.is_none() && report.host_pages_written > 0 {
             report.waf = Some(report.flash_programs as f64 / report.host_pages_written as f64);
         }
-        // The measured run starts here.
+        self.start_measured_run(timed, report);
+        Ok(())
+    }
+
+    /// Every counter, latency and time series from zero, every die idle at time 0.
+    fn start_measured_run(&mut self, timed: bool, report: PreconditionReport) {
         self.flash.stats = FlashStats::default();
         self.host = HostCounters::default();
         self.ftl.reset_counters();
@@ -498,26 +549,40 @@ impl<F: Ftl> Simulator<F> {
             self.flash.restart_timing(&self.cfg);
         }
         self.precondition = Some(report);
-        Ok(())
     }
 
-    /// One preconditioning page write, through the write buffer as a host write goes (a
-    /// scheme sees the flushes it would see in the run: LeaFTL learns sorted runs).
-    fn precondition_write(
+    /// Workload-dependent preconditioning (`precondition.workload_requests`): `run`
+    /// replays requests of the run's own source, untimed, and returns how many it replayed
+    /// and the application pages they wrote; the buffer is drained, the report's
+    /// precondition section records them, and the measured run starts afresh.
+    pub fn precondition_workload(
         &mut self,
-        lpa: u32,
-        progress: &mut dyn FnMut(u64, f64) -> bool,
-        expected: u64,
+        run: &mut dyn FnMut(&mut Self) -> Result<(u64, u64)>,
     ) -> Result<()> {
-        let done = self.host.pages_written;
-        if done.is_multiple_of(1 << 16)
-            && done > 0
-            && !progress(done, done as f64 / expected as f64)
-        {
-            return Err(Error::Usage("interrupted".into()));
-        }
-        self.write_page(lpa)?;
-        self.idle()
+        let timed = self.flash.pause_timing();
+        let programs = self.flash.stats.total_programs();
+        let (requests, app_pages) = run(self)?;
+        self.drain()?;
+        let mut report = self.precondition.take().unwrap_or(PreconditionReport {
+            mode: PreconditionMode::None,
+            warmup_pages: 0,
+            host_pages_written: 0,
+            flash_programs: 0,
+            gc_invocations: 0,
+            waf: None,
+            window_waf: Vec::new(),
+            steady: false,
+            workload_requests: 0,
+            workload_waf: None,
+        });
+        let flash_programs = self.flash.stats.total_programs() - programs;
+        report.workload_requests = requests;
+        report.workload_waf = (app_pages > 0).then(|| flash_programs as f64 / app_pages as f64);
+        report.host_pages_written += self.host.pages_written;
+        report.flash_programs += flash_programs;
+        report.gc_invocations += self.flash.stats.gc_invocations;
+        self.start_measured_run(timed, report);
+        Ok(())
     }
 
     fn sample(&mut self) {
@@ -591,9 +656,21 @@ impl<F: Ftl> Simulator<F> {
     }
 
     fn write_page(&mut self, lpa: u32) -> Result<()> {
+        let previous = self.shadow.as_ref().map(|s| s[lpa as usize]);
         let seq = self.next_write(lpa);
         let Some(buffer) = self.buffer.as_mut() else {
-            return self.ftl.write(lpa, seq, &mut self.flash);
+            let result = self.ftl.write(lpa, seq, &mut self.flash);
+            if let Err(Error::Refused { .. }) = &result {
+                // The device refused the page and is unchanged: so is what the host wrote.
+                // (Behind a write buffer a refusal comes with the flush of an older write,
+                // and stops the run.)
+                self.host.pages_written -= 1;
+                self.flash.clock -= 1;
+                if let (Some(shadow), Some(previous)) = (self.shadow.as_mut(), previous) {
+                    shadow[lpa as usize] = previous;
+                }
+            }
+            return result;
         };
         match buffer.write(lpa, seq) {
             Buffered::Replaced => self.host.buffer_write_hits += 1,
@@ -674,6 +751,8 @@ impl<F: Ftl> Simulator<F> {
             flash: Metrics::flash_ops(flash),
             waf: (written > 0).then(|| flash.stats.total_programs() as f64 / written as f64),
             fs_waf: (application > 0).then(|| written as f64 / application as f64),
+            total_waf: (application > 0)
+                .then(|| flash.stats.total_programs() as f64 / application as f64),
             gc: GcReport {
                 invocations: flash.stats.gc_invocations,
                 pages_moved: flash.stats.gc_pages_moved,
@@ -698,6 +777,7 @@ impl<F: Ftl> Simulator<F> {
             load,
             scheduler: self.flash.scheduler_stats().cloned(),
             scheme,
+            host_stack: crate::metrics::HostStackReport::inplace(self.layout.logical_pages),
             time_series: std::mem::take(&mut self.sampler.series),
             host: self.host.clone(),
         };

@@ -93,6 +93,17 @@ fn bench_scheme(
     serde_json::to_string(&result).map_err(|e| FtlabError::new_err(e.to_string()))
 }
 
+/// The scheme's DRAM on a fresh device and its host stack's memory, by component, without
+/// running: JSON `{"device": [[name, bytes], ...], "host": [...], "logical_pages",
+/// "app_pages"}`.
+#[pyfunction]
+#[pyo3(signature = (ftl, **source))]
+fn memory(py: Python<'_>, ftl: String, source: Option<&Bound<'_, PyDict>>) -> PyResult<String> {
+    let opts = options(ftl, source)?;
+    let result = py.allow_threads(|| api::memory(&opts)).map_err(to_py)?;
+    serde_json::to_string(&result).map_err(|e| FtlabError::new_err(e.to_string()))
+}
+
 /// When the runs would fit the device to the trace: the `geometry.blocks_per_plane` that
 /// every scheme of `ftls` accepts (so that `compare` puts them all on one device).
 #[pyfunction]
@@ -133,6 +144,12 @@ fn presets() -> Vec<(String, String)> {
 #[pyfunction]
 fn schemes() -> Vec<(String, String)> {
     pairs(ftl::SCHEMES)
+}
+
+/// (name, description) of each host stack (`host.stack`).
+#[pyfunction]
+fn stacks() -> Vec<(String, String)> {
+    pairs(ftlab_core::host::StackKind::ALL)
 }
 
 /// (name, group, description) of each flash operation cause, in report order: the keys of
@@ -276,9 +293,11 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_function(wrap_pyfunction!(run, m)?)?;
     m.add_function(wrap_pyfunction!(bench_scheme, m)?)?;
+    m.add_function(wrap_pyfunction!(memory, m)?)?;
     m.add_function(wrap_pyfunction!(config_show, m)?)?;
     m.add_function(wrap_pyfunction!(presets, m)?)?;
     m.add_function(wrap_pyfunction!(schemes, m)?)?;
+    m.add_function(wrap_pyfunction!(stacks, m)?)?;
     m.add_function(wrap_pyfunction!(causes, m)?)?;
     m.add_function(wrap_pyfunction!(workloads, m)?)?;
     m.add_function(wrap_pyfunction!(peak_rss_bytes, m)?)?;

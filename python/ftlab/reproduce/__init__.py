@@ -53,6 +53,11 @@ EXPERIMENTS["kraft"] = (
     "KRAFT vs FAST, KAST and FFTL: merge response time and R/W latency (Table 2, Figure 4), "
     "DRAM, associativity sweep",
 )
+EXPERIMENTS["amf"] = (
+    "ftlab.reproduce.amf",
+    "Application-Managed Flash (FAST'16): mapping memory at 512 GB / 1 TB, WAF of EXT4, F2FS "
+    "and AMF stacks, throughput on the paper's SSD",
+)
 
 
 def run(name: str, out_dir: Path, quick: bool = False) -> None:

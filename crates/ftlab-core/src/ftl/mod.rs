@@ -12,6 +12,7 @@
 //! `schemes!` list at the end of this file. Everything else (the `--ftl` names, the
 //! configuration defaults, `ftlab schemes`, the Python front) follows from that list.
 
+pub mod aftl;
 pub mod alloc;
 pub mod demand;
 pub mod dftl;
@@ -102,6 +103,11 @@ pub trait Scheme: Ftl + Sized {
     /// built, so a bad key of the scheme's section is reported before anything else.
     fn new(cfg: &Config, layout: &Layout) -> Result<Self>;
 
+    /// Whether the scheme refuses overwrites (an append-only device such as AMF's AFTL): it
+    /// then needs a host stack that writes append-only, and `host.stack = "auto"` gives it
+    /// one.
+    const APPEND_ONLY: bool = false;
+
     /// Keys outside its own section that the scheme's design assumes of the device it runs
     /// on (TOML), applied over the preset and under the user's files and `--set`: LeaFTL,
     /// for example, learns the runs that a write buffer flushed whole in logical order gives
@@ -173,6 +179,17 @@ macro_rules! schemes {
             $((<$scheme as Scheme>::NAME, <$scheme as Scheme>::DESCRIPTION)),+
         ];
 
+        /// Whether scheme `name` is append-only ([`Scheme::APPEND_ONLY`]); false for an
+        /// unknown name.
+        pub fn is_append_only(name: &str) -> bool {
+            $(
+                if name == <$scheme as Scheme>::NAME {
+                    return <$scheme as Scheme>::APPEND_ONLY;
+                }
+            )+
+            false
+        }
+
         /// Default configuration sections of the schemes that have one, by scheme name.
         pub fn scheme_defaults() -> BTreeMap<String, toml::Table> {
             let mut sections = BTreeMap::new();
@@ -231,6 +248,7 @@ schemes! {
     logblock::kast::Kast,
     logblock::fftl::Fftl,
     logblock::kraft::Kraft,
+    aftl::Aftl,
 }
 
 #[cfg(test)]

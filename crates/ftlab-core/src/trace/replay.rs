@@ -102,7 +102,8 @@ impl Plan {
         if fit_device {
             fit_to(cfg, footprint)?;
         }
-        let logical = cfg.validate()?.logical_pages;
+        // The application's capacity: the device's, less what a host file system keeps.
+        let logical = crate::host::app_pages(cfg, &cfg.validate()?)?;
         let span = scan.info.span_pages;
         let compact = match cfg.trace.compact {
             Compact::Always => true,
@@ -153,6 +154,11 @@ impl Plan {
         self.optimistic
     }
 
+    /// Distinct pages the trace touches (when the plan comes from a scan).
+    pub fn footprint(&self) -> Option<u64> {
+        self.footprint
+    }
+
     /// Whether the device was fitted to the trace.
     pub fn is_fitted(&self) -> bool {
         self.sized_to_trace
@@ -170,7 +176,8 @@ pub const FITTED_SPARE_BLOCKS: f64 = 16.0;
 /// Sets `geometry.blocks_per_plane` to the smallest value whose logical capacity holds
 /// `pages` pages with at least [`FITTED_SPARE_BLOCKS`] spare blocks per parallel unit (and
 /// that the geometry's rules accept: three spare blocks per parallel unit, a write buffer
-/// smaller than the device).
+/// smaller than the device). Under a host file system (`host.stack`), the capacity is
+/// what the file system gives the application.
 pub fn fit_to(cfg: &mut Config, pages: u64) -> Result<()> {
     let page_size = cfg.geometry.page_size;
     let g = &cfg.geometry;
@@ -196,7 +203,9 @@ pub fn fit_to(cfg: &mut Config, pages: u64) -> Result<()> {
         }
         cfg.geometry.blocks_per_plane = bpp as u32;
         match cfg.validate() {
-            Ok(layout) if layout.logical_pages >= pages => return Ok(()),
+            Ok(layout) if crate::host::app_pages(cfg, &layout).is_ok_and(|app| app >= pages) => {
+                return Ok(())
+            }
             Ok(_) => bpp += 1,
             Err(Error::Config { key, .. })
                 if key == "ftl.over_provisioning" || key == "buffer.size_bytes" =>

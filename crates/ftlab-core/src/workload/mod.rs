@@ -1,7 +1,10 @@
 //! Seeded synthetic workloads: sequential, uniform random, Zipf and hot/cold address
 //! patterns, with a read/write/trim mix, a request-size distribution, a working-set size
-//! and exponential inter-arrival times. The `[workload]` section of the configuration
-//! describes one; a few named ones are built in.
+//! and exponential inter-arrival times; and application models (Postmark, OLTP, Hadoop:
+//! [`apps`]) as an in-place file system issues them. The `[workload]` section of the
+//! configuration describes one; a few named ones are built in.
+
+pub mod apps;
 
 use crate::error::{Error, Result};
 use crate::request::{Op, Request};
@@ -25,6 +28,19 @@ pub enum Kind {
     /// `u`, so a share `1 - h` of the requests goes to a share `h` of the pages
     /// (`pareto_h` 0.2: the 80/20 rule), scattered over the working set like `zipf`.
     Pareto,
+    /// Postmark-like small files on an in-place file system (`workload.postmark`).
+    Postmark,
+    /// A database's table updates and redo log (`workload.oltp`).
+    Oltp,
+    /// HDFS-like large sequential files (`workload.hadoop`).
+    Hadoop,
+}
+
+impl Kind {
+    /// An application model (its own request sizes and mix) rather than an address pattern.
+    pub fn is_app(self) -> bool {
+        matches!(self, Kind::Postmark | Kind::Oltp | Kind::Hadoop)
+    }
 }
 
 /// The `[workload]` section.
@@ -39,9 +55,15 @@ pub struct WorkloadConfig {
     /// Share of requests that are trims.
     pub trim_ratio: f64,
     /// Bytes of the logical space the workload touches, from `start_offset_bytes`;
-    /// 0 means the whole logical space.
+    /// 0 means the whole logical space (or `working_set_fraction` of it).
     #[serde(with = "units::bytes")]
     pub working_set_bytes: u64,
+    /// The working set is first written whole, sequentially, in 1 MiB requests (a file or
+    /// table laid out before the benchmark; these count among `requests`).
+    pub layout: bool,
+    /// The working set as a share of the logical space from `start_offset_bytes`, so that
+    /// one setting fits every device (used when `working_set_bytes` is 0; 0: unused).
+    pub working_set_fraction: f64,
     #[serde(with = "units::bytes")]
     pub start_offset_bytes: u64,
     /// Request sizes, drawn with `request_size_weights`.
@@ -76,6 +98,11 @@ pub struct WorkloadConfig {
     #[serde(with = "units::nanos")]
     pub interarrival_ns: u64,
     pub seed: u64,
+    /// `postmark`, `oltp`, `hadoop`: the application's settings (their request sizes and
+    /// mix replace `request_sizes_bytes`, `read_ratio` and `trim_ratio`).
+    pub postmark: apps::PostmarkConfig,
+    pub oltp: apps::OltpConfig,
+    pub hadoop: apps::HadoopConfig,
 }
 
 impl Default for WorkloadConfig {
@@ -103,6 +130,11 @@ impl Default for WorkloadConfig {
             // that latencies measure the scheme rather than an ever-growing queue.
             interarrival_ns: 1_000_000,
             seed: 42,
+            working_set_fraction: 0.0,
+            layout: false,
+            postmark: apps::PostmarkConfig::default(),
+            oltp: apps::OltpConfig::default(),
+            hadoop: apps::HadoopConfig::default(),
         }
     }
 }
@@ -133,6 +165,10 @@ impl WorkloadConfig {
             ));
         }
         fraction("workload.sequential_fraction", self.sequential_fraction)?;
+        fraction("workload.working_set_fraction", self.working_set_fraction)?;
+        self.postmark.validate()?;
+        self.oltp.validate()?;
+        self.hadoop.validate()?;
         fraction("workload.hot_space_fraction", self.hot_space_fraction)?;
         fraction("workload.hot_access_fraction", self.hot_access_fraction)?;
         if self.kind == Kind::Hotcold
@@ -229,6 +265,10 @@ pub struct Workload {
     /// that follows the journal write just issued.
     journal_head: u64,
     pending: Option<Request>,
+    /// `postmark`, `oltp`, `hadoop`: the application model.
+    app: Option<apps::App>,
+    /// `layout`: the next page of the working set to lay out (`pages` when done).
+    layout_next: u64,
 }
 
 /// Builds the workload for a logical space of `logical_bytes` in pages of `page_size`.
@@ -246,10 +286,12 @@ pub fn generate(cfg: &WorkloadConfig, logical_bytes: u64, page_size: u32) -> Res
         ));
     }
     let room = logical_bytes - cfg.start_offset_bytes;
-    let span = if cfg.working_set_bytes == 0 {
-        room
-    } else {
+    let span = if cfg.working_set_bytes > 0 {
         cfg.working_set_bytes
+    } else if cfg.working_set_fraction > 0.0 {
+        (room as f64 * cfg.working_set_fraction) as u64 / page_size * page_size
+    } else {
+        room
     };
     if span > room {
         return Err(Error::config(
@@ -266,7 +308,24 @@ pub fn generate(cfg: &WorkloadConfig, logical_bytes: u64, page_size: u32) -> Res
         .iter()
         .max()
         .expect("validated non-empty");
-    if pages == 0 || largest > pages * page_size {
+    let app = match cfg.kind {
+        Kind::Postmark => apps::Postmark::new(&cfg.postmark, pages, page_size)
+            .map(|p| apps::App::Postmark(Box::new(p))),
+        Kind::Oltp => apps::Oltp::new(&cfg.oltp, pages, page_size).map(apps::App::Oltp),
+        Kind::Hadoop => apps::Hadoop::new(&cfg.hadoop, pages, page_size).map(apps::App::Hadoop),
+        _ => None,
+    };
+    if cfg.kind.is_app() && app.is_none() {
+        return Err(Error::config(
+            "workload.working_set_bytes",
+            format!(
+                "{span} bytes cannot hold the {:?} workload's files, tables or logs \
+                 (a larger device or working set, or smaller workload settings)",
+                cfg.kind
+            ),
+        ));
+    }
+    if pages == 0 || (!cfg.kind.is_app() && largest > pages * page_size) {
         return Err(Error::config(
             "workload.working_set_bytes",
             format!("{span} bytes cannot hold a request of {largest} bytes"),
@@ -347,6 +406,8 @@ pub fn generate(cfg: &WorkloadConfig, logical_bytes: u64, page_size: u32) -> Res
         pareto_exponent: cfg.pareto_h.ln() / (1.0 - cfg.pareto_h).ln(),
         journal_head: 0,
         pending: None,
+        app,
+        layout_next: if cfg.layout { 0 } else { pages },
     })
 }
 
@@ -428,6 +489,9 @@ impl Workload {
                 let rank = ((self.pages - 1) as f64 * u.powf(self.pareto_exponent)) as u64;
                 self.place(rank)
             }
+            Kind::Postmark | Kind::Oltp | Kind::Hadoop => {
+                unreachable!("application workloads place their own requests")
+            }
             Kind::Hotcold => {
                 let hot = ((self.pages as f64 * self.cfg.hot_space_fraction) as u64)
                     .clamp(1, self.pages - 1);
@@ -454,6 +518,25 @@ impl Iterator for Workload {
         }
         if self.cfg.interarrival_ns > 0 {
             self.time_ns += self.rng.exponential(self.cfg.interarrival_ns as f64);
+        }
+        if self.layout_next < self.pages {
+            let n = ((1 << 20) / self.page_size).clamp(1, self.pages - self.layout_next);
+            let request = Request {
+                time_ns: self.time_ns as u64,
+                offset_bytes: self.base + self.layout_next * self.page_size,
+                len_bytes: (n * self.page_size) as u32,
+                op: Op::Write,
+            };
+            self.layout_next += n;
+            return Some(Ok(request));
+        }
+        if let Some(app) = self.app.as_mut() {
+            let r = app.next(&mut self.rng);
+            return Some(Ok(Request {
+                time_ns: self.time_ns as u64,
+                offset_bytes: self.base + r.offset_bytes,
+                ..r
+            }));
         }
         let size = self.size();
         let span = self.span_pages(size);
@@ -525,6 +608,26 @@ pub fn builtin_names() -> &'static [(&'static str, &'static str)] {
             "journal",
             "ext4 data=journal: Pareto 4 KiB data writes (30% reads), each write preceded by its journal record in an 8 MiB circular journal at offset 0",
         ),
+        (
+            "fio-rand-write",
+            "FIO random write: uniform 4 KiB writes over a file of half the logical space",
+        ),
+        (
+            "fio-seq-write",
+            "FIO sequential write: 128 KiB writes over a file of half the logical space, again and again",
+        ),
+        (
+            "postmark",
+            "Postmark-like (heavy): 20,000 files of 4-64 KiB, create/delete and read/append transactions, ext4-style metadata journal, deletes trimmed",
+        ),
+        (
+            "oltp",
+            "OLTP-like: transactions of 4 reads and 2 updates of 8 KiB pages (80% to a fifth of the table) after a 4 KiB redo-log append, table of 3/4 of the logical space",
+        ),
+        (
+            "hadoop",
+            "Hadoop-like: 64 MiB files written and read sequentially in 1 MiB requests, oldest deleted (trimmed) at 70% full",
+        ),
     ]
 }
 
@@ -590,6 +693,38 @@ pub fn builtin(name: &str) -> Option<WorkloadConfig> {
             start_offset_bytes: 8 << 20,
             ..base
         },
+        "fio-rand-write" => WorkloadConfig {
+            requests: 200_000,
+            read_ratio: 0.0,
+            working_set_fraction: 0.5,
+            ..base
+        },
+        "fio-seq-write" => WorkloadConfig {
+            kind: Kind::Sequential,
+            requests: 200_000,
+            // One stream over the whole file, again and again.
+            sequential_run_requests: 1 << 40,
+            read_ratio: 0.0,
+            request_sizes_bytes: vec![128 << 10],
+            working_set_fraction: 0.5,
+            ..base
+        },
+        "postmark" => WorkloadConfig {
+            kind: Kind::Postmark,
+            requests: 200_000,
+            ..base
+        },
+        "oltp" => WorkloadConfig {
+            kind: Kind::Oltp,
+            requests: 200_000,
+            working_set_fraction: 0.75,
+            ..base
+        },
+        "hadoop" => WorkloadConfig {
+            kind: Kind::Hadoop,
+            requests: 200_000,
+            ..base
+        },
         _ => return None,
     };
     Some(w)
@@ -627,19 +762,149 @@ mod tests {
 
     #[test]
     fn every_builtin_stays_inside_the_device() {
+        // The application workloads need room for their files (64 MiB Hadoop files).
+        let logical = 1 << 30;
         for (name, _) in builtin_names() {
             let cfg = WorkloadConfig {
                 requests: 5000,
                 ..builtin(name).unwrap()
             };
-            for r in collect(&cfg) {
+            for r in generate(&cfg, logical, 4096).unwrap() {
+                let r = r.unwrap();
                 assert!(
-                    r.offset_bytes + r.len_bytes as u64 <= LOGICAL,
+                    r.offset_bytes + r.len_bytes as u64 <= logical,
                     "{name}: {r:?}"
                 );
                 assert_eq!(r.offset_bytes % 4096, 0);
             }
         }
+    }
+
+    fn pages(r: &Request) -> std::ops::Range<u64> {
+        r.offset_bytes / 4096..(r.offset_bytes + r.len_bytes as u64).div_ceil(4096)
+    }
+
+    #[test]
+    fn layout_writes_the_working_set_first() {
+        let cfg = WorkloadConfig {
+            requests: 100,
+            working_set_fraction: 0.5,
+            layout: true,
+            read_ratio: 0.0,
+            ..WorkloadConfig::default()
+        };
+        let reqs = collect(&cfg);
+        // 32 MiB in 1 MiB writes, in order, then the random writes.
+        for (i, r) in reqs[..32].iter().enumerate() {
+            assert_eq!(
+                (r.op, r.offset_bytes, r.len_bytes),
+                (Op::Write, (i as u64) << 20, 1 << 20)
+            );
+        }
+        assert!(reqs[32..]
+            .iter()
+            .all(|r| r.len_bytes == 4096 && r.offset_bytes < 32 << 20));
+        // A size in bytes wins over the fraction.
+        let cfg = WorkloadConfig {
+            working_set_bytes: 1 << 20,
+            ..cfg
+        };
+        assert!(collect(&cfg).iter().all(|r| r.offset_bytes < 1 << 20));
+    }
+
+    #[test]
+    fn postmark_creates_deletes_and_journals_its_metadata() {
+        let mut cfg = WorkloadConfig {
+            requests: 30_000,
+            ..builtin("postmark").unwrap()
+        };
+        cfg.postmark.files = 2000;
+        let pm = &cfg.postmark;
+        let reqs: Vec<Request> = generate(&cfg, 1 << 30, 4096)
+            .unwrap()
+            .map(|r| r.unwrap())
+            .collect();
+        let journal_pages = pm.journal_bytes / 4096;
+        let in_journal = |r: &Request| pages(r).end <= journal_pages;
+        let journal = reqs.iter().filter(|r| in_journal(r)).count();
+        let trims = reqs.iter().filter(|r| r.op == Op::Trim).count();
+        let reads = reqs.iter().filter(|r| r.op == Op::Read).count();
+        assert!(journal > 5000, "a commit per operation: {journal}");
+        assert!(trims > 100 && reads > 100, "trims {trims} reads {reads}");
+        // Data writes are whole files of 1 to 16 pages (or appends), outside the metadata.
+        let data: Vec<&Request> = reqs
+            .iter()
+            .filter(|r| r.op == Op::Write && !in_journal(r) && r.len_bytes > 4096)
+            .collect();
+        assert!(data.iter().all(|r| r.len_bytes <= 16 * 4096));
+        // A trimmed file's pages are not read again before they are written again.
+        let mut live = std::collections::HashSet::new();
+        for r in &reqs {
+            match r.op {
+                Op::Write => live.extend(pages(r)),
+                Op::Trim => pages(r).for_each(|p| {
+                    live.remove(&p);
+                }),
+                Op::Read => assert!(pages(r).all(|p| live.contains(&p)), "{r:?}"),
+            }
+        }
+        assert!(cfg.postmark.validate().is_ok());
+    }
+
+    #[test]
+    fn oltp_appends_its_log_and_updates_table_pages() {
+        let cfg = WorkloadConfig {
+            requests: 7000,
+            ..builtin("oltp").unwrap()
+        };
+        let reqs: Vec<Request> = generate(&cfg, 1 << 30, 4096)
+            .unwrap()
+            .map(|r| r.unwrap())
+            .collect();
+        let log_pages = cfg.oltp.log_bytes / 4096;
+        let log: Vec<&Request> = reqs
+            .iter()
+            .filter(|r| r.offset_bytes / 4096 < log_pages)
+            .collect();
+        // One 4 KiB record per transaction of 7 requests, each after the last.
+        assert_eq!(log.len(), 1000);
+        assert!(log
+            .windows(2)
+            .all(|w| w[1].offset_bytes == w[0].offset_bytes + 4096));
+        assert!(reqs
+            .iter()
+            .filter(|r| r.offset_bytes / 4096 >= log_pages)
+            .all(|r| r.len_bytes == 8192));
+    }
+
+    #[test]
+    fn hadoop_streams_whole_files_and_deletes_the_oldest() {
+        let cfg = WorkloadConfig {
+            requests: 20_000,
+            ..builtin("hadoop").unwrap()
+        };
+        let reqs: Vec<Request> = generate(&cfg, 1 << 30, 4096)
+            .unwrap()
+            .map(|r| r.unwrap())
+            .collect();
+        assert!(reqs
+            .iter()
+            .filter(|r| r.op != Op::Trim)
+            .all(|r| r.len_bytes == 1 << 20));
+        let trims: Vec<&Request> = reqs.iter().filter(|r| r.op == Op::Trim).collect();
+        assert!(!trims.is_empty());
+        assert!(trims.iter().all(|r| r.len_bytes == 64 << 20));
+        // 16 slots of 64 MiB, at most 70% in use.
+        let first = reqs.iter().position(|r| r.op == Op::Trim).unwrap();
+        let files = reqs[..first].iter().filter(|r| r.op == Op::Write).count() / 64;
+        assert_eq!(files, 11);
+    }
+
+    #[test]
+    fn application_workloads_refuse_a_working_set_too_small() {
+        let cfg = builtin("hadoop").unwrap();
+        let err = generate(&cfg, 64 << 20, 4096).err().unwrap();
+        assert!(err.to_string().contains("cannot hold"), "{err}");
     }
 
     #[test]
