@@ -404,7 +404,6 @@ struct Ring {
     /// Pages moved by cleaning, sections trimmed.
     moved: u64,
     trimmed: u64,
-    written: u64,
 }
 
 impl Ring {
@@ -424,7 +423,6 @@ impl Ring {
             live: Vec::new(),
             moved: 0,
             trimmed: 0,
-            written: 0,
         }
     }
 }
@@ -1063,7 +1061,6 @@ impl Lfs {
             }
             ring.loc[key as usize] = pos;
             ring.holder[pos as usize] = key;
-            ring.written += 1;
             self.emit(
                 out,
                 Op::Write,
@@ -1501,10 +1498,8 @@ impl HostStack for Lfs {
         self.c = Counters::default();
         self.metalog.moved = 0;
         self.metalog.trimmed = 0;
-        self.metalog.written = 0;
         self.mapping.moved = 0;
         self.mapping.trimmed = 0;
-        self.mapping.written = 0;
         self.last_app_time = None;
         self.last_checkpoint_time = None;
     }
