@@ -924,16 +924,28 @@ def bench(
 @main.command()
 @click.argument("name", required=False)
 @click.option(
-    "--out", type=click.Path(path_type=Path), help="Output folder (default: reproduce/NAME)."
+    "--out",
+    type=click.Path(path_type=Path),
+    help="Output folder (default: reproduce/NAME; for `all`, reproduce).",
 )
 @click.option("--quick", is_flag=True, help="Small workloads: seconds instead of minutes.")
 def reproduce(name: str | None, out: Path | None, quick: bool) -> None:
-    """Regenerate a paper's figures as tables and plots (no NAME: list them)."""
+    """Regenerate a paper's figures as tables and plots (no NAME: list them; `all`: every
+    one, and one HTML report of them, OUT/index.html)."""
     from ftlab import reproduce as experiments
 
     if name is None:
         pairs = [(n, d) for n, (_, d) in sorted(experiments.EXPERIMENTS.items())]
+        pairs.append(("all", "every experiment, and one HTML report: OUT/index.html"))
         print_pairs(pairs, ("experiment", "description"))
+        return
+    if name == "all":
+        from ftlab.reproduce import report
+
+        folder = out or Path("reproduce")
+        check_output("--out", folder, folder=True)
+        index = run_core(lambda: report.run_all(folder, quick))
+        click.echo(f"report: {index}")
         return
     folder = out or Path("reproduce") / name
     if name in experiments.EXPERIMENTS:  # else the error is the unknown name

@@ -1,15 +1,13 @@
-"""The demand-cached schemes from the Python front: verification on a real trace, the
-journaling workload with hints, and each reproduction in quick mode."""
+"""The demand-cached schemes from the Python front: verification on a real trace and the
+journaling workload with hints (their reproductions: test_reproduce.py)."""
 
 from __future__ import annotations
 
-import csv
 from pathlib import Path
 
 import pytest
 
 import ftlab
-from ftlab import reproduce
 
 DEMAND = ["dftl", "sftl", "tpftl", "selective"]
 
@@ -56,25 +54,6 @@ def test_a_bad_hot_range_names_the_key() -> None:
             workload="journal",
             sets=["workload.requests=10", "selective.hot_ranges=[[10, 5]]"],
         )
-
-
-EXPERIMENTS = ["selective", "selective-hints", "dftl", "demand-hit-ratio"]
-
-
-@pytest.mark.parametrize("name", EXPERIMENTS)
-def test_reproduction_quick(name: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
-    if name in ("dftl", "demand-hit-ratio"):
-        request.getfixturevalue("traces")  # skips without the real traces
-    assert name in reproduce.EXPERIMENTS
-    reproduce.run(name, tmp_path, quick=True)
-    tables = sorted(tmp_path.glob("*.csv"))
-    assert tables, "no table written"
-    for table in tables:
-        with table.open() as f:
-            rows = list(csv.reader(f))
-        assert len(rows) >= 2
-        assert (tmp_path / f"{table.stem}.md").is_file()
-    assert sorted(tmp_path.glob("*.png")) and sorted(tmp_path.glob("*.svg"))
 
 
 @pytest.mark.parametrize(

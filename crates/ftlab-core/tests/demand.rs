@@ -376,6 +376,32 @@ fn sftl_compresses_sequential_pages_and_buffers_sparse_updates() {
     assert!(report.metrics.gc.invocations > 0);
 }
 
+#[test]
+fn sftl_runs_follow_the_allocators_plane_first_stripe() {
+    // Two planes per die with multi-plane operations: the allocator writes the planes of a
+    // die in turn; a sequential fill must still be one run per translation page (S-FTL's
+    // stripe order once followed unit numbers, and cut every entry into its own run).
+    for multi_plane in [true, false] {
+        let mut cfg = small_config((2, 1, 2, 2), 24, 16, 0.25);
+        cfg.geometry.page_size = 512;
+        cfg.scheduler.multi_plane = multi_plane;
+        let layout = cfg.validate().unwrap();
+        let lp = layout.logical_pages;
+        let fill: Vec<Request> = (0..lp).step_by(8).map(|p| write(p, 8, 512)).collect();
+        let report = run("sftl", &cfg, &fill, true).unwrap();
+        let cached = report.metrics.memory_bytes.final_components["cached_pages"];
+        let entries = 512 / layout.ppa_entry_bytes();
+        let pages = lp.div_ceil(entries);
+        // Per translation page: E x runs + ceil(EPT / 8) + 4 bytes, at most two runs (a
+        // page may straddle the end of a block row).
+        let most = pages * (2 * layout.ppa_entry_bytes() + entries.div_ceil(8) + 4);
+        assert!(
+            cached <= most,
+            "multi_plane = {multi_plane}: {cached} bytes for {pages} translation pages (at most {most})"
+        );
+    }
+}
+
 fn journal_run(hints: bool) -> Report {
     let mut cfg = small_config((2, 1, 2, 1), 64, 32, 0.2);
     cfg.geometry.page_size = 512;
@@ -387,6 +413,16 @@ fn journal_run(hints: bool) -> Report {
         toml::Value::Integer(512),
     );
     with_key(&mut cfg, "selective", "hints", toml::Value::Boolean(hints));
+    // The constants of pblk-trans's calculation that favours the journal (500 per journal
+    // translation, 10 per data one, 50 per read, 10 per write): hints must then keep it.
+    for (key, value) in [
+        ("hinted_increment", 500),
+        ("data_increment", 10),
+        ("read_increment", 50),
+        ("write_increment", 10),
+    ] {
+        with_key(&mut cfg, "selective", key, toml::Value::Integer(value));
+    }
     let journal = toml::Value::Array(vec![
         toml::Value::Integer(0),
         toml::Value::Integer(512 << 10),

@@ -191,6 +191,46 @@ fn slimftl_sequentiality_aware_hashing_cuts_gc_copies_on_sequential_overwrites()
     );
 }
 
+/// Superblock virtual blocks: a sequential write spreads over every die (each run's pages
+/// on their own units) where one-block virtual blocks put a whole run on one die, and the
+/// mapping stays as small; reads verify with GC and probing active.
+#[test]
+fn slimftl_superblocks_spread_sequential_runs_over_the_dies() {
+    let config = |vb: &str| {
+        let mut cfg = small_config((4, 1, 2, 1), 32, 16, 0.15);
+        set(&mut cfg, "slimftl", "lpa_shift", 4.into());
+        set(&mut cfg, "slimftl", "virtual_blocks", vb.into());
+        cfg.replay.mode = ftlab_core::config::ReplayMode::Closed;
+        cfg.replay.queue_depth = 1;
+        cfg
+    };
+    let layout = config("block").validate().unwrap();
+    let lp = layout.logical_pages;
+    // 16-page sequential writes, then 16-page sequential reads, one at a time.
+    let mut reqs: Vec<Request> = (0..lp / 16).map(|r| write(r * 16, 16, 4096)).collect();
+    reqs.extend((0..lp / 16).map(|r| read(r * 16, 16, 4096)));
+    let read_mean = |vb: &str| {
+        let report = run("slimftl", &config(vb), &reqs, true).unwrap();
+        let mapping = counter(&report, "mapping_vs_page_table");
+        (report.metrics.latency.unwrap().read.mean_ns, mapping)
+    };
+    let ((block, block_map), (superblock, superblock_map)) =
+        (read_mean("block"), read_mean("superblock"));
+    assert!(
+        superblock * 3.0 < block,
+        "16-page reads: {superblock} ns with superblocks, {block} ns with blocks"
+    );
+    assert_eq!(block_map, superblock_map);
+    // Churn with GC, collisions and shared blocks (one hash function, no shift).
+    let mut cfg = config("superblock");
+    set(&mut cfg, "slimftl", "hid_bits", 1.into());
+    set(&mut cfg, "slimftl", "lpa_shift", 0.into());
+    let reqs = fill_and_churn(lp, 4096, 4, 3, 13);
+    let report = run("slimftl", &cfg, &reqs, true).unwrap();
+    assert!(report.metrics.gc.invocations > 0);
+    assert!(counter(&report, "shared_block_writes") > 0.0);
+}
+
 #[test]
 fn mapping_memory_matches_the_thesis_on_its_device() {
     let cfg = ftlab_core::config::resolve(Some("slimftl"), None, &[], &[]).unwrap();
@@ -354,12 +394,15 @@ proptest! {
         op in 0.08f64..0.3,
         hid_bits in 3u32..6,
         shift in 0u32..5,
+        superblocks in any::<bool>(),
         seed in any::<u64>(),
     ) {
         let mut cfg = small_config((channels, 1, dies, 1), blocks, 1 << ppb_log, op);
         set(&mut cfg, scheme, "hid_bits", (hid_bits as i64).into());
         if scheme == "slimftl" {
             set(&mut cfg, scheme, "lpa_shift", (shift as i64).into());
+            let vb = if superblocks { "superblock" } else { "block" };
+            set(&mut cfg, scheme, "virtual_blocks", vb.into());
         } else {
             set(&mut cfg, scheme, "secondary_fraction", 0.2.into());
         }

@@ -1,9 +1,16 @@
 """Paper reproductions: `ftlab reproduce NAME` regenerates a paper's figures as tables and plots.
 
 Each experiment is a module of this package with a function
-`run(out_dir: pathlib.Path, quick: bool) -> None` that writes its tables (CSV and Markdown)
-and plots (PNG and SVG) into `out_dir` and prints its tables. `quick` shrinks the workloads
-so that the experiment runs in seconds (used by the tests).
+`run(out_dir: pathlib.Path, quick: bool) -> None` that writes its tables (CSV and Markdown),
+plots (PNG and SVG) and `summary.json` (its headline numbers beside the paper's: the
+contract is in `_summary.py`) into `out_dir` and prints its tables. `quick` shrinks the
+workloads so that the experiment runs in seconds (used by the tests). `ftlab reproduce all`
+runs every experiment and gathers their summaries and plots into one HTML report
+(`report.py`).
+
+A module that sets `DEVICE_MODEL = "current"` runs on the current device model, preparing
+and loading the device as it says (preconditioning, warm-up, unsaturated replays); any
+other runs inside `ftlab.model_0_1()`, the model the first reproductions were set up on.
 """
 
 from __future__ import annotations
@@ -46,8 +53,6 @@ EXPERIMENTS["kraft"] = (
     "KRAFT vs FAST, KAST and FFTL: merge response time and R/W latency (Table 2, Figure 4), "
     "DRAM, associativity sweep",
 )
-
-
 EXPERIMENTS["amf"] = (
     "ftlab.reproduce.amf",
     "Application-Managed Flash (FAST'16): mapping memory at 512 GB / 1 TB, WAF of EXT4, F2FS "
@@ -62,11 +67,10 @@ def run(name: str, out_dir: Path, quick: bool = False) -> None:
         raise KeyError(f"unknown experiment `{name}`; the experiments are: {known}")
     module = importlib.import_module(EXPERIMENTS[name][0])
     out_dir.mkdir(parents=True, exist_ok=True)
-    # The reproductions were set up and checked against the papers on ftlab 0.1's device
-    # model; they keep it until they are redone on the current one (README, Reproductions).
-    # Those set up on the current model say so (`DEVICE_MODEL = "current"`).
     if getattr(module, "DEVICE_MODEL", "0.1") == "current":
         module.run(out_dir, quick)
         return
+    # Set up and checked against its paper on ftlab 0.1's device model, which it keeps
+    # until it is redone on the current one (README, Reproductions).
     with model_0_1():
         module.run(out_dir, quick)

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import ftlab
+from ftlab import _core
 from ftlab._bench import shared_dir
 from ftlab._format import latency_table, render_table
 
@@ -142,3 +143,77 @@ def save_figure(fig: Any, out_dir: Path, name: str) -> None:
 
 def fmt(value: float | None, digits: int = 3) -> str:
     return "-" if value is None else f"{value:.{digits}f}"
+
+
+#: A second pass of a trace starts this long after the first one's last request.
+PASS_GAP_NS = 1_000_000_000
+
+
+def write_passes(path: Path, unit: str, sets: list[str], out_dir: Path) -> tuple[Path, Path]:
+    """The trace at `path` (read as `sets` read it: its addresses compacted) written once and
+    twice in a row (the second pass `PASS_GAP_NS` after the first), as fio iologs in
+    `out_dir`: the first pass warms the mapping caches up, so that what the second adds
+    (`second_pass`) is measured without first-touch misses. Both files are written the same
+    way, so the twice-run's first pass is exactly the once-run."""
+    time_unit = [f'trace.time_unit="{unit}"'] if unit else []
+    records, _ = _core.trace_requests(path, sets=[*sets, *time_unit])
+    start = records[0][0] if records else 0
+    span = (records[-1][0] - start) if records else 0
+    ops = ("write", "read", "trim")
+
+    def lines(offset_ns: int) -> list[str]:
+        return [
+            f"{(t - start + offset_ns) // 1000} dev {ops[op]} {off} {length}\n"
+            for t, off, length, op in records
+        ]
+
+    head = "fio version 3 iolog\n"
+    first = lines(0)
+    once, twice = out_dir / "once.iolog", out_dir / "twice.iolog"
+    once.write_text(head + "".join(first))
+    twice.write_text(head + "".join(first) + "".join(lines(span + PASS_GAP_NS)))
+    return once, twice
+
+
+def _counts(report: dict[str, Any]) -> dict[str, float]:
+    """Counters that add up over a run: flash traffic, cache lookups, latency totals."""
+    m = report["metrics"]
+    s = m["scheme"]
+    lat = m.get("latency") or {}
+    out = {
+        "translation_writes": float(m["flash"]["programs"]["translation"]),
+        "translation_reads": float(m["flash"]["reads"]["translation"]),
+        "hits": float(s.get("cache_hits", 0)),
+        "lookups": float(s.get("cache_lookups", 0)),
+        "requests": float(m["host"]["requests"]),
+    }
+    for op in ("read", "write"):
+        stats = lat.get(op) or {}
+        out[f"{op}_count"] = float(stats.get("count", 0))
+        out[f"{op}_total_ns"] = float(stats.get("mean_ns", 0.0)) * out[f"{op}_count"]
+    return out
+
+
+def second_pass(once: dict[str, Any], twice: dict[str, Any]) -> dict[str, float]:
+    """What the second pass of `twice` adds to `once` (its first pass): translation reads
+    and writes, hit ratio, mean latency in microseconds."""
+    a, b = _counts(once), _counts(twice)
+    d = {k: b[k] - a[k] for k in a}
+    count = d["read_count"] + d["write_count"]
+    total = d["read_total_ns"] + d["write_total_ns"]
+    return {
+        "translation_writes": d["translation_writes"],
+        "translation_reads": d["translation_reads"],
+        "hit_ratio": d["hits"] / d["lookups"] if d["lookups"] else 1.0,
+        "mean_latency_us": total / count / 1000 if count else 0.0,
+    }
+
+
+def saturated(report: dict[str, Any]) -> bool:
+    load = report["metrics"].get("load") or {}
+    return bool(load.get("saturated") or load.get("saturated_in_bursts"))
+
+
+def suggested_scale(report: dict[str, Any]) -> float:
+    load = report["metrics"].get("load") or {}
+    return float(load.get("suggested_time_scale") or 1.0)

@@ -1,30 +1,45 @@
 """SlimFTL thesis (Jaemin Shin, SNU M.S. thesis 2020): HPFTL and SlimFTL against the page-level FTL.
 
-Regenerates, as tables (CSV, Markdown) and plots (PNG, SVG):
+Regenerates, as tables (CSV, Markdown), plots (PNG, SVG) and `summary.json`:
 - mapping size normalised to a page-level table of 4-byte entries (thesis: HPFTL 0.537 =
   0.437 primary + 0.1 secondary; SlimFTL 0.441 with a 0.004 virtual block table);
 - IOPS and GC count normalised to the page-level FTL, and the WAF of each scheme, on
   sequential and non-sequential workloads and on real traces (thesis: SlimFTL about equal
-  to PFTL; HPFTL 38% of PFTL's IOPS on average, > 5x its GCs on a sequential workload and
-  > 1.5x on a non-sequential one);
+  to PFTL on every workload; HPFTL 38% of PFTL's IOPS on average, > 5x its GCs on a
+  sequential workload and > 1.5x on a non-sequential one);
 - SlimFTL's GC count as the LPA shift grows from 1 to 8 bits (thesis, DBbench: 2.6x PFTL's
   GCs at sequentiality 2, 0.87x at 256);
-- SlimFTL's read tail latency against S-FTL on a low-locality workload, when an S-FTL
-  scheme (`sftl`) exists in this build.
+- SlimFTL's read tail latency against S-FTL on a low-locality workload (thesis: S-FTL's
+  is worse when its hit ratio is under 90%).
 
-Setup: the `slimftl` preset (16 GiB logical, 8 KiB pages, 256 pages per block, 10% OP, 64
-hash functions = 6 HID bits + 8 PPID bits, GC at 1% free blocks). Every run first fills the
-logical space sequentially, then runs the workload (twice the logical space in page writes),
-closed loop at queue depth 32 so that IOPS measure what the device sustains; IOPS, GC counts
-and WAF are those of the workload after the fill. The quick mode shrinks the device to 512
-blocks (930 MiB logical, the smallest that leaves S-FTL room for its translation blocks) and
-writes the logical space once. The thesis's workloads (DBbench, YCSB-A, TPC-C, Varmail,
-Fileserver) are not available; synthetic stand-ins with the same sequentiality are used.
-One file of each real trace in ../shared/traces is read as `ftlab run` reads it (format
-detected, addresses compacted), folded onto the 930 MiB device (page offset modulo its
-logical size, requests capped at 64 pages) and replayed until it has written 4x its logical
-space (quick mode: the first two traces, 2x).
-S-FTL gets a DRAM budget of 0.435 of a 4-byte page table, as in the thesis.
+Setup: the `slimftl` preset (16 GiB logical, 8 KiB pages, 256 pages per block, 10% OP, 8
+dies, 64 hash functions = 6 HID bits + 8 PPID bits, GC at 1% free blocks) on the current
+device model. Every run is preconditioned by a sequential fill of the logical space
+(`precondition = fill`, untimed), then runs the workload (twice the logical space in page
+writes), closed loop at queue depth 32 so that IOPS measure what the device sustains
+(a closed loop cannot saturate the device; `metrics.load` is checked). The quick mode
+shrinks the device to 512 blocks (930 MiB logical, the smallest that leaves S-FTL room for
+its translation blocks) and writes the logical space once. The thesis's workloads
+(DBbench, YCSB-A, TPC-C, Varmail, Fileserver) are not available; synthetic stand-ins with
+the same sequentiality are used. One file of each real trace in ../shared/traces is read
+as `ftlab run` reads it (format detected, addresses compacted), folded onto the 930 MiB
+device (page offset modulo its logical size, requests capped at 64 pages) and replayed
+until it has written 4x its logical space (quick mode: the first two traces, 2x).
+
+Two page-level baselines. The page FTL stripes consecutive host pages over the 8 dies
+(`PFTL striped`): on the sequential stand-ins (files rewritten whole, one stream after
+another) each block then holds pieces of several files, and garbage collection copies the
+rest of the block, a WAF over 3, which stalls it. A page FTL that keeps runs together
+(`PFTL runs`: `page.stripe_pages` = a block, each block filled with consecutive host pages,
+as an FTL with one active block does) collects whole files for free, but serves small
+random I/O from fewer dies at once. Each workload is normalised to the faster of the two
+(`PFTL` in the tables names it): a baseline stalled by neither.
+
+SlimFTL likewise runs with the thesis's one-block virtual blocks (`SlimFTL`, the headlines)
+and with virtual blocks over superblocks (`slimftl.virtual_blocks = "superblock"`, LPA
+shift 11: a row of 8 blocks, 2,048 pages), which spreads a run over the dies as the
+striped page FTL does, and mixes runs in its blocks as it does. S-FTL gets a DRAM budget
+of 0.435 of a 4-byte page table, as in the thesis.
 """
 
 from __future__ import annotations
@@ -33,16 +48,37 @@ import csv
 import random
 import tempfile
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import ftlab
-from ftlab import _core
+from ftlab import Precondition, _core
 from ftlab._bench import shared_dir
 from ftlab._format import latency_table, render_table
+from ftlab.reproduce import _summary
+from ftlab.reproduce._summary import Headline, geomean
 
-SCHEMES = ["page", "hpftl", "slimftl"]
+DEVICE_MODEL = "current"
+PAPER = "SlimFTL (SNU thesis 2020)"
 PRESET = "slimftl"
+PRECONDITION: Precondition = "fill"
+PAGES_PER_BLOCK = 256
+UNITS = 8
+# (label, scheme, settings): the runs of every workload. The baseline (PFTL) of a workload
+# is whichever of the two page-level FTLs serves it faster.
+VARIANTS: list[tuple[str, str, list[str]]] = [
+    ("PFTL striped", "page", []),
+    ("PFTL runs", "page", [f"page.stripe_pages={PAGES_PER_BLOCK}"]),
+    ("HPFTL", "hpftl", []),
+    ("SlimFTL", "slimftl", []),
+    (
+        "SlimFTL superblocks",
+        "slimftl",
+        ['slimftl.virtual_blocks="superblock"', f"slimftl.lpa_shift={8 + UNITS.bit_length() - 1}"],
+    ),
+]
+PAGE_FTLS = ("PFTL striped", "PFTL runs")
 # 8 channels x 64 blocks = 512 blocks of 256 pages: the thesis geometry, 930 MiB logical
 # (the smallest that leaves S-FTL room for its translation blocks).
 SMALL_DEVICE = ["geometry.blocks_per_plane=64"]
@@ -71,11 +107,6 @@ REAL_TRACES = {
 
 # (op, first page, pages): op 0 = write, 1 = read.
 Request = tuple[int, int, int]
-
-
-def _fill(pages: int) -> Iterator[Request]:
-    for start in range(0, pages, 128):
-        yield (0, start, min(128, pages - start))
 
 
 def _sequential(pages: int, writes: int, rng: random.Random) -> Iterator[Request]:
@@ -164,33 +195,22 @@ def _logical_pages(sets: list[str]) -> int:
     return int(report["device"]["logical_pages"])
 
 
-def _simulate(scheme: str, trace: Path, sets: list[str], fill: int = 0) -> dict[str, Any]:
-    """Runs one scheme; with `fill` (the requests of the initial fill), IOPS, GC count and
-    WAF are those of the workload after the fill (the first time-series sample)."""
-    sample = [f"metrics.sample_every_requests={fill}"] if fill else []
-    report = ftlab.simulate(scheme, trace=trace, preset=PRESET, sets=sets + sample).report
+def _simulate(scheme: str, trace: Path, sets: list[str]) -> dict[str, Any]:
+    """Runs one scheme on the filled device: IOPS, GC count and WAF of the workload."""
+    report = ftlab.simulate(
+        scheme, trace=trace, preset=PRESET, sets=sets, precondition=PRECONDITION
+    ).report
     m = report["metrics"]
+    load = m.get("load") or {}
+    if load.get("saturated") or load.get("saturated_in_bursts"):
+        raise RuntimeError(f"{scheme} on {trace.name}: the replay saturated the device")
     latency = m.get("latency") or {}
     read = latency.get("read") or {}
-    requests = m["host"]["requests"]
-    gc = m["gc"]["invocations"]
-    programs = m["flash"]["programs"]["total"]
     written = m["host"]["pages_written"]
-    elapsed = m.get("simulated_time_ns") or 0
-    fill_gc = 0
-    if fill:
-        ts = m["time_series"]
-        fill_gc = ts["gc_invocations"][0]
-        gc -= fill_gc
-        programs -= ts["flash_programs"][0]
-        written -= ts["host_pages_written"][0]
-        elapsed -= ts["time_ns"][0]
-        requests -= fill
     return {
-        "iops": requests / (elapsed / 1e9) if elapsed else 0.0,
-        "gc": gc,
-        "fill_gc": fill_gc,
-        "waf": programs / written if written else 0.0,
+        "iops": m.get("iops") or 0.0,
+        "gc": m["gc"]["invocations"],
+        "waf": m["flash"]["programs"]["total"] / written if written else 0.0,
         "read_mean_us": read.get("mean_ns", 0) / 1000.0,
         "read_p99_us": read.get("p99_ns", 0) / 1000.0,
         "read_p999_us": read.get("p999_ns", 0) / 1000.0,
@@ -265,13 +285,12 @@ def run(out_dir: Path, quick: bool) -> None:
 
     results: dict[str, dict[str, dict[str, Any]]] = {}
     with tempfile.TemporaryDirectory() as tmp:
-        workloads: dict[str, tuple[Path, list[str], int]] = {}
-        fill = -(-pages // 128)
+        workloads: dict[str, tuple[Path, list[str]]] = {}
         for name, generator in SYNTHETIC.items():
             path = Path(tmp) / f"{name}.trace"
             rng = random.Random(rng_seed)
-            _write_trace(path, _chain(_fill(pages), generator(pages, writes, rng)))
-            workloads[name] = (path, sets, fill)
+            _write_trace(path, generator(pages, writes, rng))
+            workloads[name] = (path, sets)
         shared = shared_dir()
         real = list(REAL_TRACES.items())[: 2 if quick else None]
         notes: list[str] = []
@@ -293,67 +312,60 @@ def run(out_dir: Path, quick: bool) -> None:
                 if not body:
                     notes.append(f"{rel} has no writes: skipped")
                     continue
-                _write_trace(path, _chain(_fill(small_pages), iter(body)))
-                workloads[name] = (path, SMALL_DEVICE + CLOSED_LOOP, -(-small_pages // 128))
-        for name, (path, wl_sets, wl_fill) in workloads.items():
-            results[name] = {s: _simulate(s, path, wl_sets, wl_fill) for s in SCHEMES}
+                _write_trace(path, iter(body))
+                workloads[name] = (path, SMALL_DEVICE + CLOSED_LOOP)
+        for name, (path, wl_sets) in workloads.items():
+            print(f"{name} ...", flush=True)
+            results[name] = {
+                label: _simulate(scheme, path, wl_sets + extra) for label, scheme, extra in VARIANTS
+            }
 
         # GC count as the LPA shift grows, on the sequential workload.
-        seq_path, _, _ = workloads["sequential"]
+        seq_path, _ = workloads["sequential"]
         shift_rows = []
-        page_gc = results["sequential"]["page"]["gc"]
+        base_gc = results["sequential"][_baseline(results["sequential"])]["gc"]
+        striped_gc = results["sequential"]["PFTL striped"]["gc"]
         for shift in range(0, 9):
-            r = _simulate("slimftl", seq_path, sets + [f"slimftl.lpa_shift={shift}"], fill)
+            r = _simulate("slimftl", seq_path, sets + [f"slimftl.lpa_shift={shift}"])
             shift_rows.append(
                 [
                     shift,
                     2**shift,
                     r["gc"],
-                    r["gc"] / page_gc if page_gc else None,
+                    r["gc"] / base_gc if base_gc else None,
+                    r["gc"] / striped_gc if striped_gc else None,
                     THESIS_SHIFT_GC.get(shift),
                 ]
             )
 
         tail_rows: list[list[Any]] = []
         tail_cdfs: dict[str, list[list[float]]] = {}
-        if "sftl" in [n for n, _ in ftlab.schemes()]:
-            # S-FTL gets the thesis's 0.435 of a 4-byte page table (SlimFTL: 0.441).
-            path, wl_sets, wl_fill = workloads["random"]
-            budget = round(SFTL_DRAM_FRACTION * pages * 4)
-            for scheme in ("sftl", "slimftl"):
-                extra = [f"dram.budget_bytes={budget}"] if scheme == "sftl" else []
-                r = _simulate(scheme, path, wl_sets + extra, wl_fill)
-                hits = r["scheme"].get("cache_hit_ratio")
-                tail_rows.append(
-                    [
-                        scheme,
-                        r["read_mean_us"],
-                        r["read_p99_us"],
-                        r["read_p999_us"],
-                        hits,
-                    ]
-                )
-                tail_cdfs[scheme] = r["read_cdf"]
-        else:
-            notes.append(
-                "S-FTL (`sftl`) is not in this build: the tail-latency comparison is skipped"
-            )
+        # S-FTL gets the thesis's 0.435 of a 4-byte page table (SlimFTL: 0.441).
+        path, wl_sets = workloads["random"]
+        budget = round(SFTL_DRAM_FRACTION * pages * 4)
+        for scheme in ("sftl", "slimftl"):
+            extra = [f"dram.budget_bytes={budget}"] if scheme == "sftl" else []
+            r = _simulate(scheme, path, wl_sets + extra)
+            hits = r["scheme"].get("cache_hit_ratio")
+            tail_rows.append([scheme, r["read_mean_us"], r["read_p99_us"], r["read_p999_us"], hits])
+            tail_cdfs[scheme] = r["read_cdf"]
 
     rows = []
     for name, per in results.items():
-        page = per["page"]
-        for scheme in SCHEMES:
-            r = per[scheme]
+        baseline = _baseline(per)
+        base = per[baseline]
+        for label, _, _ in VARIANTS:
+            r = per[label]
             rows.append(
                 [
                     name,
-                    scheme,
-                    r["iops"] / page["iops"] if page["iops"] else None,
-                    r["gc"] / page["gc"] if page["gc"] else None,
+                    label,
+                    r["iops"] / base["iops"] if base["iops"] else None,
+                    r["gc"] / base["gc"] if base["gc"] else None,
+                    baseline,
                     r["waf"],
                     r["iops"],
                     r["gc"],
-                    r["fill_gc"],
                     _count(r["scheme"].get("hash_collisions")),
                     _count(r["scheme"].get("reclaims")),
                     _count(r["scheme"].get("shared_block_writes")),
@@ -364,46 +376,239 @@ def run(out_dir: Path, quick: bool) -> None:
         "scheme",
         "IOPS / PFTL",
         "GCs / PFTL",
+        "PFTL",
         "WAF",
         "IOPS",
         "GCs",
-        "GCs in fill",
         "collisions",
         "reclaims",
         "shared writes",
     ]
     texts.append(
         (
-            "IOPS, GC count and WAF (closed loop, queue depth 32)",
+            "IOPS, GC count and WAF (filled device, closed loop, queue depth 32)",
             _save(out_dir, "workloads", header, rows),
         )
     )
-    header = ["lpa_shift", "sequentiality (pages)", "GCs", "GCs / PFTL", "thesis"]
+    header = [
+        "lpa_shift",
+        "sequentiality (pages)",
+        "GCs",
+        "GCs / PFTL",
+        "GCs / PFTL striped",
+        "thesis",
+    ]
     texts.append(
         (
             "SlimFTL GC count as the sequentiality grows (sequential workload)",
             _save(out_dir, "lpa_shift", header, shift_rows),
         )
     )
-    if tail_rows:
-        header = ["scheme", "mean", "p99", "p99.9", "map hit ratio"]
-        texts.append(
-            (
-                "Read latency, random (low-locality) workload; S-FTL at 0.435 of the table",
-                _save(out_dir, "tail_latency", header, tail_rows, latency_columns=(1, 2, 3)),
-            )
+    header = ["scheme", "mean", "p99", "p99.9", "map hit ratio"]
+    texts.append(
+        (
+            "Read latency, random (low-locality) workload; S-FTL at 0.435 of the table",
+            _save(out_dir, "tail_latency", header, tail_rows, latency_columns=(1, 2, 3)),
         )
+    )
+    headlines = headline_numbers(memory_rows, rows, shift_rows, tail_rows, list(SYNTHETIC))
+    _summary.write(out_dir, headlines)
     _plots(out_dir, memory_rows, rows, shift_rows, tail_cdfs)
     for title, text in texts:
         print(f"\n{title}\n{text}")
+    for h in headlines:
+        ours = "-" if h.ours is None else f"{h.ours:.3g}"
+        paper = "-" if h.paper_value is None else f"{h.paper_value:g}"
+        print(f"{h.metric}: {ours} (thesis {paper}){'; ' + h.reason if h.reason else ''}")
     for note in notes:
         print(f"note: {note}")
     (out_dir / "notes.txt").write_text("".join(f"{n}\n" for n in notes))
 
 
-def _chain(*parts: Iterator[Request]) -> Iterator[Request]:
-    for part in parts:
-        yield from part
+def headline_numbers(
+    memory_rows: list[list[Any]],
+    rows: list[list[Any]],
+    shift_rows: list[list[Any]],
+    tail_rows: list[list[Any]],
+    synthetic: list[str],
+) -> list[Headline]:
+    """The thesis's headlines with ours (ratios to the faster page FTL of each workload)."""
+    total = {r[0]: r[4] for r in memory_rows}
+
+    def ratio(workload: str, scheme: str, column: int) -> float | None:
+        value = next((r[column] for r in rows if r[0] == workload and r[1] == scheme), None)
+        return None if value is None else float(value)
+
+    def mean(scheme: str, column: int, workloads: list[str]) -> float | None:
+        values = [ratio(w, scheme, column) for w in workloads]
+        xs = [v for v in values if v is not None]
+        return sum(xs) / len(xs) if xs else None
+
+    real = [w for w in dict.fromkeys(r[0] for r in rows) if w not in synthetic]
+    shift_gc = {r[0]: r[3] for r in shift_rows}
+    shift_striped = {r[0]: r[4] for r in shift_rows}
+    p99 = {r[0]: r[2] for r in tail_rows}
+    tail = p99["sftl"] / p99["slimftl"] if p99.get("slimftl") else None
+    setup = "filled device, closed loop at queue depth 32 (unsaturated)"
+    specs: list[tuple[str, str, float | None, float | None, str, str]] = [
+        (
+            "hpftl_mapping",
+            "HPFTL mapping size / 4-byte page table",
+            total.get("hpftl"),
+            0.537,
+            "x",
+            "the thesis's device, its table sizes",
+        ),
+        (
+            "slimftl_mapping",
+            "SlimFTL mapping size / 4-byte page table",
+            total.get("slimftl"),
+            0.441,
+            "x",
+            "the thesis's device, its table sizes",
+        ),
+        (
+            "hpftl_iops",
+            "HPFTL IOPS / PFTL, mean over the synthetic workloads",
+            mean("HPFTL", 2, synthetic),
+            0.38,
+            "x",
+            setup,
+        ),
+        (
+            "slimftl_iops",
+            "SlimFTL IOPS / PFTL, mean over the synthetic workloads",
+            mean("SlimFTL", 2, synthetic),
+            1.0,
+            "x",
+            setup,
+        ),
+        (
+            "slimftl_iops_real",
+            "SlimFTL IOPS / PFTL, geometric mean over the real traces",
+            geomean([v for v in (ratio(w, "SlimFTL", 2) for w in real) if v is not None]),
+            1.0,
+            "x",
+            setup + "; traces folded onto 930 MiB",
+        ),
+        (
+            "slimftl_superblocks_iops_real",
+            "SlimFTL with virtual blocks over superblocks: IOPS / PFTL, geometric mean over the "
+            "real traces",
+            geomean(
+                [v for v in (ratio(w, "SlimFTL superblocks", 2) for w in real) if v is not None]
+            ),
+            1.0,
+            "x",
+            setup + "; traces folded onto 930 MiB",
+        ),
+        (
+            "hpftl_gc_sequential",
+            "HPFTL GCs / PFTL, sequential workload (thesis: over 5x)",
+            ratio("sequential", "HPFTL", 3),
+            5.0,
+            "x",
+            setup,
+        ),
+        (
+            "hpftl_gc_random",
+            "HPFTL GCs / PFTL, non-sequential workload (thesis: over 1.5x)",
+            ratio("random", "HPFTL", 3),
+            1.5,
+            "x",
+            setup,
+        ),
+        (
+            "slimftl_gc",
+            "SlimFTL GCs / PFTL, mean over the synthetic workloads",
+            mean("SlimFTL", 3, synthetic),
+            1.0,
+            "x",
+            setup,
+        ),
+        (
+            "slimftl_gc_shift1",
+            "SlimFTL GCs / PFTL at sequentiality 2 (LPA shift 1)",
+            shift_gc.get(1),
+            2.6,
+            "x",
+            setup + "; sequential workload",
+        ),
+        (
+            "slimftl_gc_shift8",
+            "SlimFTL GCs / PFTL at sequentiality 256 (LPA shift 8)",
+            shift_gc.get(8),
+            0.87,
+            "x",
+            setup + "; sequential workload",
+        ),
+        (
+            "sftl_vs_slimftl_read_p99",
+            "read p99, S-FTL / SlimFTL, random workload, S-FTL at 0.435 of the table (thesis: "
+            "S-FTL worse, no number)",
+            tail,
+            None,
+            "x",
+            setup,
+        ),
+    ]
+    reasons = dict(REASONS)
+    for shift in (1, 8):
+        striped = shift_striped.get(shift)
+        if striped is not None:
+            reasons[f"slimftl_gc_shift{shift}"] = (
+                "normalised to the page FTL that keeps runs together, the faster on the "
+                f"sequential stand-in; against the striped page FTL it is {striped:.2f}x"
+            )
+    out = []
+    for key, metric, ours, thesis, unit, how in specs:
+        h = Headline(PAPER, metric, ours, thesis, unit, key=key, setup=how)
+        reason = ""
+        if h.differs:
+            lower_bound = key in ("hpftl_gc_sequential", "hpftl_gc_random")
+            if lower_bound and ours is not None and thesis is not None and ours >= thesis:
+                reason = "the thesis gives a lower bound (more than), which ours exceeds"
+            else:
+                reason = reasons.get(key, "")
+        out.append(replace(h, reason=reason))
+    return out
+
+
+#: Why ours differs from the thesis's, where it does by more than 30%.
+REASONS = {
+    "hpftl_iops": (
+        "every page HPFTL's GC copies goes to the secondary table and is copied again by "
+        "reclaim (WAF about 35 with GC at 1% free), and the stand-ins rewrite the device "
+        "twice; the thesis's workloads wrote less of it"
+    ),
+    "slimftl_iops": (
+        "SlimFTL's GC copies a whole virtual block in the write's path, where the page "
+        "FTL's waits behind host I/O on each die (on random writes, at the same GC count "
+        "and WAF, a third of its IOPS), and a 256-page hash run lives on one die"
+    ),
+    "slimftl_iops_real": (
+        "neighbouring pages hash into one block on one die, so the traces' requests queue "
+        "there, even where nothing is collected (MSR, Systor, FIU); virtual blocks over "
+        "superblocks spread them"
+    ),
+    "slimftl_superblocks_iops_real": (
+        "better than one-block virtual blocks, but GC still runs in the write's path and "
+        "the hashed rows mix runs as the striped page FTL's blocks do"
+    ),
+    "slimftl_gc": (
+        "on random writes SlimFTL's victims are the best of a page's 63 virtual blocks, not "
+        "of the whole unit"
+    ),
+    "hpftl_gc_sequential": (
+        "HPFTL spreads each run over unrelated blocks and copies every GC'd page twice "
+        "(secondary table, then reclaim)"
+    ),
+}
+
+
+def _baseline(per: dict[str, dict[str, Any]]) -> str:
+    """The page-level FTL a workload is normalised to: the faster of the two."""
+    return max(PAGE_FTLS, key=lambda label: (per[label]["iops"], label))
 
 
 def _plots(
@@ -424,8 +629,8 @@ def _plots(
 
     def save(fig: Any, name: str) -> None:
         fig.tight_layout()
-        for ext in ("png", "svg"):
-            fig.savefig(out_dir / f"{name}.{ext}")
+        fig.savefig(out_dir / f"{name}.png", dpi=100, metadata={"Software": None})
+        fig.savefig(out_dir / f"{name}.svg", metadata={"Date": None})
         plt.close(fig)
 
     fig, ax = plt.subplots(figsize=(5, 3.5))
@@ -441,29 +646,37 @@ def _plots(
     save(fig, "memory")
 
     workloads = list(dict.fromkeys(r[0] for r in rows))
+    labels = [label for label, _, _ in VARIANTS]
     for column, label, name in (
-        (2, "IOPS / PFTL", "iops"),
-        (3, "GCs / PFTL", "gc"),
-        (4, "WAF", "waf"),
+        (2, "IOPS / PFTL (the faster page FTL)", "iops"),
+        (3, "GCs / PFTL (the faster page FTL)", "gc"),
+        (5, "WAF", "waf"),
     ):
-        fig, ax = plt.subplots(figsize=(9, 4))
-        width = 0.8 / len(SCHEMES)
-        for i, scheme in enumerate(SCHEMES):
+        fig, ax = plt.subplots(figsize=(10, 4))
+        width = 0.8 / len(labels)
+        for i, scheme in enumerate(labels):
             values = [
                 next((r[column] or 0.0) for r in rows if r[0] == w and r[1] == scheme)
                 for w in workloads
             ]
             ax.bar([x + i * width for x in range(len(workloads))], values, width, label=scheme)
         ax.set_xticks(
-            [x + width for x in range(len(workloads))], workloads, rotation=30, ha="right"
+            [x + 0.4 - width / 2 for x in range(len(workloads))],
+            workloads,
+            rotation=30,
+            ha="right",
         )
+        ax.set_yscale("log")
         ax.set_ylabel(label)
-        ax.legend()
+        ax.legend(fontsize=7)
         save(fig, name)
 
     fig, ax = plt.subplots(figsize=(5, 3.5))
     ax.plot(
-        [r[1] for r in shift_rows[1:]], [r[3] for r in shift_rows[1:]], marker="o", label="ftlab"
+        [r[1] for r in shift_rows[1:]],
+        [r[3] for r in shift_rows[1:]],
+        marker="o",
+        label="ftlab, against PFTL",
     )
     ax.scatter(
         [2, 256], [THESIS_SHIFT_GC[1], THESIS_SHIFT_GC[8]], color="black", zorder=3, label="thesis"
@@ -471,8 +684,15 @@ def _plots(
     ax.axhline(1.0, color="grey", linestyle="--", linewidth=1)
     ax.set_xscale("log", base=2)
     ax.set_xlabel("sequentiality (pages, 2^lpa_shift)")
+    ax.plot(
+        [r[1] for r in shift_rows[1:]],
+        [r[4] for r in shift_rows[1:]],
+        marker="s",
+        linestyle="--",
+        label="ftlab, against PFTL striped",
+    )
     ax.set_ylabel("SlimFTL GCs / PFTL")
-    ax.legend()
+    ax.legend(fontsize=7)
     save(fig, "lpa_shift")
 
     if tail_cdfs:

@@ -27,6 +27,79 @@ use crate::error::{Error, Result};
 use crate::ftl::MemoryBreakdown;
 use crate::nand::{Cause, Flash, Ppn, NONE};
 
+/// Physical pages in the order the host stream writes them: `chunk` pages on one parallel
+/// unit, then `chunk` on the next, round-robin over the units in the allocator's order
+/// (plane first with multi-plane operations, see [`Layout::stripe_unit`]). While the
+/// units' open blocks are aligned (as in a superblock), consecutive host pages have
+/// consecutive positions. With chunk `c`, page `o` of block index `b` of the `k`-th unit
+/// is position `((b x pages_per_block / c + o / c) x units + k) x c + o mod c`; with one
+/// page a chunk, `(b x pages_per_block + o) x units + k`. S-FTL's runs and LeaFTL's stripe
+/// placement are stretches of consecutive positions.
+#[derive(Clone, Debug)]
+pub struct StripeOrder {
+    chunk: u32,
+    chunks_per_block: u32,
+    blocks_per_unit: u32,
+    units: u32,
+    /// The round-robin rank of each unit, and the unit of each rank.
+    rank: Vec<u32>,
+    unit: Vec<u32>,
+}
+
+impl StripeOrder {
+    /// The stripe order of the allocator `PageAllocator::new(cfg, layout, ..)` builds, with
+    /// a host stripe of `chunk` pages (a divisor of the pages per block).
+    pub fn new(cfg: &Config, layout: &Layout, chunk: u32) -> Self {
+        debug_assert!(chunk > 0 && layout.pages_per_block.is_multiple_of(chunk));
+        let unit = round_robin(cfg, layout);
+        let mut rank = vec![0; unit.len()];
+        for (k, &u) in unit.iter().enumerate() {
+            rank[u as usize] = k as u32;
+        }
+        StripeOrder {
+            chunk,
+            chunks_per_block: layout.pages_per_block / chunk,
+            blocks_per_unit: layout.blocks_per_unit,
+            units: layout.units,
+            rank,
+            unit,
+        }
+    }
+
+    #[inline]
+    pub fn position(&self, ppn: Ppn) -> u64 {
+        let ppb = self.chunk * self.chunks_per_block;
+        let (block, offset) = (ppn / ppb, ppn % ppb);
+        let (unit, index) = (block / self.blocks_per_unit, block % self.blocks_per_unit);
+        let row = index as u64 * self.chunks_per_block as u64 + (offset / self.chunk) as u64;
+        (row * self.units as u64 + self.rank[unit as usize] as u64) * self.chunk as u64
+            + (offset % self.chunk) as u64
+    }
+
+    #[inline]
+    pub fn page(&self, position: u64) -> Ppn {
+        let chunk = self.chunk as u64;
+        let (t, within) = (position / chunk, (position % chunk) as u32);
+        let units = self.units as u64;
+        let (k, row) = ((t % units) as u32, t / units);
+        let per_block = self.chunks_per_block as u64;
+        let (index, c) = ((row / per_block) as u32, (row % per_block) as u32);
+        let ppb = self.chunk * self.chunks_per_block;
+        (self.unit[k as usize] * self.blocks_per_unit + index) * ppb + c * self.chunk + within
+    }
+}
+
+/// The units in the order the host stream visits them: plane first (the planes of a die
+/// in turn, so that their pages pair up as multi-plane programs) with multi-plane
+/// operations on, else in unit order (channel first).
+pub(crate) fn round_robin(cfg: &Config, layout: &Layout) -> Vec<u32> {
+    if cfg.scheduler.multi_plane && layout.planes_per_die > 1 {
+        (0..layout.units).map(|k| layout.stripe_unit(k)).collect()
+    } else {
+        (0..layout.units).collect()
+    }
+}
+
 /// An open block and the next page to program in it.
 #[derive(Clone, Copy, Debug)]
 struct OpenBlock {
@@ -139,11 +212,7 @@ impl PageAllocator {
             free: FreeBlocks::all(layout),
             open: std::array::from_fn(|_| vec![OpenBlock::CLOSED; units]),
             next_unit: [0; 3],
-            round_robin: if cfg.scheduler.multi_plane && layout.planes_per_die > 1 {
-                (0..layout.units).map(|k| layout.stripe_unit(k)).collect()
-            } else {
-                (0..layout.units).collect()
-            },
+            round_robin: round_robin(cfg, layout),
             background_gc: cfg.gc.mode == GcMode::Background,
             gc_pending: Vec::new(),
             gc_pending_flag: vec![false; units],

@@ -266,6 +266,9 @@ mod tests {
         assert!(scheme_defaults()
             .keys()
             .all(|k| SCHEMES.iter().any(|(n, _)| n == k)));
-        assert!(!scheme_defaults().contains_key("page"));
+        // A scheme without a section adds none; every scheme has one now (the page FTL's
+        // holds `stripe_pages`).
+        assert!(<NoSection as SchemeSection>::defaults().is_none());
+        assert!(scheme_defaults()["page"].contains_key("stripe_pages"));
     }
 }

@@ -8,12 +8,27 @@
 //! until it is above again; victims are chosen greedily or by cost-benefit, and their valid
 //! pages move to the unit's GC block. The reverse map is the OOB's logical page address, as
 //! on a real device, so DRAM holds the table, a valid bitmap and per-block counters.
+//!
+//! `page.stripe_pages` (`[page]`) writes that many consecutive host pages to one unit
+//! before moving on: a block's worth keeps a sequential run in one block, as an FTL with a
+//! single active block does (GC then finds runs invalidated whole), at the cost of the
+//! die parallelism of sequential I/O.
 
 use crate::config::{Config, Layout};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::ftl::alloc::PageAllocator;
-use crate::ftl::{Ftl, MemoryBreakdown, NoSection, Scheme};
+use crate::ftl::{Ftl, MemoryBreakdown, Scheme};
 use crate::nand::{Cause, Flash, Oob, Ppn, NONE};
+use serde::{Deserialize, Serialize};
+
+/// The `[page]` section.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct PageConfig {
+    /// Consecutive host pages written to one parallel unit before the next (0 or 1: page
+    /// by page round-robin; at most a block).
+    pub stripe_pages: u32,
+}
 
 pub use crate::ftl::alloc::gc_thresholds;
 
@@ -27,12 +42,24 @@ impl Scheme for PageFtl {
     const NAME: &'static str = "page";
     const DESCRIPTION: &'static str =
         "page-level FTL (PFTL): the whole L2P table in DRAM, greedy or cost-benefit GC";
-    type Section = NoSection;
+    type Section = PageConfig;
 
     fn new(cfg: &Config, layout: &Layout) -> Result<Self> {
+        let c = Self::section(cfg)?;
+        if c.stripe_pages > layout.pages_per_block {
+            return Err(Error::config(
+                "page.stripe_pages",
+                format!(
+                    "{} is more than a block ({} pages)",
+                    c.stripe_pages, layout.pages_per_block
+                ),
+            ));
+        }
+        let mut alloc = PageAllocator::new(cfg, layout, false);
+        alloc.set_host_stripe(c.stripe_pages);
         Ok(PageFtl {
             l2p: vec![NONE; layout.logical_pages as usize],
-            alloc: PageAllocator::new(cfg, layout, false),
+            alloc,
             layout: *layout,
         })
     }

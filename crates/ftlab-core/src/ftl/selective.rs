@@ -8,17 +8,20 @@
 //! cache of whole mapping blocks lives in host memory within the DRAM budget. A miss loads
 //! the block into a free slot; with none free, the coldest cached block is evicted first,
 //! written back only if it changed. Hotness follows pblk-trans: a bonus on load
-//! (`load_bonus`, 1000), and per translation `access_increment` (1; `hinted_increment`,
-//! 500, for a logical page in a range the host declared hot) plus `read_increment` (50) or
-//! `write_increment` (10); every `decay_every_requests` host requests each cached block loses
-//! max(hotness / 1000, 1) (pblk-trans decays every 250 ms; counting requests keeps
-//! mapping-only and timed runs identical); and at eviction a block's hotness counts one
-//! point less per `age_every_requests` requests since its last translation (pblk-trans
+//! (`load_bonus`, 1000), and per translation an increment by what the host says the page
+//! is, as pblk-trans's update thread adds them (FTL-algorithms spec section 12.2): when the
+//! host declares its journal (`hot_ranges`) and hints are on, `hinted_increment` (5) for a
+//! journal page and `data_increment` (20) for any other (data), else `access_increment` (1:
+//! an untyped page); plus `read_increment` or `write_increment` (0 by default; another
+//! version of pblk-trans's calculation adds 50 and 10, with 500 for journal and file-system
+//! metadata pages and 10 for data); every `decay_every_requests` host requests each cached
+//! block loses max(hotness / 1000, 1) (pblk-trans decays every 250 ms; counting requests
+//! keeps mapping-only and timed runs identical); and at eviction a block's hotness counts
+//! one point less per `age_every_requests` requests since its last translation (pblk-trans
 //! ages by half the milliseconds since the last access), so the victim is the block of
 //! least `hotness - idle requests / age_every_requests`. An evicted block's hotness is
-//! forgotten. Host hints: byte ranges declared hot (`hot_ranges`, a file system's journal)
-//! get the large increment, so the blocks mapping them stay resident in preference
-//! (`hints = false` ignores them: the paper's "no journal separation").
+//! forgotten. `hints = false` types nothing (the paper's "no journal separation"): hot
+//! ranges are then only counted.
 //!
 //! A dirty victim is written back in the background (`background_writeback`, as
 //! pblk-trans's evict thread does): its programs take their dies' time, but the request
@@ -60,9 +63,13 @@ pub struct SelectiveConfig {
     pub mapping_block_bytes: u64,
     /// Hotness given to a block when it is loaded.
     pub load_bonus: u64,
-    /// Hotness added per translation of a logical page outside the hot ranges.
+    /// Hotness added per translation of an untyped logical page (no hot range declared,
+    /// or hints off).
     pub access_increment: u64,
-    /// Hotness added per translation of a logical page inside a hot range.
+    /// Hotness added per translation of a data page: outside the hot ranges, when the host
+    /// declares some and hints are on.
+    pub data_increment: u64,
+    /// Hotness added per translation of a logical page inside a hot range (hints on).
     pub hinted_increment: u64,
     /// Hotness added per translation for a read / for a write or trim.
     pub read_increment: u64,
@@ -88,9 +95,10 @@ impl Default for SelectiveConfig {
             mapping_block_bytes: 64 << 10,
             load_bonus: 1000,
             access_increment: 1,
-            hinted_increment: 500,
-            read_increment: 50,
-            write_increment: 10,
+            data_increment: 20,
+            hinted_increment: 5,
+            read_increment: 0,
+            write_increment: 0,
             decay_every_requests: 1000,
             age_every_requests: 8,
             hot_ranges: Vec::new(),
@@ -228,10 +236,11 @@ impl Selective {
     #[inline]
     fn increment(&self, lpa: u32, op: Op) -> (u64, bool) {
         let hinted = self.hot_pages.iter().any(|&(s, e)| lpa >= s && lpa < e);
-        let add = (if hinted && self.c.hints {
-            self.c.hinted_increment
-        } else {
-            self.c.access_increment
+        let typed = self.c.hints && !self.hot_pages.is_empty();
+        let add = (match (typed, hinted) {
+            (false, _) => self.c.access_increment,
+            (true, true) => self.c.hinted_increment,
+            (true, false) => self.c.data_increment,
         }) + if op == Op::Read {
             self.c.read_increment
         } else {

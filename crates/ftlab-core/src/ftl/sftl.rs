@@ -24,7 +24,7 @@
 
 use crate::config::{Config, Layout};
 use crate::error::{Error, Result};
-use crate::ftl::alloc::Move;
+use crate::ftl::alloc::{Move, StripeOrder};
 use crate::ftl::demand::{self, read_data, settle, CachesEntries, OnFlashTable};
 use crate::ftl::mapcache::{IndexedHeap, Links, List, Replacement, ReplacementKind, NIL};
 use crate::ftl::{Ftl, MemoryBreakdown, Scheme};
@@ -59,39 +59,18 @@ impl Default for SftlConfig {
 /// Bytes of a translation page's number in the cache.
 const PAGE_ID_BYTES: u64 = 4;
 
-/// Physical pages in stripe order: writes go round-robin over the parallel units, so the
-/// page written after page `o` of block index `b` of unit `u` is page `o` of block index
-/// `b` of unit `u + 1` (page `o + 1` of unit 0 after the last unit) when the units' open
-/// blocks are aligned, as in a superblock. A run is a stretch of consecutive stripe
-/// positions: a sequential write striped over the channels stays one run.
-#[derive(Clone, Copy, Debug)]
-struct StripeOrder {
-    pages_per_block: u32,
-    blocks_per_unit: u32,
-    units: u64,
-}
-
-impl StripeOrder {
-    #[inline]
-    fn position(&self, ppn: Ppn) -> u64 {
-        let block = ppn / self.pages_per_block;
-        let offset = ppn % self.pages_per_block;
-        let unit = block / self.blocks_per_unit;
-        let index = block % self.blocks_per_unit;
-        (index as u64 * self.pages_per_block as u64 + offset as u64) * self.units + unit as u64
+/// Whether entry `i` of a page starts a run. A run is a stretch of consecutive positions
+/// in the allocator's stripe order ([`StripeOrder`]), so a sequential write striped over
+/// the channels stays one run.
+#[inline]
+fn is_head(stripe: &StripeOrder, v: &[Ppn], i: usize) -> bool {
+    if i == 0 {
+        return true;
     }
-
-    /// Whether entry `i` of a page starts a run.
-    #[inline]
-    fn is_head(&self, v: &[Ppn], i: usize) -> bool {
-        if i == 0 {
-            return true;
-        }
-        match (v[i - 1], v[i]) {
-            (p, NONE) => p != NONE,
-            (NONE, _) => true,
-            (p, c) => self.position(c) != self.position(p) + 1,
-        }
+    match (v[i - 1], v[i]) {
+        (p, NONE) => p != NONE,
+        (NONE, _) => true,
+        (p, c) => stripe.position(c) != stripe.position(p) + 1,
     }
 }
 
@@ -169,11 +148,7 @@ impl Scheme for Sftl {
         let pages = layout.logical_pages as usize;
         let b = buffer_entries as usize;
         Ok(Sftl {
-            stripe: StripeOrder {
-                pages_per_block: layout.pages_per_block,
-                blocks_per_unit: layout.blocks_per_unit,
-                units: layout.units as u64,
-            },
+            stripe: StripeOrder::new(cfg, layout, 1),
             view: vec![NONE; pages],
             cached: vec![false; units],
             runs: vec![0; units],
@@ -258,8 +233,9 @@ impl Sftl {
             }
         }
         let v = &self.view[s..e];
-        self.runs[page as usize] =
-            (0..v.len()).filter(|&i| self.stripe.is_head(v, i)).count() as u32;
+        self.runs[page as usize] = (0..v.len())
+            .filter(|&i| is_head(&self.stripe, v, i))
+            .count() as u32;
         self.dirty_entries[page as usize] = dirty;
         self.cached[page as usize] = true;
         self.used_bytes += self.page_bytes(page);
@@ -383,13 +359,13 @@ impl Sftl {
             let i = lpa as usize - s;
             let before = {
                 let v = &self.view[s..e];
-                self.stripe.is_head(v, i) as u32
-                    + (i + 1 < v.len() && self.stripe.is_head(v, i + 1)) as u32
+                is_head(&self.stripe, v, i) as u32
+                    + (i + 1 < v.len() && is_head(&self.stripe, v, i + 1)) as u32
             };
             self.view[lpa as usize] = ppn;
             let v = &self.view[s..e];
-            let after = self.stripe.is_head(v, i) as u32
-                + (i + 1 < v.len() && self.stripe.is_head(v, i + 1)) as u32;
+            let after = is_head(&self.stripe, v, i) as u32
+                + (i + 1 < v.len() && is_head(&self.stripe, v, i + 1)) as u32;
             self.used_bytes -= self.page_bytes(page);
             self.runs[page as usize] = self.runs[page as usize] + after - before;
             self.used_bytes += self.page_bytes(page);

@@ -18,6 +18,14 @@
 //!   read starts at that VBA and probes the following ones at the same PPID, reading each
 //!   valid page's OOB until its logical address matches. Every probe is a flash read.
 //!
+//! Virtual blocks over superblocks (`virtual_blocks = "superblock"`, not the thesis's): the
+//! hash picks a row of virtual blocks, one per parallel unit, and the logical page's own
+//! unit within it (the LPA modulo the units, in the allocator's stripe order), so that a
+//! sequential run that hashes alike spreads over every die instead of filling one block on
+//! one die; each (row, unit) virtual block still maps to one physical block of its unit,
+//! and probing moves to the next row in the same unit. The thesis's one-block virtual
+//! blocks (`"block"`) are the default.
+//!
 //! Choices where the thesis is silent (README, `## Schemes`): there are as many VBAs as
 //! physical blocks minus one spare block per parallel unit, so that GC always has a fresh
 //! block; a VBA keeps the parallel unit of its first block (GC copies within the unit); a
@@ -43,6 +51,17 @@ pub struct SlimConfig {
     pub ppid_bits: u32,
     /// The LPA is shifted right by this many bits before hashing (sequentiality 2^shift pages).
     pub lpa_shift: u32,
+    /// What a virtual block is: one physical block (the thesis) or a row of blocks, one
+    /// per parallel unit, the page's unit fixed by its LPA (die-parallel sequential I/O).
+    pub virtual_blocks: VirtualBlocks,
+}
+
+/// The `slimftl.virtual_blocks` choice.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum VirtualBlocks {
+    Block,
+    Superblock,
 }
 
 impl Default for SlimConfig {
@@ -51,6 +70,7 @@ impl Default for SlimConfig {
             hid_bits: 6,
             ppid_bits: 8,
             lpa_shift: 8,
+            virtual_blocks: VirtualBlocks::Block,
         }
     }
 }
@@ -79,6 +99,10 @@ pub struct SlimFtl {
     hasher: Md5Hasher,
     hash_functions: u32,
     vbas: u32,
+    /// Superblock virtual blocks: VBA `row x units + k` lives on the `k`-th unit of the
+    /// stripe order (`stripe[k]`), and a logical page on the `lpa mod units`-th; `None`
+    /// for the thesis's one-block virtual blocks.
+    stripe: Option<Vec<u32>>,
     layout: Layout,
     counters: Counters,
 }
@@ -100,6 +124,19 @@ impl Scheme for SlimFtl {
         }
         let spare = layout.units as u64 * SPARE_BLOCKS_PER_UNIT as u64;
         let vbas = (layout.total_blocks as u64 - spare) as u32;
+        let stripe = (c.virtual_blocks == VirtualBlocks::Superblock)
+            .then(|| crate::ftl::alloc::round_robin(cfg, layout));
+        // The hash picks a VBA, or with superblocks a row of them.
+        let targets = match stripe {
+            None => vbas,
+            Some(_) => vbas / layout.units,
+        };
+        if targets < 2 {
+            return Err(Error::config(
+                "slimftl.virtual_blocks",
+                "fewer than two rows of virtual blocks: the device is too small for superblocks",
+            ));
+        }
         // The VBT entry is 32 bits; the physical block number needs `block_bits` of them.
         let block_bits = 32 - (layout.total_blocks.max(2) - 1).leading_zeros();
         let shared_out_max = if block_bits >= 32 {
@@ -114,9 +151,10 @@ impl Scheme for SlimFtl {
             shared_out_max,
             free: FreeBlocks::all(layout),
             next_unit: 0,
-            hasher: Md5Hasher::new(c.lpa_shift, vbas, layout.logical_pages),
+            hasher: Md5Hasher::new(c.lpa_shift, targets, layout.logical_pages),
             hash_functions: (1 << c.hid_bits) - 1,
             vbas,
+            stripe,
             layout: *layout,
             counters: Counters::default(),
         })
@@ -129,12 +167,30 @@ impl SlimFtl {
         self.primary.get(lpa).0
     }
 
+    /// The VBA the `hid`-th hash function picks for `lpa` (whose digest is `digest`).
+    #[inline]
+    fn vba_of(&self, digest: u128, hid: u32, lpa: u32) -> u32 {
+        let target = self.hasher.target(digest, hid);
+        match &self.stripe {
+            None => target,
+            Some(_) => target * self.layout.units + lpa % self.layout.units,
+        }
+    }
+
+    /// The VBA probing visits after `vba`: the next one, or with superblocks the next
+    /// row's on the same unit.
     #[inline]
     fn next_vba(&self, vba: u32) -> u32 {
-        if vba + 1 == self.vbas {
-            0
+        let step = if self.stripe.is_some() {
+            self.layout.units
         } else {
-            vba + 1
+            1
+        };
+        let next = vba + step;
+        if next >= self.vbas {
+            next - self.vbas
+        } else {
+            next
         }
     }
 
@@ -169,7 +225,7 @@ impl SlimFtl {
         host_read: bool,
     ) -> Result<(Ppn, u32, u32)> {
         let digest = self.hasher.digest(lpa);
-        let origin = self.hasher.target(digest, hid);
+        let origin = self.vba_of(digest, hid, lpa);
         let ppb = self.layout.pages_per_block;
         // No page of this VBA was shared out: the page is here, and an overwrite needs no read.
         if !host_read && self.shared_out_max > 0 && self.shared_out[origin as usize] == 0 {
@@ -224,14 +280,22 @@ impl SlimFtl {
         Ok(())
     }
 
-    /// Points an unallocated VBA at a free block.
+    /// Points an unallocated VBA at a free block (of its unit, with superblocks).
     fn allocate(&mut self, vba: u32) -> Result<u32> {
-        let pba = self
-            .free
-            .pop_round_robin(&mut self.next_unit, SPARE_BLOCKS_PER_UNIT)
-            .ok_or_else(|| Error::DeviceFull {
-                message: "SlimFTL has no free block for a new virtual block".into(),
-            })?;
+        let pba = match &self.stripe {
+            None => self
+                .free
+                .pop_round_robin(&mut self.next_unit, SPARE_BLOCKS_PER_UNIT),
+            Some(stripe) => {
+                let unit = stripe[(vba % self.layout.units) as usize];
+                (self.free.count(unit) > SPARE_BLOCKS_PER_UNIT)
+                    .then(|| self.free.pop(unit))
+                    .flatten()
+            }
+        }
+        .ok_or_else(|| Error::DeviceFull {
+            message: "SlimFTL has no free block for a new virtual block".into(),
+        })?;
         self.vbt[vba as usize] = pba;
         self.counters.vbas_allocated += 1;
         Ok(pba)
@@ -305,7 +369,7 @@ impl Ftl for SlimFtl {
         let digest = self.hasher.digest(lpa);
         let mut best: Option<(u32, u32, u32)> = None; // (invalid pages, hid, vba)
         for hid in 1..=self.hash_functions {
-            let vba = self.hasher.target(digest, hid);
+            let vba = self.vba_of(digest, hid, lpa);
             if self.has_room(flash, vba) {
                 let ppid = self.program_into(vba, lpa, seq, flash)?;
                 self.primary.set(lpa, hid, ppid);
@@ -327,7 +391,7 @@ impl Ftl for SlimFtl {
         }
         // Hash collision: every reachable VBA is full of valid pages. Linear probing from the
         // HID-1 VBA to the first VBA that can take the page (collecting it if it must).
-        let origin = self.hasher.target(digest, 1);
+        let origin = self.vba_of(digest, 1, lpa);
         let mut vba = self.next_vba(origin);
         while vba != origin {
             if self.has_room(flash, vba) || self.invalid_pages(flash, vba) > 0 {

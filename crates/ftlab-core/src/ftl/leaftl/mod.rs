@@ -42,7 +42,7 @@ pub mod table;
 
 use crate::config::{Config, Layout, OOB_HEADER_BYTES};
 use crate::error::{Error, Result};
-use crate::ftl::alloc::{Move, PageAllocator};
+use crate::ftl::alloc::{Move, PageAllocator, StripeOrder};
 use crate::ftl::mapcache::{Links, List, NIL};
 use crate::ftl::translation::TranslationStore;
 use crate::ftl::{Ftl, MemoryBreakdown, Scheme};
@@ -76,10 +76,12 @@ pub enum Placement {
     /// A block at a time (up to `stripe_pages` pages) on one parallel unit, then the next:
     /// the artifact's allocation; segments are learned over physical page numbers.
     Block,
-    /// Page by page over the parallel units (as a superblock stripe); segments are learned
-    /// over positions in stripe order, which stay consecutive while the units' open blocks
-    /// are aligned. A page's OOB neighbours then lie on other dies, so only accurate
-    /// segments are learned (γ has no effect).
+    /// `stripe_pages` pages (default 1) on one parallel unit, then as many on the next, as a
+    /// superblock stripe; segments are learned over positions in that stripe order, which
+    /// stay consecutive while the units' open blocks are aligned, so a segment spans the
+    /// units. An approximate segment predicts each member within the chunk it was written
+    /// in (the pages of its block that its OOB describes): with one-page chunks only
+    /// accurate segments are learned (γ has no effect).
     Stripe,
 }
 
@@ -97,8 +99,9 @@ pub struct LeaftlConfig {
     /// Most recently read OOB areas kept in controller memory (0: none).
     pub oob_cache_pages: u32,
     pub placement: Placement,
-    /// Block placement: consecutive pages of a flush written to one parallel unit before
-    /// moving to the next (0: a whole block).
+    /// Consecutive pages of a flush written to one parallel unit before moving to the next:
+    /// block placement, up to a block (0: a whole block); stripe placement, a divisor of
+    /// the pages per block (0: one page).
     pub stripe_pages: u32,
     pub crb_accounting: CrbAccounting,
     /// Measure the CPU time of learning and lookups (wall-clock: the report is then not
@@ -157,41 +160,6 @@ impl Backing {
             Backing::Dram(a) => a.memory(out),
             Backing::Flash(s) => s.memory(out),
         }
-    }
-}
-
-/// Positions in stripe order: page `o` of block index `b` of unit `u` is position
-/// `(b x pages_per_block + o) x units + u`, so that pages written round-robin over units
-/// whose open blocks are aligned (a superblock) have consecutive positions.
-#[derive(Clone, Copy, Debug)]
-struct StripeOrder {
-    units: u32,
-    blocks_per_unit: u32,
-    pages_per_block: u32,
-}
-
-impl StripeOrder {
-    fn new(layout: &Layout) -> Self {
-        StripeOrder {
-            units: layout.units,
-            blocks_per_unit: layout.blocks_per_unit,
-            pages_per_block: layout.pages_per_block,
-        }
-    }
-
-    #[inline]
-    fn position(&self, ppn: Ppn) -> u32 {
-        let block = ppn / self.pages_per_block;
-        let offset = ppn % self.pages_per_block;
-        let (unit, index) = (block / self.blocks_per_unit, block % self.blocks_per_unit);
-        (index * self.pages_per_block + offset) * self.units + unit
-    }
-
-    #[inline]
-    fn page(&self, position: u32) -> Ppn {
-        let (unit, row) = (position % self.units, position / self.units);
-        let (index, offset) = (row / self.pages_per_block, row % self.pages_per_block);
-        (unit * self.blocks_per_unit + index) * self.pages_per_block + offset
     }
 }
 
@@ -373,6 +341,18 @@ flush_group_fill = 0.875
                 ),
             ));
         }
+        if lcfg.placement == Placement::Stripe
+            && lcfg.stripe_pages > 1
+            && !layout.pages_per_block.is_multiple_of(lcfg.stripe_pages)
+        {
+            return Err(Error::config(
+                "leaftl.stripe_pages",
+                format!(
+                    "stripe placement needs a divisor of the pages per block ({}), not {}",
+                    layout.pages_per_block, lcfg.stripe_pages
+                ),
+            ));
+        }
         if lcfg.max_levels == 0 {
             return Err(Error::config("leaftl.max_levels", "must be at least 1"));
         }
@@ -398,7 +378,7 @@ flush_group_fill = 0.875
             )?)
         };
         let stripe = match (lcfg.placement, lcfg.stripe_pages) {
-            (Placement::Stripe, _) => 1,
+            (Placement::Stripe, n) => n.max(1),
             (Placement::Block, 0) => layout.pages_per_block,
             (Placement::Block, n) => n,
         };
@@ -407,13 +387,8 @@ flush_group_fill = 0.875
         let extra = layout.oob_size as u64 - OOB_HEADER_BYTES;
         Ok(LeaFtl {
             layout: *layout,
-            learner: Learner::new(
-                match lcfg.placement {
-                    Placement::Block => lcfg.gamma,
-                    Placement::Stripe => 0,
-                },
-                codec,
-            ),
+            learner: Learner::new(lcfg.gamma, codec)
+                .across_runs(lcfg.placement == Placement::Stripe),
             window: (extra / 4 / 2) as u32,
             index: vec![NONE; groups],
             groups: Vec::new(),
@@ -428,7 +403,8 @@ flush_group_fill = 0.875
             flash_free: Vec::new(),
             pages_per_group,
             backing,
-            stripe_order: (lcfg.placement == Placement::Stripe).then(|| StripeOrder::new(layout)),
+            stripe_order: (lcfg.placement == Placement::Stripe)
+                .then(|| StripeOrder::new(cfg, layout, stripe)),
             batch_start: vec![0; (layout.physical_pages as usize).div_ceil(64)],
             oob_cache: Vec::with_capacity(lcfg.oob_cache_pages as usize),
             batch: Vec::new(),
@@ -708,7 +684,7 @@ impl LeaFtl {
     fn page_of(&self, predicted: u32) -> Ppn {
         match &self.stripe_order {
             None => predicted,
-            Some(order) => order.page(predicted),
+            Some(order) => order.page(predicted as u64),
         }
     }
 
@@ -836,8 +812,14 @@ impl LeaFtl {
     /// consecutive in one block form a run) and inserts the segments on top of their groups.
     fn learn(&mut self, written: &[Written], flash: &Flash) {
         let started = self.cfg.cpu_timing.then(Instant::now);
-        // Runs: pages consecutive in one block (what each page's OOB window can see).
+        // Runs: pages consecutive in one block (what each page's OOB window can see), and in
+        // stripe placement consecutive in stripe order too (within one chunk), bounded in
+        // the coordinates segments predict: physical pages, or stripe positions.
         self.runs.clear();
+        let coord = |ppn: Ppn| match &self.stripe_order {
+            None => ppn,
+            Some(order) => order.position(ppn) as u32,
+        };
         let mut a = 0;
         while a < written.len() {
             let block = flash.block_of(written[a].ppn);
@@ -845,10 +827,11 @@ impl LeaFtl {
             while b < written.len()
                 && written[b].ppn == written[b - 1].ppn + 1
                 && flash.block_of(written[b].ppn) == block
+                && coord(written[b].ppn) == coord(written[b - 1].ppn) + 1
             {
                 b += 1;
             }
-            let run = (written[a].ppn, written[b - 1].ppn);
+            let run = (coord(written[a].ppn), coord(written[b - 1].ppn));
             self.runs.extend(std::iter::repeat_n(run, b - a));
             a = b;
         }
@@ -863,23 +846,15 @@ impl LeaFtl {
             }
             self.points.clear();
             for (w, &(run_lo, run_hi)) in written[i..j].iter().zip(&self.runs[i..j]) {
-                let point = match &self.stripe_order {
-                    None => Point {
-                        x: (w.lpa % GROUP_PAGES) as u8,
-                        y: w.ppn,
-                        run_lo,
-                        run_hi,
+                self.points.push(Point {
+                    x: (w.lpa % GROUP_PAGES) as u8,
+                    y: match &self.stripe_order {
+                        None => w.ppn,
+                        Some(order) => order.position(w.ppn) as u32,
                     },
-                    // In stripe order the learner has error bound 0: every prediction is
-                    // exact and no OOB is read, so runs do not matter.
-                    Some(order) => Point {
-                        x: (w.lpa % GROUP_PAGES) as u8,
-                        y: order.position(w.ppn),
-                        run_lo: 0,
-                        run_hi: u32::MAX,
-                    },
-                };
-                self.points.push(point);
+                    run_lo,
+                    run_hi,
+                });
             }
             self.learned.clear();
             self.learner.learn(&self.points, &mut self.learned);

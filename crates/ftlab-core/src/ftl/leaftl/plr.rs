@@ -275,6 +275,7 @@ pub struct Learner {
     gamma: f64,
     gamma_int: u32,
     codec: Codec,
+    across_runs: bool,
 }
 
 impl Learner {
@@ -283,7 +284,17 @@ impl Learner {
             gamma: if gamma == 0 { 1e-4 } else { gamma as f64 },
             gamma_int: gamma,
             codec,
+            across_runs: false,
         }
+    }
+
+    /// Lets a segment take points of several program runs as long as each point's
+    /// prediction stays within its own run (an exact prediction always does): stripe
+    /// placement, whose runs are chunks on different units that consecutive logical pages
+    /// cross. Without it a segment ends where a run ends.
+    pub fn across_runs(mut self, yes: bool) -> Learner {
+        self.across_runs = yes;
+        self
     }
 
     /// Learns `points` (sorted by offset, offsets distinct) into segments appended to `out`.
@@ -300,7 +311,8 @@ impl Learner {
         let g = self.gamma;
         let s0 = p[0];
         let (x0, y0) = (s0.x as f64, s0.y as f64);
-        if p.len() == 1 || p[1].run_lo != s0.run_lo {
+        let other_run = |q: &Point| !self.across_runs && q.run_lo != s0.run_lo;
+        if p.len() == 1 || other_run(&p[1]) {
             return (1, (0.0, y0));
         }
         let (x1, y1) = (p[1].x as f64, p[1].y as f64);
@@ -311,7 +323,7 @@ impl Learner {
         let mut n = 2;
         for q in &p[2..] {
             let (x, y) = (q.x as f64, q.y as f64);
-            if q.run_lo != s0.run_lo || !(y > lower.at(x) && y < upper.at(x)) {
+            if other_run(q) || !(y > lower.at(x) && y < upper.at(x)) {
                 break;
             }
             if y + g < upper.at(x) {
