@@ -23,6 +23,7 @@
 
 use crate::blocks::{select_victim, FreeBlocks};
 use crate::config::{Config, GcMode, Layout, VictimPolicy};
+use crate::divide::DivideBy;
 use crate::error::{Error, Result};
 use crate::ftl::MemoryBreakdown;
 use crate::nand::{Cause, Flash, Ppn, NONE};
@@ -41,6 +42,11 @@ pub struct StripeOrder {
     chunks_per_block: u32,
     blocks_per_unit: u32,
     units: u32,
+    /// Division by the pages per block, the blocks per unit and the chunk (S-FTL asks for
+    /// two positions per entry it scans: six hardware divisions each otherwise).
+    per_block: DivideBy,
+    per_unit: DivideBy,
+    per_chunk: DivideBy,
     /// The round-robin rank of each unit, and the unit of each rank.
     rank: Vec<u32>,
     unit: Vec<u32>,
@@ -61,6 +67,9 @@ impl StripeOrder {
             chunks_per_block: layout.pages_per_block / chunk,
             blocks_per_unit: layout.blocks_per_unit,
             units: layout.units,
+            per_block: DivideBy::new(layout.pages_per_block),
+            per_unit: DivideBy::new(layout.blocks_per_unit),
+            per_chunk: DivideBy::new(chunk),
             rank,
             unit,
         }
@@ -69,11 +78,14 @@ impl StripeOrder {
     #[inline]
     pub fn position(&self, ppn: Ppn) -> u64 {
         let ppb = self.chunk * self.chunks_per_block;
-        let (block, offset) = (ppn / ppb, ppn % ppb);
-        let (unit, index) = (block / self.blocks_per_unit, block % self.blocks_per_unit);
-        let row = index as u64 * self.chunks_per_block as u64 + (offset / self.chunk) as u64;
+        let block = self.per_block.divide(ppn);
+        let offset = ppn - block * ppb;
+        let unit = self.per_unit.divide(block);
+        let index = block - unit * self.blocks_per_unit;
+        let c = self.per_chunk.divide(offset);
+        let row = index as u64 * self.chunks_per_block as u64 + c as u64;
         (row * self.units as u64 + self.rank[unit as usize] as u64) * self.chunk as u64
-            + (offset % self.chunk) as u64
+            + (offset - c * self.chunk) as u64
     }
 
     #[inline]

@@ -59,19 +59,50 @@ impl Default for SftlConfig {
 /// Bytes of a translation page's number in the cache.
 const PAGE_ID_BYTES: u64 = 4;
 
-/// Whether entry `i` of a page starts a run. A run is a stretch of consecutive positions
-/// in the allocator's stripe order ([`StripeOrder`]), so a sequential write striped over
-/// the channels stays one run.
+/// Whether an entry `cur` starts a run after the entry `prev` (each with its stripe
+/// position, [`placed`]). A run is a stretch of consecutive positions in the allocator's
+/// stripe order ([`StripeOrder`]), so a sequential write striped over the channels stays
+/// one run; unmapped entries make one run together.
 #[inline]
-fn is_head(stripe: &StripeOrder, v: &[Ppn], i: usize) -> bool {
-    if i == 0 {
-        return true;
+fn starts_run(prev: (Ppn, u64), cur: (Ppn, u64)) -> bool {
+    let (p, p_pos) = prev;
+    let (c, c_pos) = cur;
+    if c == NONE {
+        p != NONE
+    } else {
+        p == NONE || c_pos != p_pos + 1
     }
-    match (v[i - 1], v[i]) {
-        (p, NONE) => p != NONE,
-        (NONE, _) => true,
-        (p, c) => stripe.position(c) != stripe.position(p) + 1,
+}
+
+/// An entry with its stripe position (0 when unmapped): each position computed once.
+#[inline]
+fn placed(stripe: &StripeOrder, ppn: Ppn) -> (Ppn, u64) {
+    (ppn, if ppn == NONE { 0 } else { stripe.position(ppn) })
+}
+
+/// The runs of a page's entries.
+fn count_runs(stripe: &StripeOrder, v: &[Ppn]) -> u32 {
+    let mut runs = 0;
+    let mut prev = None;
+    for &c in v {
+        let cur = placed(stripe, c);
+        runs += prev.is_none_or(|p| starts_run(p, cur)) as u32;
+        prev = Some(cur);
     }
+    runs
+}
+
+/// How many of entries `i` and `i + 1` start a run when entry `i` holds `c`, between
+/// `prev` (entry `i - 1`, if any) and `next` (entry `i + 1`, if any).
+#[inline]
+fn heads_around(
+    stripe: &StripeOrder,
+    prev: Option<(Ppn, u64)>,
+    c: Ppn,
+    next: Option<(Ppn, u64)>,
+) -> u32 {
+    let cur = placed(stripe, c);
+    prev.is_none_or(|p| starts_run(p, cur)) as u32 + next.is_some_and(|n| starts_run(cur, n)) as u32
 }
 
 pub struct Sftl {
@@ -232,10 +263,7 @@ impl Sftl {
                 self.buffered_pages.remove(page);
             }
         }
-        let v = &self.view[s..e];
-        self.runs[page as usize] = (0..v.len())
-            .filter(|&i| is_head(&self.stripe, v, i))
-            .count() as u32;
+        self.runs[page as usize] = count_runs(&self.stripe, &self.view[s..e]);
         self.dirty_entries[page as usize] = dirty;
         self.cached[page as usize] = true;
         self.used_bytes += self.page_bytes(page);
@@ -356,16 +384,12 @@ impl Sftl {
         if self.cached[page as usize] {
             let range = self.table.unit_range(page);
             let (s, e) = (range.start as usize, range.end as usize);
-            let i = lpa as usize - s;
-            let before = {
-                let v = &self.view[s..e];
-                is_head(&self.stripe, v, i) as u32
-                    + (i + 1 < v.len() && is_head(&self.stripe, v, i + 1)) as u32
-            };
-            self.view[lpa as usize] = ppn;
-            let v = &self.view[s..e];
-            let after = is_head(&self.stripe, v, i) as u32
-                + (i + 1 < v.len() && is_head(&self.stripe, v, i + 1)) as u32;
+            let i = lpa as usize;
+            let prev = (i > s).then(|| placed(&self.stripe, self.view[i - 1]));
+            let next = (i + 1 < e).then(|| placed(&self.stripe, self.view[i + 1]));
+            let before = heads_around(&self.stripe, prev, self.view[i], next);
+            let after = heads_around(&self.stripe, prev, ppn, next);
+            self.view[i] = ppn;
             self.used_bytes -= self.page_bytes(page);
             self.runs[page as usize] = self.runs[page as usize] + after - before;
             self.used_bytes += self.page_bytes(page);
