@@ -26,6 +26,10 @@ emulator; it models its costs:
 
 from __future__ import annotations
 
+from typing import Any
+
+import ftlab
+
 PUS = 25
 PAGES_PER_BLOCK = 4096
 LINES = 170
@@ -52,3 +56,12 @@ def device() -> list[str]:
         "buffer.size_bytes=8MiB",
         'buffer.flush="lru"',
     ]
+
+
+def run_unsaturated(workload: str, sets: list[str]) -> dict[str, Any]:
+    """The selective scheme's report on `workload` (closed loop), refusing a saturated run."""
+    report = ftlab.simulate("selective", workload=workload, sets=sets, precondition="none").report
+    load = report["metrics"].get("load") or {}
+    if load.get("saturated") or load.get("saturated_in_bursts"):
+        raise RuntimeError("the closed-loop replay saturated the device")
+    return report

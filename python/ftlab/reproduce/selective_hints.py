@@ -27,9 +27,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
-import ftlab
 from ftlab.reproduce import _ocssd, _summary
 from ftlab.reproduce._demand_common import (
     figure,
@@ -66,14 +64,6 @@ POLICIES: list[tuple[str, list[str]]] = [
 ]
 
 
-def _run(sets: list[str]) -> dict[str, Any]:
-    report = ftlab.simulate("selective", workload="journal", sets=sets, precondition="none").report
-    load = report["metrics"].get("load") or {}
-    if load.get("saturated") or load.get("saturated_in_bursts"):
-        raise RuntimeError("the closed-loop replay saturated the device")
-    return report
-
-
 def run(out_dir: Path, quick: bool) -> None:
     fractions = QUICK_FRACTIONS if quick else FRACTIONS
     journal = JOURNAL
@@ -88,14 +78,16 @@ def run(out_dir: Path, quick: bool) -> None:
         f"workload.working_set_bytes={DATA}",
         f"selective.hot_ranges=[[0, {journal}]]",
     ]
-    full = _run([*common, "dram.budget_bytes=0"])
+    full = _ocssd.run_unsaturated("journal", [*common, "dram.budget_bytes=0"])
     table = full_table_bytes(full)
     rows = []
     gains: dict[str, list[tuple[float, float]]] = {label: [] for label, _ in POLICIES[1:]}
     for fraction in fractions:
         iops: dict[str, float] = {}
         for label, extra in POLICIES:
-            report = _run([*common, *extra, f"dram.budget_bytes={int(table * fraction)}"])
+            report = _ocssd.run_unsaturated(
+                "journal", [*common, *extra, f"dram.budget_bytes={int(table * fraction)}"]
+            )
             m = report["metrics"]
             s = m["scheme"]
             iops[label] = m["iops"]

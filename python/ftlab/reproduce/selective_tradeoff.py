@@ -18,9 +18,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
-import ftlab
 from ftlab.reproduce import _ocssd, _summary
 from ftlab.reproduce._demand_common import (
     figure,
@@ -43,21 +41,17 @@ QUICK_REQUESTS = 50_000
 PAPER_AT_32 = 0.80
 
 
-def _run(sets: list[str]) -> dict[str, Any]:
-    report = ftlab.simulate("selective", workload="pareto", sets=sets, precondition="none").report
-    load = report["metrics"].get("load") or {}
-    if load.get("saturated") or load.get("saturated_in_bursts"):
-        raise RuntimeError("the closed-loop replay saturated the device")
-    return report
-
-
 def run(out_dir: Path, quick: bool) -> None:
     shares = QUICK_FILE_SHARES if quick else FILE_SHARES
     requests = QUICK_REQUESTS if quick else REQUESTS
     device = _ocssd.device()
     common = [*device, f"workload.requests={requests}", "replay.mode=closed"]
     common.append("replay.queue_depth=32")
-    logical = int(_run([*common, "workload.requests=1"])["device"]["logical_pages"])
+    logical = int(
+        _ocssd.run_unsaturated("pareto", [*common, "workload.requests=1"])["device"][
+            "logical_pages"
+        ]
+    )
     rows = []
     curves: dict[str, list[tuple[float, float]]] = {}
     at_32: dict[float, float] = {}
@@ -65,7 +59,7 @@ def run(out_dir: Path, quick: bool) -> None:
         size = int(logical * share) * 4096
         name = f"fio file {share:.1%} of the device"
         sets = [*common, f"workload.working_set_bytes={size}"]
-        full = _run([*sets, "dram.budget_bytes=0"])
+        full = _ocssd.run_unsaturated("pareto", [*sets, "dram.budget_bytes=0"])
         table = full_table_bytes(full)
         full_throughput = full["metrics"]["throughput_bytes_per_s"]
         points = []
@@ -73,7 +67,9 @@ def run(out_dir: Path, quick: bool) -> None:
             if fraction == 1.0:
                 report = full
             else:
-                report = _run([*sets, f"dram.budget_bytes={int(table * fraction)}"])
+                report = _ocssd.run_unsaturated(
+                    "pareto", [*sets, f"dram.budget_bytes={int(table * fraction)}"]
+                )
             m = report["metrics"]
             s = m["scheme"]
             throughput = m["throughput_bytes_per_s"]
