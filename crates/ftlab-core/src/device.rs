@@ -5,14 +5,17 @@
 //! it keeps for that write; `flush` persists the write buffer, as a FLUSH command does.
 //!
 //! The device holds no data: a write's pages get consecutive sequence numbers
-//! ([`Completion::first_seq`]), which the front maps to the bytes it was given. Reads are
-//! checked against the shadow copy when the device was opened with verification.
+//! ([`Completion::first_seq`]), which the front maps to the bytes it was given. A front
+//! that keeps real data attaches a [`PageSink`] ([`open_with_sink`]): the flash model tells
+//! it of every program, copy and erase, and the simulator of what each read served, so the
+//! bytes live where the scheme put them. Reads are checked against the shadow copy when the
+//! device was opened with verification.
 
 use crate::config::{Config, Layout, PreconditionMode};
 use crate::error::Result;
 use crate::ftl::{self, Ftl, Visitor};
 use crate::metrics::{Report, SourceInfo};
-use crate::nand::Flash;
+use crate::nand::{Flash, PageSink};
 use crate::request::{Op, Request};
 use crate::sim::Simulator;
 
@@ -27,7 +30,7 @@ pub struct Completion {
 }
 
 /// The simulated SSD as a block device.
-pub trait Device {
+pub trait Device: Send {
     /// The device's geometry: `logical_pages x page_size` bytes are addressable.
     fn layout(&self) -> &Layout;
     /// Serves one request; its `time_ns` is its arrival (open loop) or is ignored (closed
@@ -41,11 +44,56 @@ pub trait Device {
     fn flush(&mut self) -> Result<()>;
     /// Flushes and reports the whole session, as a replay's report.
     fn finish(self: Box<Self>) -> Result<Report>;
+    /// The attached page store ([`open_with_sink`]).
+    fn sink(&mut self) -> Option<&mut (dyn PageSink + 'static)>;
+    /// The last host write sequence number given (the next write's pages follow it).
+    fn last_seq(&self) -> u64;
+    /// Counters for a live display.
+    fn live(&self) -> Live;
+}
+
+/// What a live display shows of a device in service.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Live {
+    pub requests: u64,
+    pub pages_written: u64,
+    pub pages_read: u64,
+    pub flash_programs: u64,
+    pub gc_invocations: u64,
+    /// The scheme's DRAM now, in bytes.
+    pub memory_bytes: u64,
 }
 
 /// Opens scheme `scheme` on the device `cfg` describes, preconditioned as
 /// `cfg.precondition` says, with every read checked if `verify`.
 pub fn open(scheme: &str, cfg: &Config, verify: bool) -> Result<Box<dyn Device>> {
+    open_device(scheme, cfg, verify, None)
+}
+
+/// Opens scheme `scheme` on a fresh device whose data `sink` keeps (see [`PageSink`]).
+/// The device starts empty: `precondition.mode` must be `none` (preconditioning writes
+/// pages that have no data).
+pub fn open_with_sink(
+    scheme: &str,
+    cfg: &Config,
+    verify: bool,
+    sink: Box<dyn PageSink>,
+) -> Result<Box<dyn Device>> {
+    if cfg.precondition.mode != PreconditionMode::None {
+        return Err(crate::Error::config(
+            "precondition.mode",
+            "a device that keeps data starts empty or from its store: set it to \"none\"",
+        ));
+    }
+    open_device(scheme, cfg, verify, Some(sink))
+}
+
+fn open_device(
+    scheme: &str,
+    cfg: &Config,
+    verify: bool,
+    sink: Option<Box<dyn PageSink>>,
+) -> Result<Box<dyn Device>> {
     let layout = cfg.validate()?;
     ftl::build(
         scheme,
@@ -56,6 +104,7 @@ pub fn open(scheme: &str, cfg: &Config, verify: bool) -> Result<Box<dyn Device>>
             layout: &layout,
             scheme,
             verify,
+            sink,
         },
     )?
 }
@@ -65,11 +114,15 @@ struct Open<'a> {
     layout: &'a Layout,
     scheme: &'a str,
     verify: bool,
+    sink: Option<Box<dyn PageSink>>,
 }
 
 impl Visitor for Open<'_> {
     type Output = Result<Box<dyn Device>>;
-    fn visit<F: Ftl>(self, ftl: F, flash: Flash) -> Self::Output {
+    fn visit<F: Ftl>(self, ftl: F, mut flash: Flash) -> Self::Output {
+        if let Some(sink) = self.sink {
+            flash.attach_sink(sink);
+        }
         let mut sim = Simulator::new(self.cfg, self.layout, ftl, flash, self.verify);
         if self.cfg.precondition.mode != PreconditionMode::None {
             sim.precondition(&self.cfg.precondition, &[], &mut |_, _| true)?;
@@ -120,5 +173,28 @@ impl<F: Ftl> Device for SimDevice<F> {
             format: String::new(),
         };
         self.sim.finish(&self.scheme, source, &self.cfg)
+    }
+
+    fn sink(&mut self) -> Option<&mut (dyn PageSink + 'static)> {
+        self.sim.flash_mut().sink_mut()
+    }
+
+    fn last_seq(&self) -> u64 {
+        self.sim.last_seq()
+    }
+
+    fn live(&self) -> Live {
+        let host = self.sim.host();
+        let flash = self.sim.flash();
+        let mut memory = Vec::new();
+        self.sim.ftl().memory(&mut memory);
+        Live {
+            requests: host.requests,
+            pages_written: host.pages_written,
+            pages_read: host.pages_read,
+            flash_programs: flash.stats.total_programs(),
+            gc_invocations: flash.stats.gc_invocations,
+            memory_bytes: memory.iter().map(|(_, b)| b).sum(),
+        }
     }
 }

@@ -21,11 +21,40 @@ use crate::config::{Config, Layout, ProgramOrder, OOB_HEADER_BYTES};
 use crate::error::{Error, Result};
 use crate::timing::{Place, SchedulerStats, Timeline};
 use serde::Serialize;
+use std::any::Any;
 use std::fmt;
 
 pub type Ppn = u32;
 /// An unmapped entry / a page holding no logical page.
 pub const NONE: u32 = u32::MAX;
+
+/// What one page of a read served, for a [`PageSink`]: nothing (unmapped: zeros), the copy
+/// of host write `seq` in the write buffer, or flash page `ppn`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ServedPage {
+    Unmapped,
+    Buffer(u64),
+    Flash(Ppn),
+}
+
+/// Where a block device front keeps the data: told of every program, copy and erase the
+/// flash model carries out (so the bytes follow the scheme's physical placement) and of
+/// what each page read served, at the moment it is served. The simulator holds no data;
+/// a sink that fails records its error and the front reports it after the request.
+pub trait PageSink: Send {
+    /// Page `ppn` was programmed with `oob` (host data: the bytes the front staged for
+    /// `oob.seq`; a page holding no logical page: [`Flash::page_content`], if set).
+    fn program(&mut self, ppn: Ppn, oob: Oob, content: Option<&[u8]>);
+    /// Valid page `src` was copied to `dst` (garbage collection, merges).
+    fn copy(&mut self, src: Ppn, dst: Ppn, oob: Oob);
+    /// Block `block` was erased.
+    fn erase(&mut self, block: u32);
+    /// Page `lpa` of a host read (`host_read`) or of the read-modify-write of a partial
+    /// page write served `from`.
+    fn served(&mut self, lpa: u32, from: ServedPage, host_read: bool);
+    /// For the front to reach its concrete sink.
+    fn as_any_mut(&mut self) -> &mut dyn Any;
+}
 
 /// Declares the causes once: the [`Cause`] enum (its discriminant is the index into the
 /// counters), [`CAUSES`], [`CAUSE_COUNT`] and each cause's name, group and description.
@@ -283,6 +312,14 @@ pub struct Flash {
     /// and timed runs take the same decisions.
     pub clock: u64,
     pub stats: FlashStats,
+    /// The page store of a block device front, told of every program, copy and erase.
+    sink: Option<Box<dyn PageSink>>,
+    /// The page read last (the simulator finds from it the page a read served).
+    last_read: Ppn,
+    /// The bytes of the next page programmed without a logical page (a translation page's
+    /// entries), kept only while a sink is attached.
+    content: Vec<u8>,
+    has_content: bool,
 }
 
 #[inline]
@@ -360,7 +397,48 @@ impl Flash {
             timing_restarts: 0,
             clock: 0,
             stats: FlashStats::default(),
+            sink: None,
+            last_read: NONE,
+            content: Vec::new(),
+            has_content: false,
         })
+    }
+
+    /// Attaches the page store of a block device front ([`PageSink`]).
+    pub fn attach_sink(&mut self, sink: Box<dyn PageSink>) {
+        self.sink = Some(sink);
+    }
+
+    /// The attached page store, if any.
+    pub fn sink_mut(&mut self) -> Option<&mut (dyn PageSink + 'static)> {
+        self.sink.as_deref_mut()
+    }
+
+    /// Whether a page store is attached (schemes then give their translation pages'
+    /// bytes with [`Flash::page_content`]).
+    #[inline]
+    pub fn has_sink(&self) -> bool {
+        self.sink.is_some()
+    }
+
+    /// With a sink attached: a buffer for the bytes of the next page programmed without a
+    /// logical page (cleared; the next such program hands it to the sink). `None` without
+    /// a sink, so that simulations encode nothing.
+    #[inline]
+    pub fn page_content(&mut self) -> Option<&mut Vec<u8>> {
+        if self.sink.is_none() {
+            return None;
+        }
+        self.content.clear();
+        self.has_content = true;
+        Some(&mut self.content)
+    }
+
+    /// The page read last (with the OOB it returned, the simulator checks that it is the
+    /// page a scheme served).
+    #[inline]
+    pub fn last_read(&self) -> Ppn {
+        self.last_read
     }
 
     pub fn layout(&self) -> &Layout {
@@ -680,6 +758,7 @@ impl Flash {
         if !self.is_programmed(ppn) {
             return Err(NandError::ReadErased { ppn });
         }
+        self.last_read = ppn;
         self.stats.reads[self.counter(cause)] += 1;
         let mut done = ready;
         if self.timeline.is_some() {
@@ -704,7 +783,22 @@ impl Flash {
         cause: Cause,
     ) -> std::result::Result<(), NandError> {
         let ready = self.cursor;
-        self.program_at(ppn, oob, extra, cause, ready)
+        self.program_at(ppn, oob, extra, cause, ready)?;
+        if self.sink.is_some() {
+            self.notify_program(ppn, oob);
+        }
+        Ok(())
+    }
+
+    #[inline(never)]
+    fn notify_program(&mut self, ppn: Ppn, oob: Oob) {
+        let content = (oob.lpa == NONE && self.has_content).then_some(&self.content[..]);
+        if let Some(sink) = self.sink.as_mut() {
+            sink.program(ppn, oob, content);
+        }
+        if oob.lpa == NONE {
+            self.has_content = false;
+        }
     }
 
     fn program_at(
@@ -805,6 +899,9 @@ impl Flash {
             let from = src as usize * w;
             self.extra.copy_within(from..from + w, dst as usize * w);
         }
+        if let Some(sink) = self.sink.as_mut() {
+            sink.copy(src, dst, oob);
+        }
         Ok(oob)
     }
 
@@ -841,6 +938,9 @@ impl Flash {
         self.erase_count[block as usize] += 1;
         self.modified_at[block as usize] = self.clock;
         self.stats.erases[self.counter(cause)] += 1;
+        if let Some(sink) = self.sink.as_mut() {
+            sink.erase(block);
+        }
         if self.timeline.is_some() {
             let die = self.layout.die_of_unit(self.layout.unit_of_block(block));
             let (cursor, background) = (self.cursor, self.background);

@@ -37,7 +37,7 @@ use std::collections::BTreeMap;
 /// DRAM the scheme holds, by component, in bytes.
 pub type MemoryBreakdown = Vec<(&'static str, u64)>;
 
-pub trait Ftl: 'static {
+pub trait Ftl: 'static + Send {
     /// Serves a read of logical page `lpa`: the OOB header of the flash page it read, or
     /// `None` if the page is unmapped (never written, or trimmed).
     fn read(&mut self, lpa: u32, flash: &mut Flash) -> Result<Option<Oob>>;
