@@ -16,12 +16,12 @@ from pathlib import Path
 import pytest
 
 #: A device small enough that the tests make garbage collection run within seconds: 32
-#: parallel units x 16 blocks x 32 pages of 4 KiB (64 MiB raw, 48 MiB exported), a 1 MiB
+#: parallel units x 16 blocks x 32 pages of 4 KiB (64 MiB raw, 44.8 MiB exported), a 1 MiB
 #: write buffer.
 SMALL_DEVICE = [
     "geometry.blocks_per_plane=16",
     "geometry.pages_per_block=32",
-    "ftl.over_provisioning=0.25",
+    "ftl.over_provisioning=0.3",
     'buffer.size_bytes="1MiB"',
 ]
 
