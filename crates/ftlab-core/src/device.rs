@@ -15,7 +15,8 @@ use crate::config::{Config, Layout, PreconditionMode};
 use crate::error::Result;
 use crate::ftl::{self, Ftl, Visitor};
 use crate::metrics::{Report, SourceInfo};
-use crate::nand::{Flash, PageSink};
+use crate::nand::{Flash, FlashStats, PageSink, NONE};
+use crate::recovery::{self, FlashImage};
 use crate::request::{Op, Request};
 use crate::sim::Simulator;
 
@@ -88,12 +89,55 @@ pub fn open_with_sink(
     open_device(scheme, cfg, verify, Some(sink))
 }
 
+/// What a restart rebuilt ([`open_recovered`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Recovered {
+    /// Logical pages mapped.
+    pub mapped_pages: u64,
+    /// Flash programs the scheme's rebuild made (translation pages rewritten, blocks
+    /// closed), not counted in the session's report.
+    pub programs: u64,
+    /// The host write sequence number the device goes on from.
+    pub last_seq: u64,
+}
+
+/// Opens scheme `scheme` over the flash contents `image` left by an earlier session (see
+/// [`crate::recovery`]): the flash model is restored, the scheme rebuilds its state
+/// ([`Ftl::recover`]), and the device goes on with its data in `sink`. With `verify`,
+/// reads are checked against what the flash held (the shadow copy starts from it).
+pub fn open_recovered(
+    scheme: &str,
+    cfg: &Config,
+    verify: bool,
+    sink: Box<dyn PageSink>,
+    image: &FlashImage,
+) -> Result<(Box<dyn Device>, Recovered)> {
+    if cfg.precondition.mode != PreconditionMode::None {
+        return Err(crate::Error::config(
+            "precondition.mode",
+            "a device that keeps data starts empty or from its store: set it to \"none\"",
+        ));
+    }
+    let (device, recovered) = open_any(scheme, cfg, verify, Some(sink), Some(image))?;
+    Ok((device, recovered.unwrap_or_default()))
+}
+
 fn open_device(
     scheme: &str,
     cfg: &Config,
     verify: bool,
     sink: Option<Box<dyn PageSink>>,
 ) -> Result<Box<dyn Device>> {
+    open_any(scheme, cfg, verify, sink, None).map(|(d, _)| d)
+}
+
+fn open_any(
+    scheme: &str,
+    cfg: &Config,
+    verify: bool,
+    sink: Option<Box<dyn PageSink>>,
+    image: Option<&FlashImage>,
+) -> Result<(Box<dyn Device>, Option<Recovered>)> {
     let layout = cfg.validate()?;
     ftl::build(
         scheme,
@@ -105,6 +149,7 @@ fn open_device(
             scheme,
             verify,
             sink,
+            image,
         },
     )?
 }
@@ -115,25 +160,59 @@ struct Open<'a> {
     scheme: &'a str,
     verify: bool,
     sink: Option<Box<dyn PageSink>>,
+    image: Option<&'a FlashImage>,
 }
 
 impl Visitor for Open<'_> {
-    type Output = Result<Box<dyn Device>>;
-    fn visit<F: Ftl>(self, ftl: F, mut flash: Flash) -> Self::Output {
+    type Output = Result<(Box<dyn Device>, Option<Recovered>)>;
+    fn visit<F: Ftl>(self, mut ftl: F, mut flash: Flash) -> Self::Output {
         if let Some(sink) = self.sink {
             flash.attach_sink(sink);
+        }
+        let mut rebuilt = None;
+        if let Some(image) = self.image {
+            // The rebuild takes no simulated time and is not part of the session's counts.
+            let timed = flash.pause_timing();
+            let found = recovery::restore(image, &mut flash)?;
+            // What each page holds, before the rebuild's GC moves pages.
+            let seq_of: Vec<u64> = found
+                .live
+                .iter()
+                .map(|&p| if p == NONE { 0 } else { flash.oob(p).seq })
+                .collect();
+            ftl.recover(&found, &mut flash).map_err(|e| {
+                crate::Error::Usage(format!(
+                    "scheme `{}` cannot recover its state from the store: {e}",
+                    self.scheme
+                ))
+            })?;
+            let programs = flash.stats.total_programs();
+            flash.stats = FlashStats::default();
+            if timed {
+                flash.restart_timing(self.cfg);
+            }
+            rebuilt = Some((found, seq_of, programs));
         }
         let mut sim = Simulator::new(self.cfg, self.layout, ftl, flash, self.verify);
         if self.cfg.precondition.mode != PreconditionMode::None {
             sim.precondition(&self.cfg.precondition, &[], &mut |_, _| true)?;
         }
         sim.record_served(true);
-        Ok(Box::new(SimDevice {
+        let recovered = rebuilt.map(|(found, seq_of, programs)| {
+            sim.resume(found.last_seq, seq_of);
+            Recovered {
+                mapped_pages: found.mapped(),
+                programs,
+                last_seq: found.last_seq,
+            }
+        });
+        let device: Box<dyn Device> = Box::new(SimDevice {
             sim,
             layout: *self.layout,
             scheme: self.scheme.to_string(),
             cfg: self.cfg.clone(),
-        }))
+        });
+        Ok((device, recovered))
     }
 }
 

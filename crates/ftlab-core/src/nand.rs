@@ -143,6 +143,13 @@ impl Oob {
     /// The OOB header of an erased page.
     pub const ERASED: Oob = Oob { lpa: NONE, seq: 0 };
 
+    /// The OOB header of a filler page programmed at recovery to close a partly written
+    /// block (no logical page, no translation page).
+    pub const FILLER: Oob = Oob {
+        lpa: NONE,
+        seq: u64::MAX,
+    };
+
     /// The OOB header of translation page `k` (the page-table store of the demand-cached
     /// schemes): no logical page, and the translation page number in the sequence field.
     #[inline]
@@ -737,6 +744,53 @@ impl Flash {
         self.timing_restarts += 1;
         self.cursor = 0;
         self.request_done = 0;
+    }
+
+    // ----- recovery -----
+
+    /// Recovery after a restart: page `ppn` holds `oob`, as programmed before (no time, no
+    /// counter, not valid: the scheme revalidates what it keeps). Pages must come in
+    /// ascending order within a block; in sequential order, pages of the block skipped
+    /// below `ppn` (programs lost or torn) become filler pages holding no logical page.
+    pub fn restore_page(&mut self, ppn: Ppn, oob: Oob) -> std::result::Result<(), NandError> {
+        self.check_ppn(ppn)?;
+        let block = self.block_of(ppn);
+        let offset = self.page_offset(ppn);
+        let wp = self.write_ptr[block as usize];
+        if offset < wp || (self.order != ProgramOrder::Sequential && bit(&self.programmed, ppn)) {
+            return Err(NandError::ProgramNotErased { ppn });
+        }
+        let first = self.first_page(block);
+        if self.order == ProgramOrder::Sequential {
+            for hole in wp..offset {
+                self.oob[(first + hole) as usize] = Oob { lpa: NONE, seq: 0 }.store();
+            }
+        } else {
+            set_bit(&mut self.programmed, ppn, true);
+        }
+        self.write_ptr[block as usize] = match self.order {
+            ProgramOrder::Sequential | ProgramOrder::Ascending => offset + 1,
+            ProgramOrder::Any => wp + 1,
+        };
+        self.oob[ppn as usize] = oob.store();
+        Ok(())
+    }
+
+    /// Recovery: the block's erase count before the restart.
+    pub fn restore_erase_count(&mut self, block: u32, count: u32) {
+        self.erase_count[block as usize] = count;
+    }
+
+    /// Recovery: the scheme keeps programmed page `ppn`; it is valid again.
+    pub fn revalidate(&mut self, ppn: Ppn) -> std::result::Result<(), NandError> {
+        self.check_ppn(ppn)?;
+        if !self.is_programmed(ppn) || bit(&self.valid, ppn) {
+            return Err(NandError::InvalidateNotValid { ppn });
+        }
+        set_bit(&mut self.valid, ppn, true);
+        let block = self.block_of(ppn) as usize;
+        self.valid_count[block] += 1;
+        Ok(())
     }
 
     // ----- operations -----

@@ -193,6 +193,15 @@ impl<F: Ftl> Simulator<F> {
         self.served.as_deref().unwrap_or(&[])
     }
 
+    /// After a restart: host writes go on from `last_seq`, and the shadow copy (with
+    /// verification) starts from what each logical page holds (`seq_of`).
+    pub fn resume(&mut self, last_seq: u64, seq_of: Vec<u64>) {
+        self.last_seq = last_seq;
+        if let Some(shadow) = self.shadow.as_mut() {
+            *shadow = seq_of;
+        }
+    }
+
     /// The last host write sequence number given.
     pub fn last_seq(&self) -> u64 {
         self.last_seq

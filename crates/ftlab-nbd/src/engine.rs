@@ -59,6 +59,10 @@ impl Engine {
         self.device.live()
     }
 
+    pub fn last_seq(&self) -> u64 {
+        self.device.last_seq()
+    }
+
     pub fn failed(&self) -> Option<&str> {
         self.failed.as_deref()
     }

@@ -1,11 +1,22 @@
 //! Start-up and shutdown: a new store, or the state rebuilt from an existing one; and the
 //! checkpoint a clean shutdown writes.
+//!
+//! The checkpoint (`checkpoint`, JSON) records the store-wide program number up to which
+//! every page was durable, the host sequence number, and whether the session ended cleanly.
+//! A start-up over an existing store reads every OOB record (the flash model needs every
+//! page's header); records programmed after the checkpoint are checked against their
+//! data's CRC (a torn or lost write is not trusted), older ones were synced before the
+//! checkpoint was written. The flash model is restored from the records, the mapping worked
+//! out from them and the trim log ([`ftlab_core::recovery`]), and the scheme rebuilds its
+//! own structure ([`ftlab_core::ftl::Ftl::recover`]). Then the files are synced and a new
+//! checkpoint, marked unclean until the next clean shutdown, is written.
 
 use crate::engine::Engine;
-use crate::store::{meta_for, Files, Meta, PageStore};
+use crate::store::{meta_for, Files, Meta, PageStore, Record};
 use crate::ServeOptions;
 use ftlab_core::device;
 use ftlab_core::metrics::Report;
+use ftlab_core::recovery::FlashImage;
 use std::path::Path;
 use std::time::Instant;
 
@@ -87,27 +98,169 @@ pub fn open(opts: &ServeOptions, epoch: Instant) -> Result<(Engine, Startup), St
                 meta.page_size
             ));
         }
-        return Err(format!(
-            "{}: reopening an existing store is not implemented yet",
-            opts.store.display()
-        ));
+        return reopen(opts, &meta, epoch);
     }
     let files = Files::open(&opts.store, &meta)?;
     let text = serde_json::to_string_pretty(&meta).map_err(|e| e.to_string())?;
     write_atomically(&opts.store.join("meta.json"), text.as_bytes())?;
+    write_checkpoint(&opts.store, &Checkpoint::default())?;
     let store = PageStore::new(files, &meta, 1, vec![0; meta.total_blocks as usize], 0);
     let device = device::open_with_sink(&opts.scheme, &opts.cfg, opts.verify, Box::new(store))
         .map_err(|e| e.to_string())?;
     Ok((Engine::new(device, epoch)?, Startup::default()))
 }
 
+/// What `checkpoint` says.
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
+pub struct Checkpoint {
+    /// Written by a clean shutdown (else by the start-up of a session that has not ended
+    /// cleanly).
+    pub clean: bool,
+    /// Every page programmed up to this program number was durable.
+    pub durable_prog: u64,
+    /// The last host write sequence number of the session.
+    pub last_seq: u64,
+}
+
+fn read_checkpoint(dir: &Path) -> Result<Checkpoint, String> {
+    let path = dir.join("checkpoint");
+    match std::fs::read_to_string(&path) {
+        Ok(text) => serde_json::from_str(&text)
+            .map_err(|e| format!("{}: not a checkpoint: {e}", path.display())),
+        // A store whose first session died before its first checkpoint: nothing is trusted
+        // without its CRC.
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Checkpoint::default()),
+        Err(e) => Err(format!("{}: {e}", path.display())),
+    }
+}
+
+fn write_checkpoint(dir: &Path, cp: &Checkpoint) -> Result<(), String> {
+    let text = serde_json::to_string_pretty(cp).map_err(|e| e.to_string())?;
+    write_atomically(&dir.join("checkpoint"), text.as_bytes())
+}
+
+fn read_all(file: &std::fs::File, len: u64, what: &str) -> Result<Vec<u8>, String> {
+    use std::os::unix::fs::FileExt;
+    let mut buf = vec![0u8; len as usize];
+    file.read_exact_at(&mut buf, 0)
+        .map_err(|e| format!("reading the {what}: {e}"))?;
+    Ok(buf)
+}
+
+/// Rebuilds the device from an existing store.
+fn reopen(opts: &ServeOptions, meta: &Meta, epoch: Instant) -> Result<(Engine, Startup), String> {
+    use std::os::unix::fs::FileExt;
+    let t0 = Instant::now();
+    let cp = read_checkpoint(&opts.store)?;
+    let files = Files::open(&opts.store, meta)?;
+    let records = read_all(
+        &files.oob,
+        meta.physical_pages * crate::store::RECORD_BYTES as u64,
+        "OOB records",
+    )?;
+    let mut startup = Startup {
+        existing: true,
+        clean: cp.clean,
+        ..Startup::default()
+    };
+    let mut image = FlashImage::default();
+    let mut page = vec![0u8; meta.page_size as usize];
+    let mut max_prog = cp.durable_prog;
+    for (ppn, raw) in records.chunks_exact(crate::store::RECORD_BYTES).enumerate() {
+        let rec = Record::decode(raw);
+        if !rec.programmed {
+            continue;
+        }
+        startup.records_scanned += 1;
+        if rec.prog > cp.durable_prog {
+            startup.pages_since_checkpoint += 1;
+            let at = ppn as u64 * meta.page_size as u64;
+            files
+                .pages
+                .read_exact_at(&mut page, at)
+                .map_err(|e| format!("reading physical page {ppn}: {e}"))?;
+            if crc32c::crc32c(&page) != rec.crc {
+                startup.torn_pages += 1;
+                continue;
+            }
+        }
+        max_prog = max_prog.max(rec.prog);
+        image.pages.push((ppn as u32, rec.oob(), rec.prog));
+    }
+    let blocks = read_all(&files.blocks, meta.total_blocks as u64 * 4, "erase counts")?;
+    image.erase_counts = blocks
+        .chunks_exact(4)
+        .map(|b| u32::from_le_bytes(b.try_into().unwrap()))
+        .collect();
+    let trim_len = files
+        .trims
+        .metadata()
+        .map_err(|e| format!("the trim log: {e}"))?
+        .len()
+        / crate::store::TRIM_BYTES as u64
+        * crate::store::TRIM_BYTES as u64;
+    let trims = read_all(&files.trims, trim_len, "trim log")?;
+    image.trims = trims
+        .chunks_exact(crate::store::TRIM_BYTES)
+        .map(|t| {
+            (
+                u32::from_le_bytes(t[0..4].try_into().unwrap()),
+                u64::from_le_bytes(t[8..16].try_into().unwrap()),
+            )
+        })
+        .collect();
+    let erase_counts = image.erase_counts.clone();
+    let store = PageStore::new(files, meta, max_prog + 1, erase_counts, trim_len);
+    let (device, info) = device::open_recovered(
+        &opts.scheme,
+        &opts.cfg,
+        opts.verify,
+        Box::new(store),
+        &image,
+    )
+    .map_err(|e| e.to_string())?;
+    startup.mapped_pages = info.mapped_pages;
+    let mut engine = Engine::new(device, epoch)?;
+    // What the rebuild wrote, and what was found, is durable before the new checkpoint.
+    engine
+        .store()
+        .prepare_sync()
+        .and_then(|_| engine.store().sync_group().sync())?;
+    let durable_prog = engine.store().next_prog() - 1;
+    write_checkpoint(
+        &opts.store,
+        &Checkpoint {
+            clean: false,
+            durable_prog,
+            last_seq: info.last_seq,
+        },
+    )?;
+    startup.recovery_seconds = t0.elapsed().as_secs_f64();
+    Ok((engine, startup))
+}
+
 /// Clean shutdown: the write buffer to flash, everything synced, the checkpoint written;
 /// returns the session's report.
-pub fn shut_down(mut engine: Engine, _opts: &ServeOptions) -> Result<Report, String> {
+pub fn shut_down(mut engine: Engine, opts: &ServeOptions) -> Result<Report, String> {
     let sync = engine
         .flush()
         .map_err(|f| format!("final flush: {}", f.message))?;
     sync.sync()?;
+    if let Some(e) = engine.failed() {
+        return Err(format!(
+            "the device failed during the session ({e}); no clean checkpoint written"
+        ));
+    }
+    let durable_prog = engine.store().next_prog() - 1;
+    let last_seq = engine.last_seq();
+    write_checkpoint(
+        &opts.store,
+        &Checkpoint {
+            clean: true,
+            durable_prog,
+            last_seq,
+        },
+    )?;
     let device = engine.into_device();
     device.finish().map_err(|e| e.to_string())
 }

@@ -290,6 +290,44 @@ impl OnFlashTable {
         self.store.recycle_moves(moves)
     }
 
+    /// After a restart, the scheme's cache empty: the data pages `found` keeps are valid,
+    /// the latest copy of each translation page is located, and every unit that maps
+    /// anything is written again from the OOB scan (the cache's dirty entries were lost;
+    /// the data pages' OOB is the truth), so that the table on flash is current.
+    pub fn recover(&mut self, found: &crate::recovery::Found, flash: &mut Flash) -> Result<()> {
+        for &ppn in &found.live {
+            if ppn != NONE {
+                flash.revalidate(ppn)?;
+            }
+        }
+        self.flash_table.copy_from_slice(&found.live);
+        let at = found.translation_pages(self.store.pages());
+        self.store.recover(&at, flash)?;
+        let mut pending = vec![false; self.units() as usize];
+        let mut todo: Vec<u32> = (0..self.units())
+            .filter(|&u| self.unit_exists(u) || self.stored_unit(u).iter().any(|&p| p != NONE))
+            .collect();
+        for &u in &todo {
+            pending[u as usize] = true;
+        }
+        while let Some(u) = todo.pop() {
+            pending[u as usize] = false;
+            self.write_unit(u, flash)?;
+            // GC triggered by the writes moved data pages: their units are written again.
+            let moves = self.store.take_moves();
+            for m in &moves {
+                self.flash_table[m.key as usize] = m.to;
+                let mu = self.unit_of(m.key);
+                if !pending[mu as usize] {
+                    pending[mu as usize] = true;
+                    todo.push(mu);
+                }
+            }
+            self.store.recycle_moves(moves);
+        }
+        Ok(())
+    }
+
     /// The directory and the GC bookkeeping.
     pub fn memory(&self, out: &mut MemoryBreakdown) {
         self.store.memory(out)

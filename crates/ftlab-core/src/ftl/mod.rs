@@ -80,6 +80,17 @@ pub trait Ftl: 'static + Send {
     /// state: preconditioning traffic is kept out of the run's counters.
     fn reset_counters(&mut self) {}
 
+    /// Rebuilds the scheme's state after a restart ([`crate::recovery`]): `flash` holds
+    /// every page as programmed before, none valid; the scheme is as [`Scheme::new`] made
+    /// it. It revalidates the pages it keeps, rebuilds its map and structure from `found`,
+    /// and may write (rewrite translation pages, close blocks). A scheme that cannot says
+    /// so: the device then refuses to start rather than serve a wrong map.
+    fn recover(&mut self, _found: &crate::recovery::Found, _flash: &mut Flash) -> Result<()> {
+        Err(Error::Usage(
+            "this scheme cannot rebuild its state from flash".into(),
+        ))
+    }
+
     /// End of the run, after the write buffer is drained and before the final metrics
     /// (for example a scheme's final background compaction).
     fn finish(&mut self, _flash: &mut Flash) -> Result<()> {

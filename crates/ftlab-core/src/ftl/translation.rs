@@ -59,6 +59,19 @@ impl TranslationStore {
         })
     }
 
+    /// After a restart: translation page `k` is at `at[k]` ([`NONE`]: never written);
+    /// those pages are kept (revalidated) and the allocator rebuilt. The data pages must
+    /// be revalidated first.
+    pub fn recover(&mut self, at: &[Ppn], flash: &mut Flash) -> Result<()> {
+        for (k, &ppn) in at.iter().enumerate() {
+            if ppn != NONE {
+                flash.revalidate(ppn)?;
+            }
+            self.gtd[k] = ppn;
+        }
+        self.alloc.recover(flash)
+    }
+
     /// Number of translation pages.
     pub fn pages(&self) -> u32 {
         self.gtd.len() as u32

@@ -1,0 +1,107 @@
+//! Rebuilding a device's state after a restart from what its flash holds, as a real SSD
+//! does after power loss (pblk's recovery: the last checkpoint, then an OOB scan).
+//!
+//! The front hands over a [`FlashImage`]: every programmed page with its OOB header and
+//! program number (which of two programs came later), the erase counts, and the trims it
+//! logged. The flash model is restored page by page (no page valid), then [`Found`] is
+//! worked out once for every scheme: each logical page's current copy is its programmed
+//! page with the highest host sequence number (the latest program among equal ones: a GC
+//! copy and its source hold the same data), unless a logged trim came after it; pages
+//! without a logical page (translation pages, fillers) are listed in program order. The
+//! scheme's [`crate::ftl::Ftl::recover`] then revalidates what it keeps and rebuilds its
+//! map and structure from that.
+
+use crate::nand::{Flash, Oob, Ppn, NONE};
+
+/// What the flash of a device held when it stopped.
+#[derive(Clone, Debug, Default)]
+pub struct FlashImage {
+    /// Every programmed page: (physical page, OOB header, program number).
+    pub pages: Vec<(Ppn, Oob, u64)>,
+    /// Erase count of each block.
+    pub erase_counts: Vec<u32>,
+    /// Logged trims: (logical page, the last host write sequence number at the trim).
+    pub trims: Vec<(u32, u64)>,
+}
+
+/// What a scheme rebuilds from.
+#[derive(Clone, Debug, Default)]
+pub struct Found {
+    /// Per logical page, the physical page holding its current data ([`NONE`]: unmapped).
+    pub live: Vec<Ppn>,
+    /// Pages holding no logical page (translation pages, fillers), in program order: the
+    /// later copy of a translation page is the current one.
+    pub other: Vec<(Ppn, Oob)>,
+    /// The highest host write sequence number on flash or in the trim log.
+    pub last_seq: u64,
+}
+
+impl Found {
+    /// Logical pages mapped.
+    pub fn mapped(&self) -> u64 {
+        self.live.iter().filter(|&&p| p != NONE).count() as u64
+    }
+
+    /// The current copy of each translation page `k < pages` (the latest program of
+    /// `Oob::translation(k)`), [`NONE`] for those never written. Only for schemes whose
+    /// pages without a logical page are all translation pages.
+    pub fn translation_pages(&self, pages: u32) -> Vec<Ppn> {
+        let mut at = vec![NONE; pages as usize];
+        for &(ppn, oob) in &self.other {
+            if let Some(slot) = at.get_mut(oob.seq as usize) {
+                *slot = ppn;
+            }
+        }
+        at
+    }
+}
+
+/// Restores `image` into a fresh `flash` and works out what each logical page holds.
+pub fn restore(image: &FlashImage, flash: &mut Flash) -> crate::Result<Found> {
+    let logical = flash.layout().logical_pages as usize;
+    let mut pages = image.pages.clone();
+    // Block order for the restore, then program order for the rest.
+    pages.sort_unstable_by_key(|&(ppn, _, _)| ppn);
+    for &(ppn, oob, _) in &pages {
+        flash.restore_page(ppn, oob)?;
+    }
+    for (block, &count) in image.erase_counts.iter().enumerate() {
+        flash.restore_erase_count(block as u32, count);
+    }
+    pages.sort_unstable_by_key(|&(_, _, prog)| prog);
+    let mut live = vec![NONE; logical];
+    let mut seq_of = vec![0u64; logical];
+    let mut other = Vec::new();
+    let mut last_seq = 0;
+    for &(ppn, oob, _) in &pages {
+        if oob.lpa == NONE {
+            other.push((ppn, oob));
+            continue;
+        }
+        let Some(slot) = live.get_mut(oob.lpa as usize) else {
+            return Err(crate::Error::Usage(format!(
+                "physical page {ppn} holds logical page {}, beyond the device's {logical}",
+                oob.lpa
+            )));
+        };
+        last_seq = last_seq.max(oob.seq);
+        // Later programs of the same data (GC copies) win ties.
+        if oob.seq >= seq_of[oob.lpa as usize] {
+            seq_of[oob.lpa as usize] = oob.seq;
+            *slot = ppn;
+        }
+    }
+    for &(lpa, seq) in &image.trims {
+        last_seq = last_seq.max(seq);
+        if let Some(s) = seq_of.get(lpa as usize) {
+            if *s != 0 && *s <= seq {
+                live[lpa as usize] = NONE;
+            }
+        }
+    }
+    Ok(Found {
+        live,
+        other,
+        last_seq,
+    })
+}
