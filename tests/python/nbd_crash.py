@@ -12,7 +12,10 @@ import struct
 import subprocess
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
+
+from nbd_helpers import Served
 
 BLOCK = 4096
 
@@ -40,7 +43,9 @@ class NbdClient:
             out += chunk
         return bytes(out)
 
-    def request(self, kind: int, offset: int, length: int, data: bytes = b"", flags: int = 0) -> tuple[int, bytes]:
+    def request(
+        self, kind: int, offset: int, length: int, data: bytes = b"", flags: int = 0
+    ) -> tuple[int, bytes]:
         self.handle += 1
         self.sock.sendall(
             struct.pack(">IHHQQI", 0x25609513, flags, kind, self.handle, offset, length) + data
@@ -96,7 +101,9 @@ class Checker:
                     i = self.rng.randrange(self.count)
                     self.version += 1
                     self.since[i].add(self.version)
-                    client.write((self.first + i) * BLOCK, block_bytes(self.first + i, self.version))
+                    client.write(
+                        (self.first + i) * BLOCK, block_bytes(self.first + i, self.version)
+                    )
                     current[i] = self.version
                 client.flush()
                 self.flushes += 1
@@ -127,7 +134,9 @@ class Checker:
         return problems
 
 
-def fio_load(uri: str, workdir: Path, offset_mib: int, size_mib: int, seconds: float) -> subprocess.Popen[bytes]:
+def fio_load(
+    uri: str, workdir: Path, offset_mib: int, size_mib: int, seconds: float
+) -> subprocess.Popen[bytes]:
     job = workdir / "load.fio"
     job.write_text(
         f"""[load]
@@ -147,10 +156,12 @@ fsync=64
     return subprocess.Popen(["fio", str(job)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
-def crash_cycle(served_factory: object, checker: Checker, workdir: Path, rng: random.Random) -> tuple[list[str], str]:
+def crash_cycle(
+    served_factory: Callable[[], Served], checker: Checker, workdir: Path, rng: random.Random
+) -> tuple[list[str], str]:
     """One cycle on a running server: fio load and the checker, SIGKILL after a random
     0.3-1.5 s, restart, check. Returns (problems, the restarted server's start-up line)."""
-    served = served_factory()  # type: ignore[operator]
+    served = served_factory()
     load = fio_load(served.uri, workdir, 24, 16, 2)
     client = NbdClient(served.host, served.port)
     stop = threading.Event()
@@ -163,7 +174,7 @@ def crash_cycle(served_factory: object, checker: Checker, workdir: Path, rng: ra
     load.kill()
     load.wait(30)
     client.sock.close()
-    again = served_factory()  # type: ignore[operator]
+    again = served_factory()
     startup = next((line for line in again.log if "ready" in line), "")
     reader = NbdClient(again.host, again.port)
     problems = checker.check(reader)

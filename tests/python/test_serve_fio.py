@@ -7,12 +7,15 @@ from __future__ import annotations
 import json
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 from nbd_helpers import SMALL_DEVICE, Served, need
 
 
-def fio(uri: str, tmp: Path, name: str, rw: str, bs: str, jobs: int, size_mib: int) -> dict:
+def fio(
+    uri: str, tmp: Path, name: str, rw: str, bs: str, jobs: int, size_mib: int
+) -> dict[str, Any]:
     """One fio run with a verify pass; fails the test on any error or verify mismatch."""
     job = tmp / f"{name}.fio"
     job.write_text(

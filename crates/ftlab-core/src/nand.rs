@@ -433,9 +433,7 @@ impl Flash {
     /// a sink, so that simulations encode nothing.
     #[inline]
     pub fn page_content(&mut self) -> Option<&mut Vec<u8>> {
-        if self.sink.is_none() {
-            return None;
-        }
+        self.sink.as_ref()?;
         self.content.clear();
         self.has_content = true;
         Some(&mut self.content)
