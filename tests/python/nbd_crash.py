@@ -6,7 +6,9 @@ nothing else."""
 
 from __future__ import annotations
 
+import os
 import random
+import signal
 import socket
 import struct
 import subprocess
@@ -153,7 +155,13 @@ runtime={max(int(seconds) + 5, 1)}
 fsync=64
 """
     )
-    return subprocess.Popen(["fio", str(job)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    # Its own process group: fio forks its jobs, and all of them go when the load is killed.
+    return subprocess.Popen(
+        ["fio", str(job)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
 
 
 def crash_cycle(
@@ -171,7 +179,7 @@ def crash_cycle(
     served.kill()
     stop.set()
     t.join(30)
-    load.kill()
+    os.killpg(load.pid, signal.SIGKILL)
     load.wait(30)
     client.sock.close()
     again = served_factory()
