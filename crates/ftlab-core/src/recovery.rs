@@ -11,7 +11,7 @@
 //! scheme's [`crate::ftl::Ftl::recover`] then revalidates what it keeps and rebuilds its
 //! map and structure from that.
 
-use crate::nand::{Flash, Oob, Ppn, NONE};
+use crate::nand::{Cause, Flash, Oob, Ppn, NONE};
 
 /// What the flash of a device held when it stopped.
 #[derive(Clone, Debug, Default)]
@@ -34,6 +34,12 @@ pub struct Found {
     pub other: Vec<(Ppn, Oob)>,
     /// The highest host write sequence number on flash or in the trim log.
     pub last_seq: u64,
+    /// The logged trims, in log order (schemes whose structure follows trims, such as
+    /// AFTL's segment trim cursors, replay them).
+    pub trims: Vec<(u32, u64)>,
+    /// Per block, the program number of its latest page (0: erased): which blocks were
+    /// written last, for schemes that order blocks by recency (log-block LRU lists).
+    pub block_last_prog: Vec<u64>,
 }
 
 impl Found {
@@ -67,6 +73,11 @@ pub fn restore(image: &FlashImage, flash: &mut Flash) -> crate::Result<Found> {
     }
     for (block, &count) in image.erase_counts.iter().enumerate() {
         flash.restore_erase_count(block as u32, count);
+    }
+    let mut block_last_prog = vec![0u64; flash.layout().total_blocks as usize];
+    for &(ppn, _, prog) in &pages {
+        let b = flash.block_of(ppn) as usize;
+        block_last_prog[b] = block_last_prog[b].max(prog);
     }
     pages.sort_unstable_by_key(|&(_, _, prog)| prog);
     let mut live = vec![NONE; logical];
@@ -103,5 +114,36 @@ pub fn restore(image: &FlashImage, flash: &mut Flash) -> crate::Result<Found> {
         live,
         other,
         last_seq,
+        trims: image.trims.clone(),
+        block_last_prog,
     })
+}
+
+/// Revalidates every page `found` maps (the data a scheme keeps where it lies).
+pub fn revalidate_live(found: &Found, flash: &mut Flash) -> crate::Result<()> {
+    for &ppn in &found.live {
+        if ppn != NONE {
+            flash.revalidate(ppn)?;
+        }
+    }
+    Ok(())
+}
+
+/// Closes a partly written block with filler pages (no logical page, invalid at once), as
+/// pblk pads the open lines it does not reopen, so that it can be garbage-collected like
+/// any full block.
+pub fn pad_block(flash: &mut Flash, block: u32) -> crate::Result<()> {
+    let first = flash.first_page(block);
+    // Below the write pointer only an any-order block has pages left to program.
+    let from = match flash.program_order() {
+        crate::config::ProgramOrder::Any => 0,
+        _ => flash.write_pointer(block),
+    };
+    for p in first + from..first + flash.layout().pages_per_block {
+        if !flash.is_programmed(p) {
+            flash.program(p, Oob::FILLER, &[], Cause::Gc)?;
+            flash.invalidate(p)?;
+        }
+    }
+    Ok(())
 }

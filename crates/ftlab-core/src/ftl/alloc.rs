@@ -601,12 +601,7 @@ impl PageAllocator {
                         next: flash.write_pointer(block),
                     }
                 }
-                None => {
-                    for p in flash.write_pointer(block)..ppb {
-                        flash.program(first + p, Oob::FILLER, &[], Cause::Gc)?;
-                        flash.invalidate(first + p)?;
-                    }
-                }
+                None => crate::recovery::pad_block(flash, block)?,
             }
         }
         if self.background_gc {
