@@ -188,6 +188,7 @@ impl Visitor for Open<'_> {
             })?;
             let programs = flash.stats.total_programs();
             flash.stats = FlashStats::default();
+            ftl.reset_counters();
             if timed {
                 flash.restart_timing(self.cfg);
             }

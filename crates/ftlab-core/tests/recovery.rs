@@ -12,7 +12,7 @@
 mod common;
 
 use common::{read, small_config, trim, write};
-use ftlab_core::config::{Config, PreconditionMode, ProgramOrder};
+use ftlab_core::config::{Config, FlushOrder, PreconditionMode, ProgramOrder};
 use ftlab_core::device::{self, Device};
 use ftlab_core::nand::{Oob, PageSink, Ppn, ServedPage};
 use ftlab_core::recovery::FlashImage;
@@ -238,7 +238,6 @@ fn overwriting_schemes() -> Vec<&'static str> {
         .iter()
         .map(|(n, _)| *n)
         .filter(|&n| !ftlab_core::ftl::is_append_only(n))
-        .filter(|&n| !["hpftl", "slimftl", "leaftl"].contains(&n))
         .collect()
 }
 
@@ -359,6 +358,100 @@ fn a_store_reopened_with_a_smaller_pool_finishes_its_excess_log_blocks() {
     for scheme in ["bast", "fast", "kast", "fftl", "kraft"] {
         crash_rounds_with(scheme, &pool(scheme, 16), &pool(scheme, 3), 2, 7, Some(512));
     }
+}
+
+#[test]
+fn leaftl_recovers_with_approximate_segments_and_under_a_dram_budget() {
+    // Sorted flushes give runs; an error bound of 4 makes approximate segments, whose
+    // lookups read OOB windows (bounded by each recovered run).
+    let mut cfg = cfg();
+    cfg.buffer.flush = FlushOrder::Sorted;
+    cfg.schemes.insert(
+        "leaftl".into(),
+        toml::Table::from_iter([("gamma".to_string(), toml::Value::from(4))]),
+    );
+    crash_rounds("leaftl", &cfg, 6, 13, None);
+    // About one group of segments in DRAM: the others evicted to translation pages.
+    cfg.dram.budget_bytes = 3000;
+    crash_rounds("leaftl", &cfg, 6, 17, None);
+}
+
+/// AFTL's host: appends to random segments at their write pointers (`wp`, by segment),
+/// whole-segment trims of full ones, reads.
+fn append_only_run(host: &mut Host, dev: &mut Box<dyn Device>, wp: &mut [u64], seg: u64, n: usize) {
+    let logical = host.written.len() as u64;
+    for _ in 0..n {
+        let s = host.rng.below(wp.len() as u64);
+        let (first, len) = (s * seg, seg.min(logical - s * seg));
+        let at = wp[s as usize];
+        match host.rng.below(10) {
+            0 | 1 => {
+                dev.submit(&read(host.rng.below(logical), 1, 4096)).unwrap();
+            }
+            _ if at == len => {
+                host.log_trims(dev, first..first + len);
+                dev.submit(&trim(first, len as u32, 4096)).unwrap();
+                wp[s as usize] = 0;
+            }
+            _ => {
+                let pages = (1 + host.rng.below(8)).min(len - at);
+                host.write(dev, first + at, pages as u32);
+                wp[s as usize] += pages;
+            }
+        }
+    }
+}
+
+#[test]
+fn aftl_recovers_its_segments_and_append_points() {
+    // 8 units of 16-page blocks: 128-page segments.
+    let mut cfg = small_config((2, 1, 2, 2), 24, 16, 0.15);
+    cfg.precondition.mode = PreconditionMode::None;
+    // No write buffer: an overwrite is refused at once (behind a buffer it would be refused
+    // at the flush of a later request).
+    cfg.buffer.size_bytes = 0;
+    let layout = cfg.validate().unwrap();
+    let (logical, seg) = (layout.logical_pages, 128);
+    let mut dev =
+        device::open_with_sink("aftl", &cfg, true, Box::new(OobSink::new(&layout))).unwrap();
+    let mut host = Host::new(logical, 3);
+    let mut wp = vec![0u64; logical.div_ceil(seg) as usize];
+    let mut erased = 0.0;
+    for round in 0..6 {
+        let label = format!("aftl round {round}");
+        append_only_run(&mut host, &mut dev, &mut wp, seg, 600);
+        dev.flush().unwrap();
+        sink_of(&mut dev).sync();
+        let flushed_seq = dev.last_seq();
+        let flushed = contents(&mut dev, logical, &format!("{label} before"));
+        if round % 2 == 1 {
+            sink_of(&mut dev).left = Some(host.rng.below(300));
+        }
+        append_only_run(&mut host, &mut dev, &mut wp, seg, 150);
+        let (mut recovered, info) = crash_and_recover("aftl", &cfg, &mut dev, &host);
+        assert!(info.last_seq >= flushed_seq, "{label}: {info:?}");
+        let now = contents(&mut recovered, logical, &format!("{label} after"));
+        check_survivors(&label, &host, &flushed, &now);
+        // The append points: each segment is written up to its first unwritten page (a
+        // segment is only ever trimmed whole), and an overwrite below it is refused.
+        for (s, w) in wp.iter_mut().enumerate() {
+            let first = s * seg as usize;
+            let end = (first + seg as usize).min(logical as usize);
+            *w = now[first..end].iter().take_while(|&&q| q != 0).count() as u64;
+            if *w > 0 {
+                let again = recovered.submit(&write(first as u64, 1, 4096));
+                assert!(
+                    matches!(again, Err(ftlab_core::Error::Refused { .. })),
+                    "{label}: segment {s} overwritten at page 0 after recovery: {again:?}"
+                );
+            }
+        }
+        erased += dev.finish().unwrap().metrics.scheme["segments_erased"];
+        dev = recovered;
+    }
+    append_only_run(&mut host, &mut dev, &mut wp, seg, 600);
+    dev.finish().unwrap();
+    assert!(erased > 0.0, "no segment was trimmed whole");
 }
 
 #[test]

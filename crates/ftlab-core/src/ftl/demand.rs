@@ -295,11 +295,7 @@ impl OnFlashTable {
     /// anything is written again from the OOB scan (the cache's dirty entries were lost;
     /// the data pages' OOB is the truth), so that the table on flash is current.
     pub fn recover(&mut self, found: &crate::recovery::Found, flash: &mut Flash) -> Result<()> {
-        for &ppn in &found.live {
-            if ppn != NONE {
-                flash.revalidate(ppn)?;
-            }
-        }
+        crate::recovery::revalidate_live(found, flash)?;
         self.flash_table.copy_from_slice(&found.live);
         let at = found.translation_pages(self.store.pages());
         self.store.recover(&at, flash)?;

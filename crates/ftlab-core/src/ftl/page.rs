@@ -101,11 +101,7 @@ impl Ftl for PageFtl {
 
     /// The table is the OOB scan's; the allocator is rebuilt around it.
     fn recover(&mut self, found: &crate::recovery::Found, flash: &mut Flash) -> Result<()> {
-        for &ppn in &found.live {
-            if ppn != NONE {
-                flash.revalidate(ppn)?;
-            }
-        }
+        crate::recovery::revalidate_live(found, flash)?;
         self.l2p.copy_from_slice(&found.live);
         self.alloc.recover(flash)?;
         self.apply_moves();
