@@ -15,7 +15,7 @@ use crate::config::{Config, Layout, PreconditionMode};
 use crate::error::Result;
 use crate::ftl::{self, Ftl, Visitor};
 use crate::metrics::{Report, SourceInfo};
-use crate::nand::{Flash, FlashStats, PageSink, NONE};
+use crate::nand::{Flash, FlashStats, PageSink, Ppn, NONE};
 use crate::recovery::{self, FlashImage};
 use crate::request::{Op, Request};
 use crate::sim::Simulator;
@@ -51,6 +51,10 @@ pub trait Device: Send {
     fn last_seq(&self) -> u64;
     /// Counters for a live display.
     fn live(&self) -> Live;
+    /// The logical-to-physical map the flash holds (each valid page holding a logical
+    /// page): after [`Device::flush`], every logical page's current copy. For a checkpoint
+    /// ([`crate::recovery::MapCheckpoint`]).
+    fn mapping(&self) -> Result<Vec<Ppn>>;
 }
 
 /// What a live display shows of a device in service.
@@ -261,6 +265,29 @@ impl<F: Ftl> Device for SimDevice<F> {
 
     fn last_seq(&self) -> u64 {
         self.sim.last_seq()
+    }
+
+    fn mapping(&self) -> Result<Vec<Ppn>> {
+        let flash = self.sim.flash();
+        let mut map = vec![NONE; self.layout.logical_pages as usize];
+        for block in 0..self.layout.total_blocks {
+            for ppn in flash.valid_pages(block) {
+                let lpa = flash.oob(ppn).lpa;
+                if lpa == NONE {
+                    continue;
+                }
+                let slot = &mut map[lpa as usize];
+                if *slot != NONE {
+                    return Err(crate::Error::Usage(format!(
+                        "internal error: logical page {lpa} has two valid copies, physical \
+                         pages {} and {ppn}",
+                        *slot
+                    )));
+                }
+                *slot = ppn;
+            }
+        }
+        Ok(map)
     }
 
     fn live(&self) -> Live {

@@ -22,6 +22,23 @@ pub struct FlashImage {
     pub erase_counts: Vec<u32>,
     /// Logged trims: (logical page, the last host write sequence number at the trim).
     pub trims: Vec<(u32, u64)>,
+    /// The bytes of pages holding no logical page (translation pages), those the front
+    /// kept: a scheme checks its translation pages against the scan with them.
+    pub contents: Vec<(Ppn, Vec<u8>)>,
+    /// The map a checkpoint saved, if any: then only the pages programmed after it are
+    /// scanned for the mapping, and `trims` need only hold the trims logged after it.
+    pub checkpoint: Option<MapCheckpoint>,
+}
+
+/// The logical-to-physical map at a checkpoint, every page programmed up to
+/// `durable_prog` being durable then.
+#[derive(Clone, Debug, Default)]
+pub struct MapCheckpoint {
+    /// Per logical page, the physical page of its current copy ([`NONE`]: unmapped).
+    pub live: Vec<Ppn>,
+    pub durable_prog: u64,
+    /// The last host write sequence number then.
+    pub last_seq: u64,
 }
 
 /// What a scheme rebuilds from.
@@ -40,6 +57,8 @@ pub struct Found {
     /// Per block, the program number of its latest page (0: erased): which blocks were
     /// written last, for schemes that order blocks by recency (log-block LRU lists).
     pub block_last_prog: Vec<u64>,
+    /// The kept bytes of pages holding no logical page, by physical page.
+    pub contents: std::collections::HashMap<Ppn, Vec<u8>>,
 }
 
 impl Found {
@@ -79,14 +98,43 @@ pub fn restore(image: &FlashImage, flash: &mut Flash) -> crate::Result<Found> {
         let b = flash.block_of(ppn) as usize;
         block_last_prog[b] = block_last_prog[b].max(prog);
     }
-    pages.sort_unstable_by_key(|&(_, _, prog)| prog);
     let mut live = vec![NONE; logical];
     let mut seq_of = vec![0u64; logical];
-    let mut other = Vec::new();
     let mut last_seq = 0;
-    for &(ppn, oob, _) in &pages {
+    // From a checkpoint's map: an entry stands while its page still holds that logical
+    // page as programmed before the checkpoint (else its block was erased since, the data
+    // having moved or been replaced by a later program, or trimmed by a later logged trim).
+    let mut scan_from = 0;
+    if let Some(cp) = &image.checkpoint {
+        if cp.live.len() != logical {
+            return Err(crate::Error::Usage(format!(
+                "the checkpoint's map has {} logical pages; the device has {logical}",
+                cp.live.len()
+            )));
+        }
+        scan_from = cp.durable_prog;
+        last_seq = cp.last_seq;
+        for (lpa, &ppn) in cp.live.iter().enumerate() {
+            let Ok(i) = pages.binary_search_by_key(&ppn, |&(p, _, _)| p) else {
+                continue;
+            };
+            let (_, oob, prog) = pages[i];
+            if oob.lpa == lpa as u32 && prog <= scan_from {
+                live[lpa] = ppn;
+                seq_of[lpa] = oob.seq;
+            }
+        }
+    }
+    pages.sort_unstable_by_key(|&(_, _, prog)| prog);
+    let mut other = Vec::new();
+    for &(ppn, oob, prog) in &pages {
         if oob.lpa == NONE {
             other.push((ppn, oob));
+            continue;
+        }
+        if prog <= scan_from {
+            // The checkpoint's map says what the pages programmed before it hold.
+            last_seq = last_seq.max(oob.seq);
             continue;
         }
         let Some(slot) = live.get_mut(oob.lpa as usize) else {
@@ -116,6 +164,7 @@ pub fn restore(image: &FlashImage, flash: &mut Flash) -> crate::Result<Found> {
         last_seq,
         trims: image.trims.clone(),
         block_last_prog,
+        contents: image.contents.iter().cloned().collect(),
     })
 }
 

@@ -281,6 +281,8 @@ pub struct LeaFtl {
     layout: Layout,
     cfg: LeaftlConfig,
     learner: Learner,
+    /// The segments' 8-byte encoding (translation pages hold it).
+    codec: Codec,
     /// OOB neighbours stored on each side of a page.
     window: u32,
     /// Group number -> slot in `groups` (NONE: not in DRAM).
@@ -414,6 +416,7 @@ flush_group_fill = 0.875
                 },
                 codec,
             ),
+            codec,
             window: (extra / 4 / 2) as u32,
             index: vec![NONE; groups],
             groups: Vec::new(),
@@ -682,11 +685,21 @@ impl LeaFtl {
             },
             s => s,
         };
+        // The pages hold the group's encoding (when a page store keeps their bytes).
+        let mut bytes = Vec::new();
+        if flash.has_sink() {
+            table.encode(&self.codec, &mut bytes);
+        }
+        let page = self.layout.page_size as usize;
+        debug_assert!(bytes.len() <= self.pages_per_group as usize * page);
         self.flash_groups[fslot as usize] = table;
         self.flash_index[group as usize] = fslot;
         if let Backing::Flash(store) = &mut self.backing {
             for j in 0..self.pages_per_group {
-                store.write(group * self.pages_per_group + j, flash)?;
+                let part = bytes.chunks(page).nth(j as usize).unwrap_or(&[]);
+                store.write(group * self.pages_per_group + j, flash, |buf| {
+                    buf.extend_from_slice(part)
+                })?;
             }
         }
         Ok(())
