@@ -97,7 +97,10 @@ def startup_message(startup_json: str, address: str) -> str:
         how = (
             f"recovered after an unclean stop in {s['recovery_seconds'] * 1000:.1f} ms "
             f"({s['records_scanned']:,} OOB records scanned, {s['pages_since_checkpoint']:,} "
-            f"programmed since the checkpoint, {s['mapped_pages']:,} pages mapped"
+            f"programmed since the checkpoint"
+            + (" and its map" if s.get("from_checkpoint_map") else "")
+            + f", {s.get('trims_replayed', 0):,} trims replayed, "
+            f"{s['mapped_pages']:,} pages mapped"
             + (f", {s['torn_pages']:,} torn pages ignored" if s["torn_pages"] else "")
             + ")"
         )

@@ -419,10 +419,12 @@ def run(ftl_name: str, source: dict[str, Any], json_out: str | None, quiet: bool
 )
 @click.option(
     "--timing",
-    type=click.Choice(["none", "real"]),
+    type=click.Choice(["none", "model", "real"]),
     default="none",
     show_default=True,
-    help="real: each reply waits for the simulated SSD's completion time; none: at once.",
+    help="none: mapping only, no timing model, replies at once; model: the timing model "
+    "runs (the report has latencies), replies at once; real: each reply waits for the "
+    "simulated SSD's completion time.",
 )
 @click.option("--verify", is_flag=True, help="Check every read against a shadow copy.")
 @click.option("--json", "json_out", metavar="FILE", help="Write the report on shutdown.")
@@ -464,7 +466,8 @@ def serve(
                 status,
                 preset=preset,
                 config=[str(c) for c in configs],
-                sets=list(sets),
+                # Mapping only unless the time is wanted (the user's keys come after).
+                sets=(["replay.timing=false"] if timing == "none" else []) + list(sets),
             )
         )
     finally:

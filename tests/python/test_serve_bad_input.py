@@ -5,6 +5,8 @@ keeps serving the other clients, and nothing already written is lost."""
 
 from __future__ import annotations
 
+import json
+
 import socket
 import struct
 import time
@@ -75,11 +77,15 @@ def test_bad_clients_do_not_disturb_the_others(tmp_path: Path) -> None:
 
 def test_real_timing_holds_replies_for_the_simulated_latency(tmp_path: Path) -> None:
     """With --timing real an unbuffered write is answered when the simulated program is
-    done (here 300 ms, a latency no machine makes up for); with --timing none at once."""
+    done (here 300 ms, a latency no machine makes up for); with --timing model at once,
+    the timing model still running (the report has the latency); with --timing none at
+    once, mapping only (no timing model)."""
     sets = [*SMALL_DEVICE, "buffer.size_bytes=0", 'nand.program_latency_ns="300ms"']
     waits = {}
-    for timing in ("real", "none"):
-        served = Served(tmp_path / timing, sets=sets, extra=["--timing", timing])
+    reports = {}
+    for timing in ("real", "model", "none"):
+        report = tmp_path / f"{timing}.json"
+        served = Served(tmp_path / timing, sets=sets, extra=["--timing", timing], json_out=report)
         try:
             c = NbdClient(served.host, served.port)
             t0 = time.monotonic()
@@ -88,5 +94,8 @@ def test_real_timing_holds_replies_for_the_simulated_latency(tmp_path: Path) -> 
             c.close()
         finally:
             assert served.stop() == 0, served.text()
+        reports[timing] = json.loads(report.read_text())
     assert waits["real"] >= 0.3, waits
-    assert waits["none"] < waits["real"], waits
+    assert waits["model"] < 0.3 and waits["none"] < 0.3, waits
+    assert reports["real"]["mode"] == reports["model"]["mode"] == "timed"
+    assert reports["none"]["mode"] == "mapping-only"

@@ -251,6 +251,11 @@ impl Engine {
     }
 
     /// The device, for the end of the session.
+    /// The logical-to-physical map the flash holds (after a flush: every current copy).
+    pub fn mapping(&self) -> Result<Vec<ftlab_core::nand::Ppn>, String> {
+        self.device.mapping().map_err(|e| e.to_string())
+    }
+
     pub fn into_device(self) -> Box<dyn Device> {
         self.device
     }
