@@ -6,7 +6,6 @@ keeps serving the other clients, and nothing already written is lost."""
 from __future__ import annotations
 
 import json
-
 import socket
 import struct
 import time
