@@ -457,6 +457,9 @@ fn aftl_recovers_its_segments_and_append_points() {
         append_only_run(&mut host, &mut dev, &mut wp, seg, 600);
         dev.flush().unwrap();
         sink_of(&mut dev).sync();
+        if round >= 2 && round % 2 == 0 {
+            checkpoint(&mut dev, &mut host);
+        }
         let flushed_seq = dev.last_seq();
         let flushed = contents(&mut dev, logical, &format!("{label} before"));
         if round % 2 == 1 {

@@ -175,7 +175,12 @@ fn checkpoint_with_map(engine: &mut Engine, dir: &Path, clean: bool) -> Result<(
         },
     )?;
     engine.store().reset_trim_log()?;
-    engine.store().files().trims.sync_data().map_err(|e| format!("the trim log: {e}"))?;
+    engine
+        .store()
+        .files()
+        .trims
+        .sync_data()
+        .map_err(|e| format!("the trim log: {e}"))?;
     if let Ok(entries) = std::fs::read_dir(dir) {
         for entry in entries.flatten() {
             let file = entry.file_name();
