@@ -2,14 +2,17 @@
 //! does after power loss (pblk's recovery: the last checkpoint, then an OOB scan).
 //!
 //! The front hands over a [`FlashImage`]: every programmed page with its OOB header and
-//! program number (which of two programs came later), the erase counts, and the trims it
-//! logged. The flash model is restored page by page (no page valid), then [`Found`] is
-//! worked out once for every scheme: each logical page's current copy is its programmed
-//! page with the highest host sequence number (the latest program among equal ones: a GC
-//! copy and its source hold the same data), unless a logged trim came after it; pages
-//! without a logical page (translation pages, fillers) are listed in program order. The
-//! scheme's [`crate::ftl::Ftl::recover`] then revalidates what it keeps and rebuilds its
-//! map and structure from that.
+//! program number (which of two programs came later), the erase counts, the trims it
+//! logged, the bytes of the pages holding no logical page it kept (translation pages) and,
+//! if a checkpoint saved one, the map then. The flash model is restored page by page (no
+//! page valid), then [`Found`] is worked out once for every scheme: each logical page's
+//! current copy is its programmed page with the highest host sequence number (the latest
+//! program among equal ones: a GC copy and its source hold the same data), starting from
+//! the checkpoint's map (whose entries stand while their pages are unchanged) and looking
+//! only at the pages programmed after it, unless a logged trim came after it; pages without
+//! a logical page (translation pages, fillers) are listed in program order. The scheme's
+//! [`crate::ftl::Ftl::recover`] then revalidates what it keeps and rebuilds its map and
+//! structure from that.
 
 use crate::nand::{Cause, Flash, Oob, Ppn, NONE};
 

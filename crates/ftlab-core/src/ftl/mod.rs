@@ -83,8 +83,9 @@ pub trait Ftl: 'static + Send {
     /// Rebuilds the scheme's state after a restart ([`crate::recovery`]): `flash` holds
     /// every page as programmed before, none valid; the scheme is as [`Scheme::new`] made
     /// it. It revalidates the pages it keeps, rebuilds its map and structure from `found`,
-    /// and may write (rewrite translation pages, close blocks). A scheme that cannot says
-    /// so: the device then refuses to start rather than serve a wrong map.
+    /// and may write (rewrite translation pages, close blocks, finish an interrupted merge).
+    /// Every registered scheme implements it; the default refuses, so that a scheme added
+    /// without it makes the device refuse to start rather than serve a wrong map.
     fn recover(&mut self, _found: &crate::recovery::Found, _flash: &mut Flash) -> Result<()> {
         Err(Error::Usage(
             "this scheme cannot rebuild its state from flash".into(),
