@@ -36,9 +36,10 @@ group_reporting=1
 [{name}]
 """
     )
+    # In the test's directory: fio leaves its verify state files where it runs.
     out = subprocess.run(
         [need("fio", "fio"), "--output-format=json", str(job)],
-        capture_output=True, text=True, timeout=600,
+        capture_output=True, text=True, timeout=600, cwd=tmp,
     )  # fmt: skip
     assert out.returncode == 0, out.stdout + out.stderr
     result = json.loads(out.stdout[out.stdout.index("{") :])
