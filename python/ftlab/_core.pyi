@@ -29,6 +29,7 @@ __all__ = [
     "read_speed",
     "run",
     "schemes",
+    "serve",
     "stacks",
     "trace_formats",
     "trace_info",
@@ -55,6 +56,22 @@ def run(
     time_unit: str = "",
 ) -> tuple[str, float]:
     """Runs one scheme; returns (report JSON, wall-clock seconds)."""
+
+def serve(
+    ftl: str,
+    store: _Path,
+    listen: str,
+    timing_real: bool,
+    verify: bool,
+    on_start: Callable[[str, str], object],
+    tick: Callable[[str], bool],
+    *,
+    preset: str | None = None,
+    config: Sequence[_Path] = (),
+    sets: Sequence[str] = (),
+) -> str:
+    """Serves scheme `ftl` over NBD until `tick(status_json)` returns False or a signal
+    arrives; `on_start(startup_json, address)` once listening. Returns the report JSON."""
 
 def bench(
     ftl: str,

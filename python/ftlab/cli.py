@@ -394,6 +394,94 @@ def run(ftl_name: str, source: dict[str, Any], json_out: str | None, quiet: bool
 
 
 @main.command()
+@click.option("--ftl", "ftl_name", default="page", show_default=True, help="FTL scheme.")
+@click.option("--preset", help="Configuration preset (see `ftlab config presets`).")
+@click.option(
+    "--config",
+    "configs",
+    multiple=True,
+    type=click.Path(path_type=Path),
+    help="TOML configuration file (repeatable).",
+)
+@click.option("--set", "sets", multiple=True, metavar="KEY=VALUE", help="Override a key.")
+@click.option(
+    "--store",
+    required=True,
+    type=click.Path(path_type=Path),
+    help="Directory of the page store (created if missing; reopened, or recovered, if not).",
+)
+@click.option(
+    "--listen",
+    default="127.0.0.1:10809",
+    show_default=True,
+    metavar="HOST:PORT",
+    help="Address to listen on (port 0: any free port).",
+)
+@click.option(
+    "--timing",
+    type=click.Choice(["none", "model", "real"]),
+    default="none",
+    show_default=True,
+    help="none: mapping only, no timing model, replies at once; model: the timing model "
+    "runs (the report has latencies), replies at once; real: each reply waits for the "
+    "simulated SSD's completion time.",
+)
+@click.option("--verify", is_flag=True, help="Check every read against a shadow copy.")
+@click.option("--json", "json_out", metavar="FILE", help="Write the report on shutdown.")
+@click.option("--quiet", "-q", is_flag=True, help="No status line, no summary.")
+def serve(
+    ftl_name: str,
+    preset: str | None,
+    configs: Sequence[Path],
+    sets: Sequence[str],
+    store: Path,
+    listen: str,
+    timing: str,
+    verify: bool,
+    json_out: str | None,
+    quiet: bool,
+) -> None:
+    """Serve a scheme as a block device over NBD, its data in a page store, until Ctrl-C or
+    SIGTERM (then: flush, checkpoint, report)."""
+    from ftlab._serve import StatusLine, install_sigterm, startup_message
+
+    check_output("--json", json_out)
+    if "+" in ftl_name:
+        fail("serve runs a scheme alone: host stacks (STACK+SCHEME) are not served")
+    install_sigterm()
+    status = StatusLine(quiet=quiet)
+
+    def on_start(startup: str, address: str) -> None:
+        click.echo(startup_message(startup, address), err=True)
+
+    try:
+        text = run_core(
+            lambda: _core.serve(
+                ftl_name,
+                str(store),
+                listen,
+                timing == "real",
+                verify,
+                on_start,
+                status,
+                preset=preset,
+                config=[str(c) for c in configs],
+                # Mapping only unless the time is wanted (the user's keys come after).
+                sets=(["replay.timing=false"] if timing == "none" else []) + list(sets),
+            )
+        )
+    finally:
+        status.close()
+    if json_out == "-":
+        click.echo(text, nl=False)
+    elif json_out:
+        write_output("--json", json_out, text)
+    if not quiet and json_out != "-":
+        report = json.loads(text)
+        click.echo(render_table(["metric", "value"], run_rows(report, ftlab.summarize(report))))
+
+
+@main.command()
 @click.option(
     "--ftl",
     "ftl_names",

@@ -14,6 +14,7 @@ pub mod ftl;
 pub mod host;
 pub mod metrics;
 pub mod nand;
+pub mod recovery;
 pub mod request;
 pub mod rng;
 pub mod sim;

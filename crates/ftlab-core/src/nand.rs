@@ -22,11 +22,40 @@ use crate::divide::DivideBy;
 use crate::error::{Error, Result};
 use crate::timing::{Place, SchedulerStats, Timeline};
 use serde::Serialize;
+use std::any::Any;
 use std::fmt;
 
 pub type Ppn = u32;
 /// An unmapped entry / a page holding no logical page.
 pub const NONE: u32 = u32::MAX;
+
+/// What one page of a read served, for a [`PageSink`]: nothing (unmapped: zeros), the copy
+/// of host write `seq` in the write buffer, or flash page `ppn`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ServedPage {
+    Unmapped,
+    Buffer(u64),
+    Flash(Ppn),
+}
+
+/// Where a block device front keeps the data: told of every program, copy and erase the
+/// flash model carries out (so the bytes follow the scheme's physical placement) and of
+/// what each page read served, at the moment it is served. The simulator holds no data;
+/// a sink that fails records its error and the front reports it after the request.
+pub trait PageSink: Send {
+    /// Page `ppn` was programmed with `oob` (host data: the bytes the front staged for
+    /// `oob.seq`; a page holding no logical page: [`Flash::page_content`], if set).
+    fn program(&mut self, ppn: Ppn, oob: Oob, content: Option<&[u8]>);
+    /// Valid page `src` was copied to `dst` (garbage collection, merges).
+    fn copy(&mut self, src: Ppn, dst: Ppn, oob: Oob);
+    /// Block `block` was erased.
+    fn erase(&mut self, block: u32);
+    /// Page `lpa` of a host read (`host_read`) or of the read-modify-write of a partial
+    /// page write served `from`.
+    fn served(&mut self, lpa: u32, from: ServedPage, host_read: bool);
+    /// For the front to reach its concrete sink.
+    fn as_any_mut(&mut self) -> &mut dyn Any;
+}
 
 /// Declares the causes once: the [`Cause`] enum (its discriminant is the index into the
 /// counters), [`CAUSES`], [`CAUSE_COUNT`] and each cause's name, group and description.
@@ -114,6 +143,13 @@ pub struct Oob {
 impl Oob {
     /// The OOB header of an erased page.
     pub const ERASED: Oob = Oob { lpa: NONE, seq: 0 };
+
+    /// The OOB header of a filler page programmed at recovery to close a partly written
+    /// block (no logical page, no translation page).
+    pub const FILLER: Oob = Oob {
+        lpa: NONE,
+        seq: u64::MAX,
+    };
 
     /// The OOB header of translation page `k` (the page-table store of the demand-cached
     /// schemes): no logical page, and the translation page number in the sequence field.
@@ -286,6 +322,14 @@ pub struct Flash {
     /// and timed runs take the same decisions.
     pub clock: u64,
     pub stats: FlashStats,
+    /// The page store of a block device front, told of every program, copy and erase.
+    sink: Option<Box<dyn PageSink>>,
+    /// The page read last (the simulator finds from it the page a read served).
+    last_read: Ppn,
+    /// The bytes of the next page programmed without a logical page (a translation page's
+    /// entries), kept only while a sink is attached.
+    content: Vec<u8>,
+    has_content: bool,
 }
 
 #[inline]
@@ -364,7 +408,46 @@ impl Flash {
             timing_restarts: 0,
             clock: 0,
             stats: FlashStats::default(),
+            sink: None,
+            last_read: NONE,
+            content: Vec::new(),
+            has_content: false,
         })
+    }
+
+    /// Attaches the page store of a block device front ([`PageSink`]).
+    pub fn attach_sink(&mut self, sink: Box<dyn PageSink>) {
+        self.sink = Some(sink);
+    }
+
+    /// The attached page store, if any.
+    pub fn sink_mut(&mut self) -> Option<&mut (dyn PageSink + 'static)> {
+        self.sink.as_deref_mut()
+    }
+
+    /// Whether a page store is attached (schemes then give their translation pages'
+    /// bytes with [`Flash::page_content`]).
+    #[inline]
+    pub fn has_sink(&self) -> bool {
+        self.sink.is_some()
+    }
+
+    /// With a sink attached: a buffer for the bytes of the next page programmed without a
+    /// logical page (cleared; the next such program hands it to the sink). `None` without
+    /// a sink, so that simulations encode nothing.
+    #[inline]
+    pub fn page_content(&mut self) -> Option<&mut Vec<u8>> {
+        self.sink.as_ref()?;
+        self.content.clear();
+        self.has_content = true;
+        Some(&mut self.content)
+    }
+
+    /// The page read last (with the OOB it returned, the simulator checks that it is the
+    /// page a scheme served).
+    #[inline]
+    pub fn last_read(&self) -> Ppn {
+        self.last_read
     }
 
     pub fn layout(&self) -> &Layout {
@@ -665,6 +748,53 @@ impl Flash {
         self.request_done = 0;
     }
 
+    // ----- recovery -----
+
+    /// Recovery after a restart: page `ppn` holds `oob`, as programmed before (no time, no
+    /// counter, not valid: the scheme revalidates what it keeps). Pages must come in
+    /// ascending order within a block; in sequential order, pages of the block skipped
+    /// below `ppn` (programs lost or torn) become filler pages holding no logical page.
+    pub fn restore_page(&mut self, ppn: Ppn, oob: Oob) -> std::result::Result<(), NandError> {
+        self.check_ppn(ppn)?;
+        let block = self.block_of(ppn);
+        let offset = self.page_offset(ppn);
+        let wp = self.write_ptr[block as usize];
+        if offset < wp || (self.order != ProgramOrder::Sequential && bit(&self.programmed, ppn)) {
+            return Err(NandError::ProgramNotErased { ppn });
+        }
+        let first = self.first_page(block);
+        if self.order == ProgramOrder::Sequential {
+            for hole in wp..offset {
+                self.oob[(first + hole) as usize] = Oob { lpa: NONE, seq: 0 }.store();
+            }
+        } else {
+            set_bit(&mut self.programmed, ppn, true);
+        }
+        self.write_ptr[block as usize] = match self.order {
+            ProgramOrder::Sequential | ProgramOrder::Ascending => offset + 1,
+            ProgramOrder::Any => wp + 1,
+        };
+        self.oob[ppn as usize] = oob.store();
+        Ok(())
+    }
+
+    /// Recovery: the block's erase count before the restart.
+    pub fn restore_erase_count(&mut self, block: u32, count: u32) {
+        self.erase_count[block as usize] = count;
+    }
+
+    /// Recovery: the scheme keeps programmed page `ppn`; it is valid again.
+    pub fn revalidate(&mut self, ppn: Ppn) -> std::result::Result<(), NandError> {
+        self.check_ppn(ppn)?;
+        if !self.is_programmed(ppn) || bit(&self.valid, ppn) {
+            return Err(NandError::InvalidateNotValid { ppn });
+        }
+        set_bit(&mut self.valid, ppn, true);
+        let block = self.block_of(ppn) as usize;
+        self.valid_count[block] += 1;
+        Ok(())
+    }
+
     // ----- operations -----
 
     /// Reads a programmed page; returns its OOB header.
@@ -684,6 +814,7 @@ impl Flash {
         if !self.is_programmed(ppn) {
             return Err(NandError::ReadErased { ppn });
         }
+        self.last_read = ppn;
         self.stats.reads[self.counter(cause)] += 1;
         let mut done = ready;
         if self.timeline.is_some() {
@@ -708,7 +839,22 @@ impl Flash {
         cause: Cause,
     ) -> std::result::Result<(), NandError> {
         let ready = self.cursor;
-        self.program_at(ppn, oob, extra, cause, ready)
+        self.program_at(ppn, oob, extra, cause, ready)?;
+        if self.sink.is_some() {
+            self.notify_program(ppn, oob);
+        }
+        Ok(())
+    }
+
+    #[inline(never)]
+    fn notify_program(&mut self, ppn: Ppn, oob: Oob) {
+        let content = (oob.lpa == NONE && self.has_content).then_some(&self.content[..]);
+        if let Some(sink) = self.sink.as_mut() {
+            sink.program(ppn, oob, content);
+        }
+        if oob.lpa == NONE {
+            self.has_content = false;
+        }
     }
 
     fn program_at(
@@ -809,6 +955,9 @@ impl Flash {
             let from = src as usize * w;
             self.extra.copy_within(from..from + w, dst as usize * w);
         }
+        if let Some(sink) = self.sink.as_mut() {
+            sink.copy(src, dst, oob);
+        }
         Ok(oob)
     }
 
@@ -845,6 +994,9 @@ impl Flash {
         self.erase_count[block as usize] += 1;
         self.modified_at[block as usize] = self.clock;
         self.stats.erases[self.counter(cause)] += 1;
+        if let Some(sink) = self.sink.as_mut() {
+            sink.erase(block);
+        }
         if self.timeline.is_some() {
             let die = self.layout.die_of_unit(self.layout.unit_of_block(block));
             let (cursor, background) = (self.cursor, self.background);

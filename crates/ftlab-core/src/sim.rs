@@ -23,7 +23,7 @@ use crate::metrics::{
     DeviceInfo, GcReport, HostCounters, Latency, LatencyReport, LoadReport, Metrics,
     PreconditionReport, Report, Sampler, SourceInfo,
 };
-use crate::nand::{Cause, Flash, FlashStats, Oob};
+use crate::nand::{Cause, Flash, FlashStats, Oob, ServedPage};
 use crate::request::{Op, Request};
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap};
@@ -236,6 +236,15 @@ impl<F: Ftl> Simulator<F> {
     /// number of the write it served (`None`: never written or trimmed).
     pub fn served(&self) -> &[Option<u64>] {
         self.served.as_deref().unwrap_or(&[])
+    }
+
+    /// After a restart: host writes go on from `last_seq`, and the shadow copy (with
+    /// verification) starts from what each logical page holds (`seq_of`).
+    pub fn resume(&mut self, last_seq: u64, seq_of: Vec<u64>) {
+        self.last_seq = last_seq;
+        if let Some(shadow) = self.shadow.as_mut() {
+            *shadow = seq_of;
+        }
     }
 
     /// The last host write sequence number given.
@@ -688,6 +697,9 @@ impl<F: Ftl> Simulator<F> {
                 });
             }
         }
+        if self.flash.has_sink() {
+            self.serve_to_sink(lpa, served, host_read)?;
+        }
         if let (true, Some(log)) = (host_read, self.served.as_mut()) {
             log.push(match served {
                 Served::Unmapped => None,
@@ -700,6 +712,35 @@ impl<F: Ftl> Simulator<F> {
             buffer.cache_read(lpa, oob.seq);
         }
         Ok(())
+    }
+
+    /// Tells the page store what a page read served, while the page still holds it (the
+    /// background work after the request may move it). A scheme's read returns the OOB of
+    /// the last page it read: the page is found from it.
+    #[inline(never)]
+    fn serve_to_sink(&mut self, lpa: u32, served: Served, host_read: bool) -> Result<()> {
+        let from = match served {
+            Served::Unmapped => ServedPage::Unmapped,
+            Served::Buffer(seq) => ServedPage::Buffer(seq),
+            Served::Flash(oob) => {
+                let ppn = self.flash.last_read();
+                if ppn == crate::nand::NONE || self.flash.oob(ppn) != oob {
+                    return Err(Error::Usage(format!(
+                        "internal: the read of logical page {lpa} returned {oob:?}, which is                          not the page the scheme read last"
+                    )));
+                }
+                ServedPage::Flash(ppn)
+            }
+        };
+        if let Some(sink) = self.flash.sink_mut() {
+            sink.served(lpa, from, host_read);
+        }
+        Ok(())
+    }
+
+    /// The flash model (the device front attaches its page store to it).
+    pub fn flash_mut(&mut self) -> &mut Flash {
+        &mut self.flash
     }
 
     /// Numbers a host write of `lpa`, counts it and records it in the shadow copy.

@@ -287,6 +287,91 @@ fn trace_requests(
     Ok((out, layout.logical_pages))
 }
 
+/// Serves scheme `ftl` as an NBD export until `tick` returns False or a signal (Ctrl-C,
+/// SIGTERM turned into KeyboardInterrupt) arrives, then shuts down cleanly; returns the
+/// report JSON. `on_start(startup_json, address)` is called once the server listens;
+/// `tick(status_json)` about every 200 ms (live counters, connection events).
+#[pyfunction]
+#[pyo3(signature = (ftl, store, listen, timing_real, verify, on_start, tick, **source))]
+#[allow(clippy::too_many_arguments)]
+fn serve(
+    py: Python<'_>,
+    ftl: String,
+    store: PathBuf,
+    listen: String,
+    timing_real: bool,
+    verify: bool,
+    on_start: PyObject,
+    tick: PyObject,
+    source: Option<&Bound<'_, PyDict>>,
+) -> PyResult<String> {
+    let mut opts = options(ftl.clone(), source)?;
+    // A served device starts empty (or from its store) and its requests arrive when the
+    // clients send them: open loop at wall-clock time. The user's keys come after.
+    let mut sets = vec![
+        "precondition.mode=\"none\"".to_string(),
+        "replay.mode=\"open\"".to_string(),
+        "replay.time_scale=1.0".to_string(),
+    ];
+    sets.append(&mut opts.sets);
+    opts.sets = sets;
+    let cfg = api::resolve_config(&opts).map_err(to_py)?;
+    let serve_opts = ftlab_nbd::ServeOptions {
+        scheme: opts.ftl.clone(),
+        cfg,
+        store,
+        listen,
+        timing_real,
+        verify,
+        export_name: "ftlab".into(),
+    };
+    let result = py.allow_threads(|| {
+        let mut started = |startup: &ftlab_nbd::recovery::Startup, address: &str| {
+            let text = serde_json::to_string(startup).unwrap_or_default();
+            Python::with_gil(|py| {
+                if let Err(e) = on_start.call1(py, (text, address)) {
+                    e.print(py);
+                }
+            });
+        };
+        let mut tick_cb = |status: &ftlab_nbd::Status| -> bool {
+            Python::with_gil(|py| {
+                if py.check_signals().is_err() {
+                    return false;
+                }
+                let l = &status.live;
+                let text = serde_json::json!({
+                    "address": status.address,
+                    "elapsed_s": status.elapsed_s,
+                    "requests": l.requests,
+                    "pages_written": l.pages_written,
+                    "pages_read": l.pages_read,
+                    "flash_programs": l.flash_programs,
+                    "gc_invocations": l.gc_invocations,
+                    "memory_bytes": l.memory_bytes,
+                    "connections": status.connections,
+                    "flushes": status.flushes,
+                    "errors": status.errors,
+                    "events": status.events,
+                })
+                .to_string();
+                match tick.call1(py, (text,)) {
+                    Ok(v) => v.extract::<bool>(py).unwrap_or(true),
+                    Err(e) => {
+                        if !e.is_instance_of::<pyo3::exceptions::PyKeyboardInterrupt>(py) {
+                            e.print(py);
+                        }
+                        false
+                    }
+                }
+            })
+        };
+        ftlab_nbd::serve(&serve_opts, &mut started, &mut tick_cb)
+    });
+    let outcome = result.map_err(FtlabError::new_err)?;
+    Ok(outcome.report.to_json())
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("FtlabError", m.py().get_type::<FtlabError>())?;
@@ -306,5 +391,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(trace_formats, m)?)?;
     m.add_function(wrap_pyfunction!(fitted_blocks_per_plane, m)?)?;
     m.add_function(wrap_pyfunction!(trace_requests, m)?)?;
+    m.add_function(wrap_pyfunction!(serve, m)?)?;
     Ok(())
 }

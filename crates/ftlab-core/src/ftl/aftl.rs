@@ -329,6 +329,174 @@ impl Ftl for Aftl {
         Ok(())
     }
 
+    /// The segment map and append points are rebuilt from the pages' OOB. A segment's
+    /// current generation starts with the highest-numbered write of its first page (a
+    /// segment is written again only after a whole-segment trim, so an older generation's
+    /// pages carry lower numbers); its pages give the member blocks (page `o` lies in member
+    /// `o mod units`) and the write pointer (one past the highest page written). Its trims
+    /// logged since that write are replayed for the trim cursor: a segment they covered
+    /// whole is dead and erased, as it was before the crash. Members the segment has not
+    /// reached yet get free blocks of their units. Blocks of no live segment are erased.
+    fn recover(&mut self, found: &crate::recovery::Found, flash: &mut Flash) -> Result<()> {
+        crate::recovery::revalidate_live(found, flash)?;
+        let ppb = self.layout.pages_per_block;
+        let (n, units) = (self.segments as usize, self.units);
+        let programmed = |flash: &Flash, block: u32| {
+            let first = flash.first_page(block);
+            (first..first + ppb)
+                .filter(|&p| flash.is_programmed(p) && flash.oob(p).lpa != NONE)
+                .collect::<Vec<_>>()
+        };
+        // Each segment's generation: the highest-numbered write of its first page.
+        let mut start: Vec<Option<u64>> = vec![None; n];
+        for block in 0..self.layout.total_blocks {
+            for p in programmed(flash, block) {
+                let oob = flash.oob(p);
+                let (seg, off) = self.locate(oob.lpa);
+                if off == 0 {
+                    let s = &mut start[seg as usize];
+                    *s = Some(s.map_or(oob.seq, |v| v.max(oob.seq)));
+                }
+            }
+        }
+        self.members.fill(NONE);
+        self.write_ptr.fill(0);
+        self.trim_next.fill(0);
+        let mut owner = vec![NONE; self.layout.total_blocks as usize];
+        for block in 0..self.layout.total_blocks {
+            for p in programmed(flash, block) {
+                let oob = flash.oob(p);
+                let (seg, off) = self.locate(oob.lpa);
+                let s = seg as usize;
+                let Some(first) = start[s] else {
+                    if found.live[oob.lpa as usize] == p {
+                        return Err(Error::Usage(format!(
+                            "aftl: segment {seg} holds current pages but not its first page: its \
+                             generation cannot be told"
+                        )));
+                    }
+                    continue;
+                };
+                if oob.seq < first {
+                    continue; // an earlier generation, trimmed whole
+                }
+                let k = off % units;
+                let slot = &mut self.members[s * units as usize + k as usize];
+                let placed = flash.page_offset(p) == off / units
+                    && self.layout.unit_of_block(block) == self.stripe[k as usize]
+                    && (*slot == NONE || *slot == block);
+                if !placed {
+                    return Err(Error::Usage(format!(
+                        "aftl: physical page {p} holds page {off} of segment {seg}, which \
+                         segment placement cannot put there"
+                    )));
+                }
+                *slot = block;
+                owner[block as usize] = seg;
+                self.write_ptr[s] = self.write_ptr[s].max(off + 1);
+            }
+        }
+        // Trims since each generation began, replayed.
+        let mut dead = vec![false; n];
+        for &(lpa, seq) in &found.trims {
+            let (seg, off) = self.locate(lpa);
+            let s = seg as usize;
+            if start[s].is_none_or(|first| seq < first) || dead[s] {
+                continue;
+            }
+            if off == self.trim_next[s] {
+                self.trim_next[s] = off + 1;
+                if off + 1 == self.len_of(seg) {
+                    self.trim_next[s] = 0;
+                    dead[s] = true;
+                }
+            } else {
+                self.trim_next[s] = u32::from(off == 0);
+            }
+        }
+        for (s, _) in dead.iter().enumerate().filter(|(_, &d)| d) {
+            let base = s * units as usize;
+            for m in &mut self.members[base..base + units as usize] {
+                if *m != NONE {
+                    owner[*m as usize] = NONE;
+                }
+                *m = NONE;
+            }
+            self.write_ptr[s] = 0;
+            self.trim_next[s] = 0;
+        }
+        // Everything else is erased and free.
+        for block in 0..self.layout.total_blocks {
+            if owner[block as usize] == NONE && !flash.is_erased(block) {
+                let first = flash.first_page(block);
+                for p in first..first + ppb {
+                    if flash.is_valid(p) {
+                        flash.invalidate(p)?; // a dead segment's untrimmed page
+                    }
+                }
+                flash.erase(block, Cause::Host)?;
+            }
+        }
+        match self.map {
+            MapGranularity::Block => {
+                self.free = FreeBlocks::empty(&self.layout);
+                for block in 0..self.layout.total_blocks {
+                    if owner[block as usize] == NONE {
+                        self.free.push(&self.layout, block);
+                    }
+                }
+                for s in 0..n {
+                    if self.write_ptr[s] == 0 {
+                        continue;
+                    }
+                    for k in 0..units {
+                        let slot = s * units as usize + k as usize;
+                        if self.members[slot] == NONE {
+                            let unit = self.stripe[k as usize];
+                            self.members[slot] =
+                                self.free.pop(unit).ok_or_else(|| Error::DeviceFull {
+                                    message: format!(
+                                        "aftl: unit {unit} has no free block for segment {s}"
+                                    ),
+                                })?;
+                        }
+                    }
+                }
+            }
+            MapGranularity::Segment => {
+                let mut used = vec![false; self.layout.superblocks() as usize];
+                for s in 0..n {
+                    if self.write_ptr[s] == 0 {
+                        continue;
+                    }
+                    let base = s * units as usize;
+                    let any = self.members[base..base + units as usize]
+                        .iter()
+                        .copied()
+                        .find(|&b| b != NONE)
+                        .unwrap_or(NONE);
+                    let sb = self.layout.superblock_of(any);
+                    for k in 0..units {
+                        let b = self.layout.superblock_member(sb, k);
+                        let m = &mut self.members[base + k as usize];
+                        if *m != NONE && *m != b {
+                            return Err(Error::Usage(format!(
+                                "aftl: segment {s} spans superblocks {sb} and {}",
+                                self.layout.superblock_of(*m)
+                            )));
+                        }
+                        *m = b;
+                    }
+                    used[sb as usize] = true;
+                }
+                self.free_superblocks = (0..self.layout.superblocks())
+                    .filter(|&sb| !used[sb as usize])
+                    .collect();
+            }
+        }
+        Ok(())
+    }
+
     fn memory(&self, out: &mut MemoryBreakdown) {
         let segments = self.segments as u64;
         match self.map {

@@ -26,7 +26,7 @@ use crate::config::{Config, GcMode, Layout, VictimPolicy};
 use crate::divide::DivideBy;
 use crate::error::{Error, Result};
 use crate::ftl::MemoryBreakdown;
-use crate::nand::{Cause, Flash, Ppn, NONE};
+use crate::nand::{Cause, Flash, Oob, Ppn, NONE};
 
 /// Physical pages in the order the host stream writes them: `chunk` pages on one parallel
 /// unit, then `chunk` on the next, round-robin over the units in the allocator's order
@@ -629,6 +629,70 @@ impl PageAllocator {
             self.translation_pages_moved += moved;
         }
         Ok(true)
+    }
+
+    /// After a restart ([`crate::recovery`]), with the kept pages revalidated: the free
+    /// pools, the open blocks and the block kinds from what the flash holds. A partly
+    /// written block becomes the open block of its stream on its unit (data: the host
+    /// stream, then GC's; translation pages: the translation stream); any other is closed
+    /// with filler pages, as pblk pads its open lines, so that GC can take it.
+    pub fn recover(&mut self, flash: &mut Flash) -> Result<()> {
+        let layout = self.layout;
+        self.free = FreeBlocks::empty(&layout);
+        for stream in &mut self.open {
+            stream.fill(OpenBlock::CLOSED);
+        }
+        self.next_unit = [0; 3];
+        self.host_left = self.host_stripe;
+        let ppb = layout.pages_per_block;
+        for block in 0..layout.total_blocks {
+            let unit = layout.unit_of_block(block) as usize;
+            if flash.is_erased(block) {
+                self.free.push(&layout, block);
+                continue;
+            }
+            let first = flash.first_page(block);
+            let translation = !self.kind.is_empty()
+                && (first..first + ppb).any(|p| {
+                    flash.is_programmed(p)
+                        && flash.oob(p).lpa == NONE
+                        && flash.oob(p) != Oob::FILLER
+                });
+            if let Some(k) = self.kind.get_mut(block as usize) {
+                *k = if translation {
+                    BlockKind::Translation
+                } else {
+                    BlockKind::Data
+                };
+            }
+            if flash.is_full(block) {
+                continue;
+            }
+            let stream = if translation {
+                Some(MAP).filter(|&s| self.open[s][unit].block == NONE)
+            } else {
+                [HOST, GC]
+                    .into_iter()
+                    .find(|&s| self.open[s][unit].block == NONE)
+            };
+            match stream {
+                Some(s) => {
+                    self.open[s][unit] = OpenBlock {
+                        block,
+                        next: flash.write_pointer(block),
+                    }
+                }
+                None => crate::recovery::pad_block(flash, block)?,
+            }
+        }
+        if self.background_gc {
+            for unit in 0..layout.units {
+                if self.free.count(unit) < self.soft_free_blocks {
+                    self.want_gc(unit);
+                }
+            }
+        }
+        Ok(())
     }
 
     /// GC bookkeeping every out-of-place scheme holds in DRAM: a valid bitmap (1 bit per

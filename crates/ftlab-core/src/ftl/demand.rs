@@ -81,6 +81,26 @@ pub fn address_bytes(count: u64) -> u64 {
     bits.div_ceil(8)
 }
 
+/// A translation page's bytes: its entries, `width` bytes each, little-endian, unmapped as
+/// all ones (the page-address width leaves that value free unless the device has exactly
+/// 2^(8 x width) pages).
+pub fn encode_entries(entries: &[Ppn], width: usize, out: &mut Vec<u8>) {
+    for &ppn in entries {
+        out.extend_from_slice(&ppn.to_le_bytes()[..width]);
+    }
+}
+
+/// The entries a translation page's bytes hold (see [`encode_entries`]).
+pub fn decode_entries(bytes: &[u8], width: usize, count: usize, out: &mut Vec<Ppn>) {
+    let unmapped = (1u64 << (8 * width)) - 1;
+    for chunk in bytes.chunks_exact(width).take(count) {
+        let mut raw = [0u8; 4];
+        raw[..width].copy_from_slice(chunk);
+        let v = u32::from_le_bytes(raw);
+        out.push(if v as u64 == unmapped { NONE } else { v });
+    }
+}
+
 impl OnFlashTable {
     /// The table of a fresh device, in units of `unit_pages` translation pages.
     pub fn new(cfg: &Config, layout: &Layout, unit_pages: u32) -> Result<Self> {
@@ -165,10 +185,20 @@ impl OnFlashTable {
         Ok(read)
     }
 
-    /// Writes every page of unit `u` (striped over the parallel units by the allocator).
+    /// Writes every page of unit `u` (striped over the parallel units by the allocator),
+    /// each holding its entries ([`encode_entries`]).
     fn write_unit(&mut self, u: u32, flash: &mut Flash) -> Result<u64> {
+        let range = self.unit_range(u);
+        let per_page = (self.unit_entries / self.unit_pages) as usize;
         for p in 0..self.unit_pages {
-            self.store.write(u * self.unit_pages + p, flash)?;
+            let entries = self.flash_table[range.start as usize..range.end as usize]
+                .chunks(per_page)
+                .nth(p as usize)
+                .unwrap_or(&[]);
+            let width = self.ppa_bytes as usize;
+            self.store.write(u * self.unit_pages + p, flash, |buf| {
+                encode_entries(entries, width, buf)
+            })?;
         }
         Ok(self.unit_pages as u64)
     }
@@ -288,6 +318,62 @@ impl OnFlashTable {
     #[inline]
     pub fn recycle_moves(&mut self, moves: Vec<Move>) {
         self.store.recycle_moves(moves)
+    }
+
+    /// After a restart, the scheme's cache empty: the data pages `found` keeps are valid,
+    /// the latest copy of each translation page is located, and every unit whose
+    /// translation pages do not hold what the OOB scan found (the cache's dirty entries were
+    /// lost; the data pages' OOB is the truth) is written again, so that the table on flash
+    /// is current. A unit's pages are compared by their bytes when the front kept them
+    /// ([`crate::recovery::FlashImage::contents`]); without them every unit that maps
+    /// anything is written again.
+    pub fn recover(&mut self, found: &crate::recovery::Found, flash: &mut Flash) -> Result<()> {
+        crate::recovery::revalidate_live(found, flash)?;
+        self.flash_table.copy_from_slice(&found.live);
+        let at = found.translation_pages(self.store.pages());
+        self.store.recover(&at, flash)?;
+        let mut pending = vec![false; self.units() as usize];
+        let per_page = (self.unit_entries / self.unit_pages) as usize;
+        let width = self.ppa_bytes as usize;
+        let mut decoded = Vec::with_capacity(per_page);
+        let mut todo: Vec<u32> = Vec::new();
+        for u in 0..self.units() {
+            let entries = self.stored_unit(u);
+            if !self.unit_exists(u) && entries.iter().all(|&p| p == NONE) {
+                continue;
+            }
+            let current = entries.chunks(per_page).enumerate().all(|(p, want)| {
+                let page = at[(u * self.unit_pages) as usize + p];
+                decoded.clear();
+                if let Some(bytes) = found.contents.get(&page) {
+                    decode_entries(bytes, width, want.len(), &mut decoded);
+                }
+                page != NONE && decoded == want
+            });
+            if !current {
+                todo.push(u);
+            }
+        }
+        todo.reverse();
+        for &u in &todo {
+            pending[u as usize] = true;
+        }
+        while let Some(u) = todo.pop() {
+            pending[u as usize] = false;
+            self.write_unit(u, flash)?;
+            // GC triggered by the writes moved data pages: their units are written again.
+            let moves = self.store.take_moves();
+            for m in &moves {
+                self.flash_table[m.key as usize] = m.to;
+                let mu = self.unit_of(m.key);
+                if !pending[mu as usize] {
+                    pending[mu as usize] = true;
+                    todo.push(mu);
+                }
+            }
+            self.store.recycle_moves(moves);
+        }
+        Ok(())
     }
 
     /// The directory and the GC bookkeeping.

@@ -159,6 +159,11 @@ impl Dftl {
 }
 
 impl Ftl for Dftl {
+    /// The cache starts empty; the table on flash is rebuilt ([`OnFlashTable::recover`]).
+    fn recover(&mut self, found: &crate::recovery::Found, flash: &mut Flash) -> Result<()> {
+        self.table.recover(found, flash)
+    }
+
     #[inline]
     fn read(&mut self, lpa: u32, flash: &mut Flash) -> Result<Option<Oob>> {
         read_entry(self, lpa, flash)

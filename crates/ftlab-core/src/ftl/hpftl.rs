@@ -644,6 +644,109 @@ impl Ftl for HpFtl {
         Ok(())
     }
 
+    /// A block whose every page one of its own hash functions maps to it is a hashed block
+    /// (host writes and reclaims only put such pages there), its current pages back in the
+    /// primary table; any other block holding current pages is a log block, its pages in
+    /// the secondary table (with their reclaim candidates); log blocks holding none are
+    /// erased. Erased blocks refill the pool, the rest are hashed; the log block written
+    /// last stays open, other partly written ones are closed with fillers. Then reclaims
+    /// and GC run as before a host write, should the secondary table or the pool be short.
+    fn recover(&mut self, found: &crate::recovery::Found, flash: &mut Flash) -> Result<()> {
+        crate::recovery::revalidate_live(found, flash)?;
+        let ppb = self.layout.pages_per_block;
+        let blocks = self.layout.total_blocks;
+        let mut live = vec![0u32; blocks as usize];
+        for &p in found.live.iter().filter(|&&p| p != NONE) {
+            live[flash.block_of(p) as usize] += 1;
+        }
+        self.pool = FreeBlocks::empty(&self.layout);
+        self.hashed_free = 0;
+        self.log_open = NONE;
+        let mut open_logs = Vec::new();
+        for block in 0..blocks {
+            let first = flash.first_page(block);
+            let mut hashed = true;
+            for p in first..first + flash.write_pointer(block) {
+                let lpa = flash.oob(p).lpa;
+                if flash.is_programmed(p) && lpa != NONE {
+                    let digest = self.hasher.digest(lpa);
+                    if !(1..=self.hash_functions).any(|h| self.hasher.target(digest, h) == block) {
+                        hashed = false;
+                        break;
+                    }
+                }
+            }
+            if !hashed && live[block as usize] == 0 {
+                flash.erase(block, Cause::Gc)?;
+            }
+            self.role[block as usize] = if flash.is_erased(block) {
+                Role::Pool
+            } else if hashed {
+                Role::Hashed
+            } else {
+                Role::Log
+            };
+            match self.role[block as usize] {
+                Role::Hashed => self.hashed_free += (ppb - flash.write_pointer(block)) as u64,
+                Role::Log if !flash.is_full(block) => open_logs.push(block),
+                _ => {}
+            }
+        }
+        // The erased blocks: the first of each unit in turn refill the pool.
+        let units = self.layout.units;
+        let mut pooled = 0;
+        for i in 0..self.layout.blocks_per_unit {
+            for unit in 0..units {
+                let block = unit * self.layout.blocks_per_unit + i;
+                if self.role[block as usize] != Role::Pool {
+                    continue;
+                }
+                if pooled < POOL_TARGET {
+                    self.pool.push(&self.layout, block);
+                    pooled += 1;
+                } else {
+                    self.role[block as usize] = Role::Hashed;
+                    self.hashed_free += ppb as u64;
+                }
+            }
+        }
+        let recency = |b: u32| found.block_last_prog.get(b as usize).copied().unwrap_or(0);
+        open_logs.sort_by_key(|&b| (recency(b), b));
+        if let Some(last) = open_logs.pop() {
+            self.log_open = last;
+        }
+        for block in open_logs {
+            crate::recovery::pad_block(flash, block)?;
+        }
+        for block in 0..blocks {
+            if block != self.log_open {
+                self.file_if_full(block, flash);
+            }
+        }
+        for (lpa, &ppn) in found.live.iter().enumerate() {
+            if ppn == NONE {
+                continue;
+            }
+            let lpa = lpa as u32;
+            let block = flash.block_of(ppn);
+            if self.role[block as usize] == Role::Hashed {
+                let digest = self.hasher.digest(lpa);
+                let hid = (1..=self.hash_functions)
+                    .find(|&h| self.hasher.target(digest, h) == block)
+                    .ok_or_else(|| {
+                        Error::Usage(format!(
+                            "internal error: HPFTL recovery filed block {block} as hashed, but \
+                             logical page {lpa} in it does not hash to it"
+                        ))
+                    })?;
+                self.primary.set(lpa, hid, flash.page_offset(ppn));
+            } else {
+                self.secondary_insert(lpa, ppn);
+            }
+        }
+        self.make_room(flash)
+    }
+
     fn memory(&self, out: &mut MemoryBreakdown) {
         out.push(("primary_table", self.primary.bytes()));
         out.push(("secondary_table", self.capacity * SECONDARY_ENTRY_BYTES));

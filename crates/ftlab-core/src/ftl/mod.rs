@@ -37,7 +37,7 @@ use std::collections::BTreeMap;
 /// DRAM the scheme holds, by component, in bytes.
 pub type MemoryBreakdown = Vec<(&'static str, u64)>;
 
-pub trait Ftl: 'static {
+pub trait Ftl: 'static + Send {
     /// Serves a read of logical page `lpa`: the OOB header of the flash page it read, or
     /// `None` if the page is unmapped (never written, or trimmed).
     fn read(&mut self, lpa: u32, flash: &mut Flash) -> Result<Option<Oob>>;
@@ -79,6 +79,18 @@ pub trait Ftl: 'static {
     /// Forgets the scheme's event counters (hits, misses, merges, ...) but none of its
     /// state: preconditioning traffic is kept out of the run's counters.
     fn reset_counters(&mut self) {}
+
+    /// Rebuilds the scheme's state after a restart ([`crate::recovery`]): `flash` holds
+    /// every page as programmed before, none valid; the scheme is as [`Scheme::new`] made
+    /// it. It revalidates the pages it keeps, rebuilds its map and structure from `found`,
+    /// and may write (rewrite translation pages, close blocks, finish an interrupted merge).
+    /// Every registered scheme implements it; the default refuses, so that a scheme added
+    /// without it makes the device refuse to start rather than serve a wrong map.
+    fn recover(&mut self, _found: &crate::recovery::Found, _flash: &mut Flash) -> Result<()> {
+        Err(Error::Usage(
+            "this scheme cannot rebuild its state from flash".into(),
+        ))
+    }
 
     /// End of the run, after the write buffer is drained and before the final metrics
     /// (for example a scheme's final background compaction).

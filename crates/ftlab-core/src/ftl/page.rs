@@ -126,6 +126,15 @@ impl Ftl for PageFtl {
         Ok(())
     }
 
+    /// The table is the OOB scan's; the allocator is rebuilt around it.
+    fn recover(&mut self, found: &crate::recovery::Found, flash: &mut Flash) -> Result<()> {
+        crate::recovery::revalidate_live(found, flash)?;
+        self.l2p.copy_from_slice(&found.live);
+        self.alloc.recover(flash)?;
+        self.apply_moves();
+        Ok(())
+    }
+
     fn memory(&self, out: &mut MemoryBreakdown) {
         let layout = &self.layout;
         out.push(("l2p", layout.logical_pages * layout.ppa_entry_bytes()));

@@ -334,6 +334,11 @@ impl Selective {
 }
 
 impl Ftl for Selective {
+    /// The cache starts empty; the table on flash is rebuilt ([`OnFlashTable::recover`]).
+    fn recover(&mut self, found: &crate::recovery::Found, flash: &mut Flash) -> Result<()> {
+        self.table.recover(found, flash)
+    }
+
     #[inline]
     fn begin_request(&mut self, _first_lpa: u32, _pages: u32, _op: Op) {
         self.now += 1;

@@ -416,6 +416,11 @@ impl Sftl {
 }
 
 impl Ftl for Sftl {
+    /// The cache starts empty; the table on flash is rebuilt ([`OnFlashTable::recover`]).
+    fn recover(&mut self, found: &crate::recovery::Found, flash: &mut Flash) -> Result<()> {
+        self.table.recover(found, flash)
+    }
+
     #[inline]
     fn read(&mut self, lpa: u32, flash: &mut Flash) -> Result<Option<Oob>> {
         let ppn = self.translate(lpa, flash)?;

@@ -422,6 +422,132 @@ impl Ftl for SlimFtl {
         self.unmap(lpa, flash)
     }
 
+    /// The virtual block table is rebuilt from where the current pages lie: each block
+    /// holding current pages gets the VBA most of its pages hash to (blocks with the
+    /// strongest claim first; a block whose VBAs are taken gets a free one), each page the
+    /// HID that maps it to its block's VBA, or, when none does, HID 1 as a page shared out
+    /// of its HID-1 VBA (found by probing, as a linear-probed write is). Before that, as a
+    /// collection interrupted by the crash would have, the block with the fewest current
+    /// pages is emptied into the others' free pages while there are more such blocks than
+    /// VBAs or a unit has no spare block left. Blocks holding no current page are erased.
+    fn recover(&mut self, found: &crate::recovery::Found, flash: &mut Flash) -> Result<()> {
+        crate::recovery::revalidate_live(found, flash)?;
+        let total = self.layout.total_blocks;
+        let live_pages = |flash: &Flash, b: u32| flash.valid_count(b);
+        // Empty blocks while the VBAs or a unit's spare run short.
+        loop {
+            let used: Vec<u32> = (0..total).filter(|&b| live_pages(flash, b) > 0).collect();
+            let spare_short = (0..self.layout.units).find(|&u| {
+                let first = u * self.layout.blocks_per_unit;
+                (first..first + self.layout.blocks_per_unit)
+                    .filter(|&b| live_pages(flash, b) == 0)
+                    .count()
+                    < SPARE_BLOCKS_PER_UNIT
+            });
+            if used.len() <= self.vbas as usize && spare_short.is_none() {
+                break;
+            }
+            let victim = used
+                .iter()
+                .copied()
+                .filter(|&b| spare_short.is_none_or(|u| self.layout.unit_of_block(b) == u))
+                .min_by_key(|&b| (live_pages(flash, b), b))
+                .ok_or_else(|| Error::DeviceFull {
+                    message: "SlimFTL recovery: no block to empty".into(),
+                })?;
+            let pages: Vec<Ppn> = flash.valid_pages(victim).collect();
+            for src in pages {
+                let dst = used
+                    .iter()
+                    .copied()
+                    .find(|&b| b != victim && !flash.is_full(b))
+                    .ok_or_else(|| Error::DeviceFull {
+                        message: "SlimFTL recovery: the device is too full to finish the \
+                                  collection the crash interrupted"
+                            .into(),
+                    })?;
+                let to = flash.first_page(dst) + flash.write_pointer(dst);
+                flash.copy(src, to, Cause::Gc)?;
+                flash.invalidate(src)?;
+            }
+        }
+        // Each block's claims: (pages, VBA), strongest first.
+        let mut claims: Vec<(u32, Vec<(u32, u32)>)> = Vec::new();
+        for b in 0..total {
+            if live_pages(flash, b) == 0 {
+                continue;
+            }
+            // Each page votes once for each VBA one of its hash functions picks.
+            let mut votes: Vec<u32> = Vec::new();
+            for p in flash.valid_pages(b) {
+                let digest = self.hasher.digest(flash.oob(p).lpa);
+                let mut mine: Vec<u32> = (1..=self.hash_functions)
+                    .map(|h| self.hasher.target(digest, h))
+                    .collect();
+                mine.sort_unstable();
+                mine.dedup();
+                votes.extend(mine);
+            }
+            votes.sort_unstable();
+            let mut ranked: Vec<(u32, u32)> = votes
+                .chunk_by(|a, b| a == b)
+                .map(|run| (run.len() as u32, run[0]))
+                .collect();
+            ranked.sort_by_key(|&(n, v)| (std::cmp::Reverse(n), v));
+            claims.push((b, ranked));
+        }
+        claims.sort_by_key(|(b, r)| (std::cmp::Reverse(r.first().map_or(0, |c| c.0)), *b));
+        let mut next_free = 0;
+        for (b, ranked) in &claims {
+            let vba = match ranked.iter().find(|(_, v)| self.vbt[*v as usize] == NONE) {
+                Some(&(_, v)) => v,
+                None => {
+                    while self.vbt[next_free as usize] != NONE {
+                        next_free += 1;
+                    }
+                    next_free
+                }
+            };
+            self.vbt[vba as usize] = *b;
+        }
+        // The primary table.
+        for vba in 0..self.vbas {
+            let b = self.vbt[vba as usize];
+            if b == NONE {
+                continue;
+            }
+            let pages: Vec<Ppn> = flash.valid_pages(b).collect();
+            for p in pages {
+                let lpa = flash.oob(p).lpa;
+                let digest = self.hasher.digest(lpa);
+                let ppid = flash.page_offset(p);
+                match (1..=self.hash_functions).find(|&h| self.hasher.target(digest, h) == vba) {
+                    Some(hid) => self.primary.set(lpa, hid, ppid),
+                    None => {
+                        self.primary.set(lpa, 1, ppid);
+                        let origin = self.hasher.target(digest, 1);
+                        let count = &mut self.shared_out[origin as usize];
+                        if *count != self.shared_out_max {
+                            *count += 1;
+                        }
+                    }
+                }
+            }
+        }
+        // Free blocks: the erased ones and those holding no current page.
+        self.free = FreeBlocks::empty(&self.layout);
+        self.next_unit = 0;
+        for b in 0..total {
+            if live_pages(flash, b) == 0 {
+                if !flash.is_erased(b) {
+                    flash.erase(b, Cause::Gc)?;
+                }
+                self.free.push(&self.layout, b);
+            }
+        }
+        Ok(())
+    }
+
     fn memory(&self, out: &mut MemoryBreakdown) {
         out.push(("primary_table", self.primary.bytes()));
         out.push(("virtual_block_table", self.vbas as u64 * 4));

@@ -311,6 +311,11 @@ impl Tpftl {
 }
 
 impl Ftl for Tpftl {
+    /// The cache starts empty; the table on flash is rebuilt ([`OnFlashTable::recover`]).
+    fn recover(&mut self, found: &crate::recovery::Found, flash: &mut Flash) -> Result<()> {
+        self.table.recover(found, flash)
+    }
+
     #[inline]
     fn begin_request(&mut self, first_lpa: u32, pages: u32, _op: Op) {
         self.request = (first_lpa, first_lpa + pages);

@@ -59,6 +59,19 @@ impl TranslationStore {
         })
     }
 
+    /// After a restart: translation page `k` is at `at[k]` ([`NONE`]: never written);
+    /// those pages are kept (revalidated) and the allocator rebuilt. The data pages must
+    /// be revalidated first.
+    pub fn recover(&mut self, at: &[Ppn], flash: &mut Flash) -> Result<()> {
+        for (k, &ppn) in at.iter().enumerate() {
+            if ppn != NONE {
+                flash.revalidate(ppn)?;
+            }
+            self.gtd[k] = ppn;
+        }
+        self.alloc.recover(flash)
+    }
+
     /// Number of translation pages.
     pub fn pages(&self) -> u32 {
         self.gtd.len() as u32
@@ -89,9 +102,16 @@ impl TranslationStore {
         Ok(true)
     }
 
-    /// Writes a new version of translation page `k` and invalidates the old one. GC that the
-    /// allocation triggers may move data pages: take them with [`Self::take_moves`].
-    pub fn write(&mut self, k: u32, flash: &mut Flash) -> Result<()> {
+    /// Writes a new version of translation page `k` and invalidates the old one; `content`
+    /// puts the page's bytes (the mapping state it holds) in the buffer it is given, when
+    /// a page store keeps them ([`Flash::page_content`]). GC that the allocation triggers
+    /// may move data pages: take them with [`Self::take_moves`].
+    pub fn write(
+        &mut self,
+        k: u32,
+        flash: &mut Flash,
+        content: impl FnOnce(&mut Vec<u8>),
+    ) -> Result<()> {
         let old = self.gtd[k as usize];
         if old != NONE {
             // Invalidate first so that GC triggered by this write sees the stale copy.
@@ -100,6 +120,10 @@ impl TranslationStore {
         }
         let ppn = self.alloc.translation_page(flash)?;
         self.settle_translation_moves();
+        // After the allocation: its GC must not take the bytes for a page it programs.
+        if let Some(buf) = flash.page_content() {
+            content(buf);
+        }
         flash.program(ppn, Oob::translation(k), &[], Cause::Translation)?;
         self.gtd[k as usize] = ppn;
         Ok(())
@@ -200,7 +224,7 @@ mod tests {
         for i in 0..20_000u32 {
             if i % 3 == 0 {
                 let k = rng.below(tps as u64) as u32;
-                store.write(k, &mut flash).unwrap();
+                store.write(k, &mut flash, |_| {}).unwrap();
             } else {
                 let lpa = rng.below(layout.logical_pages) as u32;
                 if l2p[lpa as usize] != NONE {

@@ -249,6 +249,8 @@ pub struct LeaFtl {
     layout: Layout,
     cfg: LeaftlConfig,
     learner: Learner,
+    /// The segments' 8-byte encoding (translation pages hold it).
+    codec: Codec,
     /// OOB neighbours stored on each side of a page.
     window: u32,
     /// Group number -> slot in `groups` (NONE: not in DRAM).
@@ -389,6 +391,7 @@ flush_group_fill = 0.875
             layout: *layout,
             learner: Learner::new(lcfg.gamma, codec)
                 .across_runs(lcfg.placement == Placement::Stripe),
+            codec,
             window: (extra / 4 / 2) as u32,
             index: vec![NONE; groups],
             groups: Vec::new(),
@@ -658,11 +661,21 @@ impl LeaFtl {
             },
             s => s,
         };
+        // The pages hold the group's encoding (when a page store keeps their bytes).
+        let mut bytes = Vec::new();
+        if flash.has_sink() {
+            table.encode(&self.codec, &mut bytes);
+        }
+        let page = self.layout.page_size as usize;
+        debug_assert!(bytes.len() <= self.pages_per_group as usize * page);
         self.flash_groups[fslot as usize] = table;
         self.flash_index[group as usize] = fslot;
         if let Backing::Flash(store) = &mut self.backing {
             for j in 0..self.pages_per_group {
-                store.write(group * self.pages_per_group + j, flash)?;
+                let part = bytes.chunks(page).nth(j as usize).unwrap_or(&[]);
+                store.write(group * self.pages_per_group + j, flash, |buf| {
+                    buf.extend_from_slice(part)
+                })?;
             }
         }
         Ok(())
@@ -1100,6 +1113,51 @@ impl Ftl for LeaFtl {
             self.drop_resident(group);
             self.forget_flash_copy(group);
         }
+        self.fit_budget(flash)
+    }
+
+    /// LeaFTL relearns its segments from the recovered mapping, as it would from the
+    /// pages' OOB (each page's logical address): the current pages, sorted by logical
+    /// address, are learned with the configured error bound into fresh groups, a run being
+    /// pages consecutive in one block in both orders (what a batch was), and each page's OOB
+    /// window is bounded by its run (the batches written before the crash are not known, so
+    /// every other page is a batch of its own). The allocator is rebuilt; translation pages
+    /// of groups evicted before the crash are dropped (their groups are relearned) and,
+    /// under a DRAM budget, the groups that do not fit are evicted again.
+    fn recover(&mut self, found: &crate::recovery::Found, flash: &mut Flash) -> Result<()> {
+        crate::recovery::revalidate_live(found, flash)?;
+        match &mut self.backing {
+            Backing::Dram(a) => a.recover(flash)?,
+            Backing::Flash(s) => s.recover(&vec![NONE; s.pages() as usize], flash)?,
+        }
+        let written: Vec<Written> = found
+            .live
+            .iter()
+            .enumerate()
+            .filter(|&(_, &ppn)| ppn != NONE)
+            .map(|(lpa, &ppn)| Written {
+                lpa: lpa as u32,
+                ppn,
+            })
+            .collect();
+        self.batch_start.fill(0);
+        for block in 0..self.layout.total_blocks {
+            let first = flash.first_page(block);
+            for p in first..first + self.layout.pages_per_block {
+                if flash.is_programmed(p) {
+                    set_bit(&mut self.batch_start, p);
+                }
+            }
+        }
+        for pair in written.windows(2) {
+            let (a, b) = (pair[0].ppn, pair[1].ppn);
+            if b == a + 1 && flash.block_of(a) == flash.block_of(b) {
+                self.batch_start[(b >> 6) as usize] &= !(1u64 << (b & 63));
+            }
+        }
+        self.oob_cache.clear();
+        self.learn(&written, flash);
+        self.compact_all();
         self.fit_budget(flash)
     }
 

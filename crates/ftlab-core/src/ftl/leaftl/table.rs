@@ -22,7 +22,7 @@
 //! left empty); promotion moves each segment to the highest level where nothing in between
 //! overlaps it, and drops empty levels.
 
-use super::plr::{bounds, count, has, Learned, Members, Seg};
+use super::plr::{bounds, count, has, Codec, Learned, Members, Seg};
 
 /// Segment and CRB counts over all resident groups, kept up to date incrementally.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -278,6 +278,31 @@ impl Group {
             s.progression()
         } else {
             self.crb[s.crb as usize]
+        }
+    }
+
+    /// The group as its translation pages hold it: the number of levels (2 bytes), then,
+    /// top level first, each level's segment count (2 bytes) and segments (8 bytes each,
+    /// [`Codec::encode`]), then the member list of each irregular segment in the same order
+    /// (its member count less one, 1 byte, and the offsets, 1 byte each: the CRB). All
+    /// little-endian.
+    pub fn encode(&self, codec: &Codec, out: &mut Vec<u8>) {
+        let levels = self.levels.count();
+        out.extend_from_slice(&(levels as u16).to_le_bytes());
+        for d in 0..levels {
+            let level = self.levels.level(d);
+            out.extend_from_slice(&(level.len() as u16).to_le_bytes());
+            for s in level {
+                out.extend_from_slice(&codec.encode(s));
+            }
+        }
+        for (_, s) in self.segments() {
+            if !s.is_consecutive() {
+                let m = self.members(s);
+                let offsets: Vec<u8> = (0..=255u8).filter(|&x| has(&m, x)).collect();
+                out.push((offsets.len() - 1) as u8);
+                out.extend_from_slice(&offsets);
+            }
         }
     }
 

@@ -129,6 +129,12 @@ impl Ftl for BlockFtl {
         self.core.trim(lpa, flash)
     }
 
+    /// The data-block map and the log-block pool are rebuilt from the OOB scan
+    /// ([`Core::recover`]).
+    fn recover(&mut self, found: &crate::recovery::Found, flash: &mut Flash) -> Result<()> {
+        self.core.recover(found, flash)
+    }
+
     fn memory(&self, out: &mut MemoryBreakdown) {
         let w = &self.widths;
         out.push(("block_map", w.block_map_bytes()));

@@ -115,6 +115,18 @@ impl Ftl for Fast {
         self.core.trim(lpa, flash)
     }
 
+    /// The machinery is rebuilt ([`Core::recover`]); the RW log being filled is the one
+    /// written last.
+    fn recover(&mut self, found: &crate::recovery::Found, flash: &mut Flash) -> Result<()> {
+        self.core.recover(found, flash)?;
+        let core = &self.core;
+        self.current = (1..core.logs())
+            .filter(|&s| !core.slots[s as usize].is_free())
+            .max_by_key(|&s| core.slots[s as usize].stamp)
+            .unwrap_or(1);
+        Ok(())
+    }
+
     fn memory(&self, out: &mut MemoryBreakdown) {
         self.mem
             .breakdown(&self.widths, self.core.logs() as u64, out);

@@ -274,6 +274,12 @@ impl Ftl for Kraft {
         self.core.trim(lpa, flash)
     }
 
+    /// The data-block map and the log-block pool are rebuilt from the OOB scan
+    /// ([`Core::recover`]).
+    fn recover(&mut self, found: &crate::recovery::Found, flash: &mut Flash) -> Result<()> {
+        self.core.recover(found, flash)
+    }
+
     fn memory(&self, out: &mut MemoryBreakdown) {
         self.mem
             .breakdown(&self.widths, self.core.logs() as u64, out);

@@ -53,6 +53,7 @@ pub mod fast;
 pub mod fftl;
 pub mod kast;
 pub mod kraft;
+mod recovery;
 
 use crate::blocks::FreeBlocks;
 use crate::config::{Config, Layout, ProgramOrder};
@@ -1063,10 +1064,15 @@ impl Core {
         if slot.serial == NONE {
             return false;
         }
-        (0..slot.top).all(|o| {
-            let l = self.lpa(slot.serial, o);
-            self.newest_copy(l, flash)
-                .is_none_or(|p| p == self.ppn(slot.block, o))
+        self.serial_below(slot.block, slot.top, slot.serial, flash)
+    }
+
+    /// Whether, below `top`, every valid copy of `lbn`'s pages is `block`'s own page of that
+    /// offset.
+    fn serial_below(&self, block: u32, top: u32, lbn: u32, flash: &Flash) -> bool {
+        (0..top).all(|o| {
+            self.newest_copy(self.lpa(lbn, o), flash)
+                .is_none_or(|p| p == self.ppn(block, o))
         })
     }
 
@@ -1083,16 +1089,7 @@ impl Core {
         } else {
             Cause::MergePartial
         };
-        let mut copies = 0;
-        for o in slot.top..self.ppb {
-            let l = self.lpa(lbn, o);
-            if let Some(src) = self.newest_copy(l, flash) {
-                self.pad(block, o, copy_cause, flash)?;
-                self.copy_page(src, self.ppn(block, o), lbn, copy_cause, flash)?;
-                self.newest[l as usize] = 0;
-                copies += 1;
-            }
-        }
+        let copies = self.fill_serial(block, slot.top, lbn, copy_cause, flash)?;
         let kind = if full_class {
             FULL
         } else if copies > 0 {
@@ -1100,24 +1097,62 @@ impl Core {
         } else {
             SWITCH
         };
-        // The log block's own pages are data pages from now on.
-        for o in 0..slot.top {
+        let unit = self.adopt_data_block(block, self.ppb, lbn, MERGE_CAUSES[kind], flash)?;
+        let fresh = self.alloc_block(unit)?;
+        self.reset_slot(s, Some(fresh));
+        self.stats.merges[kind] += 1;
+        Ok(())
+    }
+
+    /// Copies `lbn`'s valid pages at offsets `top..` into their offsets of `block` (serial for
+    /// `lbn` below `top`) under `cause`; returns how many.
+    fn fill_serial(
+        &mut self,
+        block: u32,
+        top: u32,
+        lbn: u32,
+        cause: Cause,
+        flash: &mut Flash,
+    ) -> Result<u32> {
+        let mut copies = 0;
+        for o in top..self.ppb {
+            let l = self.lpa(lbn, o);
+            if let Some(src) = self.newest_copy(l, flash) {
+                self.pad(block, o, cause, flash)?;
+                self.copy_page(src, self.ppn(block, o), lbn, cause, flash)?;
+                self.newest[l as usize] = 0;
+                copies += 1;
+            }
+        }
+        Ok(copies)
+    }
+
+    /// `block`, holding every valid page of `lbn` (its own ones below `top`), becomes its
+    /// data block: the old one is erased under `cause` and freed. Returns the old data
+    /// block's unit (else `block`'s).
+    fn adopt_data_block(
+        &mut self,
+        block: u32,
+        top: u32,
+        lbn: u32,
+        cause: Cause,
+        flash: &mut Flash,
+    ) -> Result<u32> {
+        // The block's own pages are data pages from now on.
+        for o in 0..top {
             let l = self.lpa(lbn, o);
             self.newest[l as usize] = 0;
         }
         let old = self.dbm[lbn as usize];
         let unit = if old != NONE {
-            self.erase(old, MERGE_CAUSES[kind], flash)?;
+            self.erase(old, cause, flash)?;
             self.release_block(old);
             self.layout.unit_of_block(old)
         } else {
             self.layout.unit_of_block(block)
         };
         self.dbm[lbn as usize] = block;
-        let fresh = self.alloc_block(unit)?;
-        self.reset_slot(s, Some(fresh));
-        self.stats.merges[kind] += 1;
-        Ok(())
+        Ok(unit)
     }
 
     /// Full merge of `lbn`: the newest copy of each of its pages, wherever it is, copied to a
@@ -1410,15 +1445,48 @@ impl Core {
     /// Checks the machinery's invariants against the flash (tests).
     #[cfg(test)]
     pub fn check(&self, flash: &Flash) {
+        if let Err(e) = self.check_invariants(flash) {
+            panic!("{e}");
+        }
+    }
+
+    /// The machinery's invariants against the flash: every slot's block, counts, top,
+    /// serial role and associativity; every valid page either in a log block (found through
+    /// the index) or in its logical block's data block at its own offset.
+    pub fn check_invariants(&self, flash: &Flash) -> std::result::Result<(), String> {
+        let ensure = |ok: bool, what: String| if ok { Ok(()) } else { Err(what) };
         for (s, slot) in self.slots.iter().enumerate() {
-            assert_eq!(self.slot_of[slot.block as usize], s as u32);
-            assert_eq!(flash.valid_count(slot.block), slot.valid, "slot {s}");
+            ensure(
+                self.slot_of[slot.block as usize] == s as u32,
+                format!("slot {s}: block {} not indexed", slot.block),
+            )?;
+            ensure(
+                flash.valid_count(slot.block) == slot.valid,
+                format!(
+                    "slot {s}: {} valid pages counted, {} on flash",
+                    slot.valid,
+                    flash.valid_count(slot.block)
+                ),
+            )?;
             if self.order != ProgramOrder::Any {
-                assert_eq!(flash.write_pointer(slot.block), slot.top, "slot {s}");
+                ensure(
+                    flash.write_pointer(slot.block) == slot.top,
+                    format!(
+                        "slot {s}: top {} at write pointer {}",
+                        slot.top,
+                        flash.write_pointer(slot.block)
+                    ),
+                )?;
             }
             if slot.serial != NONE {
-                assert_eq!(self.serial_of[slot.serial as usize], s as u32);
-                assert!(self.switchable(s as u32, flash), "serial slot {s}");
+                ensure(
+                    self.serial_of[slot.serial as usize] == s as u32,
+                    format!("slot {s}: serial for {} unindexed", slot.serial),
+                )?;
+                ensure(
+                    self.switchable(s as u32, flash),
+                    format!("serial slot {s} not switchable"),
+                )?;
             }
             if self.opts.max_assoc > 0 {
                 let mut lbns: Vec<u32> = flash
@@ -1427,10 +1495,35 @@ impl Core {
                     .collect();
                 lbns.sort_unstable();
                 lbns.dedup();
-                assert_eq!(lbns.len() as u32, slot.assoc, "slot {s}");
-                assert!(slot.assoc <= self.opts.max_assoc);
+                ensure(
+                    lbns.len() as u32 == slot.assoc && slot.assoc <= self.opts.max_assoc,
+                    format!(
+                        "slot {s}: associativity {} for {} logical blocks",
+                        slot.assoc,
+                        lbns.len()
+                    ),
+                )?;
             }
         }
+        for block in 0..self.layout.total_blocks {
+            let in_log = self.slot_of[block as usize] != NONE;
+            for p in flash.valid_pages(block) {
+                let lpa = flash.oob(p).lpa;
+                let (lbn, off) = self.split(lpa);
+                let found = if in_log {
+                    self.newest[lpa as usize] == p + 1
+                } else {
+                    self.newest[lpa as usize] == 0
+                        && self.dbm[lbn as usize] == block
+                        && flash.page_offset(p) == off
+                };
+                ensure(
+                    found,
+                    format!("valid page {p} of logical page {lpa} is not where the map says"),
+                )?;
+            }
+        }
+        Ok(())
     }
 }
 

@@ -1,0 +1,90 @@
+//! ftlab as a real block device: any FTL scheme served over NBD (the network block device
+//! protocol), its data in a page store that follows the scheme's physical placement.
+//!
+//! - [`proto`]: the NBD wire format and the fixed newstyle handshake.
+//! - [`store`]: the page store (files under `--store`: pages by physical page, OOB records,
+//!   erase counts, the trim log) and its write ordering and group commit.
+//! - [`engine`]: byte-addressed requests over the simulated device and its store.
+//! - [`server`]: the listener and the client connections.
+//! - [`recovery`]: start-up over an existing store (checkpoint, OOB scan, the scheme's
+//!   rebuild) and the checkpoint a clean shutdown writes.
+//!
+//! The core stays free of networking: it knows the store only as a
+//! [`ftlab_core::nand::PageSink`].
+
+pub mod engine;
+pub mod proto;
+pub mod recovery;
+pub mod server;
+pub mod store;
+
+use ftlab_core::config::Config;
+use ftlab_core::metrics::Report;
+use std::path::PathBuf;
+use std::time::Instant;
+
+/// What `ftlab serve` was asked.
+#[derive(Clone, Debug)]
+pub struct ServeOptions {
+    pub scheme: String,
+    pub cfg: Config,
+    pub store: PathBuf,
+    pub listen: String,
+    /// Hold each reply until the simulated SSD would have completed it.
+    pub timing_real: bool,
+    pub verify: bool,
+    /// The export's name (clients may also ask for the default, empty, name).
+    pub export_name: String,
+}
+
+/// What a live display shows, about every 200 ms.
+#[derive(Clone, Debug)]
+pub struct Status {
+    pub address: String,
+    pub elapsed_s: f64,
+    pub live: ftlab_core::device::Live,
+    pub connections: usize,
+    pub flushes: u64,
+    pub errors: u64,
+    /// Messages since the last status (connections, client errors).
+    pub events: Vec<String>,
+}
+
+/// The end of a session.
+pub struct Outcome {
+    pub report: Report,
+    pub startup: recovery::Startup,
+}
+
+/// Opens (or recovers) the store, serves until `tick` returns false, then shuts down
+/// cleanly: flush, sync, checkpoint, report. `started` is told the start-up (recovery
+/// time, address) once the server listens.
+pub fn serve(
+    opts: &ServeOptions,
+    started: &mut dyn FnMut(&recovery::Startup, &str),
+    tick: &mut dyn FnMut(&Status) -> bool,
+) -> Result<Outcome, String> {
+    let epoch = Instant::now();
+    let (engine, startup) = recovery::open(opts, epoch)?;
+    let mut server =
+        server::Server::bind(&opts.listen, engine, &opts.export_name, opts.timing_real)?;
+    let address = server.local_addr();
+    started(&startup, &address);
+    let t0 = Instant::now();
+    server.run(&mut |shared| {
+        use std::sync::atomic::Ordering::Relaxed;
+        let status = Status {
+            address: address.clone(),
+            elapsed_s: t0.elapsed().as_secs_f64(),
+            live: shared.live(),
+            connections: shared.connections.load(Relaxed),
+            flushes: shared.flushes.load(Relaxed),
+            errors: shared.errors.load(Relaxed),
+            events: shared.take_events(),
+        };
+        tick(&status)
+    });
+    let engine = server.stop();
+    let report = recovery::shut_down(engine, opts)?;
+    Ok(Outcome { report, startup })
+}

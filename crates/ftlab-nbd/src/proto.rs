@@ -1,0 +1,349 @@
+//! The NBD protocol's wire format (the fixed newstyle handshake and simple replies), as the
+//! protocol document of the NBD project describes it. Everything is big-endian.
+
+use std::io::{self, Read, Write};
+
+pub const NBDMAGIC: u64 = 0x4e42_444d_4147_4943; // "NBDMAGIC"
+pub const IHAVEOPT: u64 = 0x4948_4156_454f_5054; // "IHAVEOPT"
+pub const REPLY_MAGIC: u64 = 0x0003_e889_0455_65a9;
+pub const REQUEST_MAGIC: u32 = 0x2560_9513;
+pub const SIMPLE_REPLY_MAGIC: u32 = 0x6744_6698;
+
+// Handshake flags (server) and client flags.
+pub const FLAG_FIXED_NEWSTYLE: u16 = 1;
+pub const FLAG_NO_ZEROES: u16 = 2;
+pub const FLAG_C_FIXED_NEWSTYLE: u32 = 1;
+pub const FLAG_C_NO_ZEROES: u32 = 2;
+
+// Transmission flags.
+pub const FLAG_HAS_FLAGS: u16 = 1;
+pub const FLAG_SEND_FLUSH: u16 = 1 << 2;
+pub const FLAG_SEND_FUA: u16 = 1 << 3;
+pub const FLAG_SEND_TRIM: u16 = 1 << 5;
+pub const FLAG_SEND_WRITE_ZEROES: u16 = 1 << 6;
+pub const FLAG_CAN_MULTI_CONN: u16 = 1 << 8;
+
+// Options.
+pub const OPT_EXPORT_NAME: u32 = 1;
+pub const OPT_ABORT: u32 = 2;
+pub const OPT_LIST: u32 = 3;
+pub const OPT_INFO: u32 = 6;
+pub const OPT_GO: u32 = 7;
+
+// Option replies.
+pub const REP_ACK: u32 = 1;
+pub const REP_SERVER: u32 = 2;
+pub const REP_INFO: u32 = 3;
+pub const REP_ERR_UNSUP: u32 = 1 | 1 << 31;
+pub const REP_ERR_INVALID: u32 = 3 | 1 << 31;
+pub const REP_ERR_UNKNOWN: u32 = 6 | 1 << 31;
+
+pub const INFO_EXPORT: u16 = 0;
+pub const INFO_BLOCK_SIZE: u16 = 3;
+
+// Commands and their flags.
+pub const CMD_READ: u16 = 0;
+pub const CMD_WRITE: u16 = 1;
+pub const CMD_DISC: u16 = 2;
+pub const CMD_FLUSH: u16 = 3;
+pub const CMD_TRIM: u16 = 4;
+pub const CMD_WRITE_ZEROES: u16 = 6;
+pub const CMD_FLAG_FUA: u16 = 1;
+pub const CMD_FLAG_NO_HOLE: u16 = 2;
+
+// Errors (errno values, as the protocol fixes them).
+pub const EPERM: u32 = 1;
+pub const EIO: u32 = 5;
+pub const EINVAL: u32 = 22;
+pub const ENOSPC: u32 = 28;
+pub const ENOTSUP: u32 = 95;
+pub const ESHUTDOWN: u32 = 108;
+
+/// Largest request payload served (32 MiB, the protocol's customary maximum); a larger
+/// WRITE is a protocol error that ends the connection (its payload cannot be trusted).
+pub const MAX_PAYLOAD: u32 = 32 << 20;
+/// Longest option payload accepted during the handshake.
+pub const MAX_OPTION: u32 = 64 << 10;
+
+pub fn read_u16(r: &mut impl Read) -> io::Result<u16> {
+    let mut b = [0; 2];
+    r.read_exact(&mut b)?;
+    Ok(u16::from_be_bytes(b))
+}
+
+pub fn read_u32(r: &mut impl Read) -> io::Result<u32> {
+    let mut b = [0; 4];
+    r.read_exact(&mut b)?;
+    Ok(u32::from_be_bytes(b))
+}
+
+pub fn read_u64(r: &mut impl Read) -> io::Result<u64> {
+    let mut b = [0; 8];
+    r.read_exact(&mut b)?;
+    Ok(u64::from_be_bytes(b))
+}
+
+/// A transmission-phase request header (28 bytes).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RequestHeader {
+    pub flags: u16,
+    pub kind: u16,
+    pub handle: u64,
+    pub offset: u64,
+    pub length: u32,
+}
+
+/// Parses a request header; a bad magic is an error (the stream cannot be resynchronised).
+pub fn parse_request(b: &[u8; 28]) -> Result<RequestHeader, String> {
+    let magic = u32::from_be_bytes(b[0..4].try_into().unwrap());
+    if magic != REQUEST_MAGIC {
+        return Err(format!(
+            "bad request magic {magic:#010x} (expected {REQUEST_MAGIC:#010x}): not an NBD client, \
+             or the stream is corrupt"
+        ));
+    }
+    Ok(RequestHeader {
+        flags: u16::from_be_bytes(b[4..6].try_into().unwrap()),
+        kind: u16::from_be_bytes(b[6..8].try_into().unwrap()),
+        handle: u64::from_be_bytes(b[8..16].try_into().unwrap()),
+        offset: u64::from_be_bytes(b[16..24].try_into().unwrap()),
+        length: u32::from_be_bytes(b[24..28].try_into().unwrap()),
+    })
+}
+
+/// A simple reply header (16 bytes).
+pub fn simple_reply(error: u32, handle: u64) -> [u8; 16] {
+    let mut b = [0; 16];
+    b[0..4].copy_from_slice(&SIMPLE_REPLY_MAGIC.to_be_bytes());
+    b[4..8].copy_from_slice(&error.to_be_bytes());
+    b[8..16].copy_from_slice(&handle.to_be_bytes());
+    b
+}
+
+/// An option reply.
+pub fn option_reply(w: &mut impl Write, option: u32, kind: u32, data: &[u8]) -> io::Result<()> {
+    let mut b = Vec::with_capacity(20 + data.len());
+    b.extend_from_slice(&REPLY_MAGIC.to_be_bytes());
+    b.extend_from_slice(&option.to_be_bytes());
+    b.extend_from_slice(&kind.to_be_bytes());
+    b.extend_from_slice(&(data.len() as u32).to_be_bytes());
+    b.extend_from_slice(data);
+    w.write_all(&b)
+}
+
+/// What the export looks like to a client.
+#[derive(Clone, Debug)]
+pub struct Export {
+    pub name: String,
+    pub size: u64,
+    pub flags: u16,
+    /// Preferred I/O size (the flash page).
+    pub block_size: u32,
+}
+
+/// How the handshake ended.
+pub enum Handshake {
+    /// Transmission begins.
+    Go,
+    /// The client left (ABORT, or closed the connection) without an error.
+    Left,
+}
+
+/// The server side of the fixed newstyle handshake: greeting, client flags, then options
+/// until EXPORT_NAME or GO selects the export. A protocol violation is an error naming it.
+pub fn handshake(
+    r: &mut impl Read,
+    w: &mut impl Write,
+    export: &Export,
+) -> Result<Handshake, String> {
+    let io = |e: io::Error| format!("handshake: {e}");
+    let mut greeting = Vec::with_capacity(18);
+    greeting.extend_from_slice(&NBDMAGIC.to_be_bytes());
+    greeting.extend_from_slice(&IHAVEOPT.to_be_bytes());
+    greeting.extend_from_slice(&(FLAG_FIXED_NEWSTYLE | FLAG_NO_ZEROES).to_be_bytes());
+    w.write_all(&greeting).map_err(io)?;
+    w.flush().map_err(io)?;
+    let client_flags = match read_u32(r) {
+        Ok(f) => f,
+        Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(Handshake::Left),
+        Err(e) => return Err(io(e)),
+    };
+    if client_flags & !(FLAG_C_FIXED_NEWSTYLE | FLAG_C_NO_ZEROES) != 0 {
+        return Err(format!("handshake: unknown client flags {client_flags:#x}"));
+    }
+    let no_zeroes = client_flags & FLAG_C_NO_ZEROES != 0;
+    loop {
+        let magic = read_u64(r).map_err(io)?;
+        if magic != IHAVEOPT {
+            return Err(format!(
+                "handshake: bad option magic {magic:#018x}: not an NBD client (oldstyle clients \
+                 are not supported)"
+            ));
+        }
+        let option = read_u32(r).map_err(io)?;
+        let len = read_u32(r).map_err(io)?;
+        if len > MAX_OPTION {
+            return Err(format!(
+                "handshake: option {option} of {len} bytes is too long"
+            ));
+        }
+        let mut data = vec![0; len as usize];
+        r.read_exact(&mut data).map_err(io)?;
+        match option {
+            OPT_EXPORT_NAME => {
+                let name = String::from_utf8_lossy(&data);
+                if !export_matches(&name, export) {
+                    return Err(format!("handshake: unknown export `{name}`"));
+                }
+                let mut b = Vec::with_capacity(10 + 124);
+                b.extend_from_slice(&export.size.to_be_bytes());
+                b.extend_from_slice(&export.flags.to_be_bytes());
+                if !no_zeroes {
+                    b.extend_from_slice(&[0; 124]);
+                }
+                w.write_all(&b).map_err(io)?;
+                w.flush().map_err(io)?;
+                return Ok(Handshake::Go);
+            }
+            OPT_ABORT => {
+                // The client may already be gone: errors do not matter here.
+                let _ = option_reply(w, option, REP_ACK, &[]);
+                let _ = w.flush();
+                return Ok(Handshake::Left);
+            }
+            OPT_LIST => {
+                if !data.is_empty() {
+                    option_reply(w, option, REP_ERR_INVALID, b"LIST takes no data").map_err(io)?;
+                } else {
+                    let mut d = Vec::new();
+                    d.extend_from_slice(&(export.name.len() as u32).to_be_bytes());
+                    d.extend_from_slice(export.name.as_bytes());
+                    option_reply(w, option, REP_SERVER, &d).map_err(io)?;
+                    option_reply(w, option, REP_ACK, &[]).map_err(io)?;
+                }
+            }
+            OPT_INFO | OPT_GO => {
+                let Some(name) = parse_info_request(&data) else {
+                    option_reply(w, option, REP_ERR_INVALID, b"malformed INFO/GO request")
+                        .map_err(io)?;
+                    w.flush().map_err(io)?;
+                    continue;
+                };
+                if !export_matches(&name, export) {
+                    let msg = format!("unknown export `{name}`");
+                    option_reply(w, option, REP_ERR_UNKNOWN, msg.as_bytes()).map_err(io)?;
+                    w.flush().map_err(io)?;
+                    continue;
+                }
+                let mut info = Vec::with_capacity(12);
+                info.extend_from_slice(&INFO_EXPORT.to_be_bytes());
+                info.extend_from_slice(&export.size.to_be_bytes());
+                info.extend_from_slice(&export.flags.to_be_bytes());
+                option_reply(w, option, REP_INFO, &info).map_err(io)?;
+                // Any alignment is served (partial pages are read-modify-written); the
+                // flash page is the preferred size.
+                let mut bs = Vec::with_capacity(14);
+                bs.extend_from_slice(&INFO_BLOCK_SIZE.to_be_bytes());
+                bs.extend_from_slice(&1u32.to_be_bytes());
+                bs.extend_from_slice(&export.block_size.to_be_bytes());
+                bs.extend_from_slice(&MAX_PAYLOAD.to_be_bytes());
+                option_reply(w, option, REP_INFO, &bs).map_err(io)?;
+                option_reply(w, option, REP_ACK, &[]).map_err(io)?;
+                w.flush().map_err(io)?;
+                if option == OPT_GO {
+                    return Ok(Handshake::Go);
+                }
+            }
+            _ => {
+                // STARTTLS, structured replies, meta contexts: simple replies only.
+                option_reply(w, option, REP_ERR_UNSUP, &[]).map_err(io)?;
+            }
+        }
+        w.flush().map_err(io)?;
+    }
+}
+
+/// The default export (empty name) is the one export.
+fn export_matches(name: &str, export: &Export) -> bool {
+    name.is_empty() || name == export.name
+}
+
+/// The export name of an INFO or GO request: u32 length, name, u16 count, u16 requests.
+fn parse_info_request(data: &[u8]) -> Option<String> {
+    let len = u32::from_be_bytes(data.get(0..4)?.try_into().ok()?) as usize;
+    let name = data.get(4..4 + len)?;
+    let count = u16::from_be_bytes(data.get(4 + len..6 + len)?.try_into().ok()?) as usize;
+    if data.len() != 6 + len + 2 * count {
+        return None;
+    }
+    Some(String::from_utf8_lossy(name).into_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn request_header_round_trip_and_bad_magic() {
+        let mut b = [0u8; 28];
+        b[0..4].copy_from_slice(&REQUEST_MAGIC.to_be_bytes());
+        b[4..6].copy_from_slice(&CMD_FLAG_FUA.to_be_bytes());
+        b[6..8].copy_from_slice(&CMD_WRITE.to_be_bytes());
+        b[8..16].copy_from_slice(&7u64.to_be_bytes());
+        b[16..24].copy_from_slice(&4096u64.to_be_bytes());
+        b[24..28].copy_from_slice(&512u32.to_be_bytes());
+        let h = parse_request(&b).unwrap();
+        assert_eq!(
+            (h.flags, h.kind, h.handle, h.offset, h.length),
+            (1, 1, 7, 4096, 512)
+        );
+        b[0] = 0;
+        assert!(parse_request(&b).unwrap_err().contains("bad request magic"));
+    }
+
+    #[test]
+    fn info_request_is_checked() {
+        let mut d = Vec::new();
+        d.extend_from_slice(&3u32.to_be_bytes());
+        d.extend_from_slice(b"dev");
+        d.extend_from_slice(&1u16.to_be_bytes());
+        d.extend_from_slice(&INFO_BLOCK_SIZE.to_be_bytes());
+        assert_eq!(parse_info_request(&d).as_deref(), Some("dev"));
+        assert_eq!(parse_info_request(&d[..d.len() - 1]), None);
+        assert_eq!(parse_info_request(&[0, 0, 0, 9]), None);
+    }
+
+    #[test]
+    fn handshake_go_and_unknown_export() {
+        let export = Export {
+            name: "ftlab".into(),
+            size: 1 << 20,
+            flags: FLAG_HAS_FLAGS,
+            block_size: 4096,
+        };
+        let go = |name: &str| {
+            let mut input = Vec::new();
+            input.extend_from_slice(&(FLAG_C_FIXED_NEWSTYLE | FLAG_C_NO_ZEROES).to_be_bytes());
+            input.extend_from_slice(&IHAVEOPT.to_be_bytes());
+            input.extend_from_slice(&OPT_GO.to_be_bytes());
+            input.extend_from_slice(&(6 + name.len() as u32).to_be_bytes());
+            input.extend_from_slice(&(name.len() as u32).to_be_bytes());
+            input.extend_from_slice(name.as_bytes());
+            input.extend_from_slice(&0u16.to_be_bytes());
+            input
+        };
+        let mut out = Vec::new();
+        let r = handshake(&mut &go("ftlab")[..], &mut out, &export).unwrap();
+        assert!(matches!(r, Handshake::Go));
+        // Greeting, then INFO export (size) among the replies, then ACK.
+        assert_eq!(&out[0..8], &NBDMAGIC.to_be_bytes());
+        assert!(out.windows(8).any(|w| w == (1u64 << 20).to_be_bytes()));
+        // An unknown name gets an error reply; the client then leaves (EOF): an error.
+        let mut out = Vec::new();
+        let err = handshake(&mut &go("nope")[..], &mut out, &export)
+            .err()
+            .unwrap();
+        assert!(err.contains("handshake"), "{err}");
+        assert!(out.windows(4).any(|w| w == REP_ERR_UNKNOWN.to_be_bytes()));
+    }
+}

@@ -1,0 +1,446 @@
+//! The NBD server: a listener, one thread per client connection, the device behind one
+//! lock. A connection reads requests as they come (a client may pipeline many), serves
+//! each under the lock, and writes the reply; replies are flushed to the socket when no
+//! further request is waiting in the input buffer, so a queue of requests costs one write.
+//! With real timing a connection's replies go through a writer thread that holds each one
+//! until the simulated SSD would have completed it. Flushes sync the store outside the
+//! lock, shared between concurrent flushes.
+//!
+//! A client that breaks the protocol (bad magic, an oversized write) is disconnected with a
+//! message naming what it sent; a request outside the export gets an error reply; either
+//! way the other clients go on.
+
+use crate::engine::{Engine, Failure};
+use crate::proto::{self, Export, Handshake, RequestHeader};
+use std::collections::BinaryHeap;
+use std::io::{self, BufReader, BufWriter, Read, Write};
+use std::net::{Shutdown, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// State the connections share.
+pub struct Shared {
+    engine: Mutex<Engine>,
+    export: Export,
+    timing_real: bool,
+    stop: AtomicBool,
+    events: Mutex<Vec<String>>,
+    pub connections: AtomicUsize,
+    pub flushes: AtomicU64,
+    pub errors: AtomicU64,
+}
+
+impl Shared {
+    fn engine(&self) -> MutexGuard<'_, Engine> {
+        // A connection thread that panicked leaves the engine usable: its state is only
+        // changed by whole requests.
+        self.engine.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub fn event(&self, message: String) {
+        self.events
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(message);
+    }
+
+    pub fn take_events(&self) -> Vec<String> {
+        std::mem::take(&mut *self.events.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    pub fn live(&self) -> ftlab_core::device::Live {
+        self.engine().live()
+    }
+}
+
+/// A listening server.
+pub struct Server {
+    listener: TcpListener,
+    shared: Arc<Shared>,
+    clients: Vec<(TcpStream, JoinHandle<()>)>,
+}
+
+impl Server {
+    /// Binds `listen` and serves `engine` as export `name`.
+    pub fn bind(
+        listen: &str,
+        engine: Engine,
+        name: &str,
+        timing_real: bool,
+    ) -> Result<Server, String> {
+        let listener =
+            TcpListener::bind(listen).map_err(|e| format!("cannot listen on {listen}: {e}"))?;
+        listener
+            .set_nonblocking(true)
+            .map_err(|e| format!("listener: {e}"))?;
+        let flags = proto::FLAG_HAS_FLAGS
+            | proto::FLAG_SEND_FLUSH
+            | proto::FLAG_SEND_FUA
+            | proto::FLAG_SEND_TRIM
+            | proto::FLAG_SEND_WRITE_ZEROES
+            | proto::FLAG_CAN_MULTI_CONN;
+        let export = Export {
+            name: name.to_string(),
+            size: engine.size(),
+            flags,
+            block_size: engine.page_size() as u32,
+        };
+        Ok(Server {
+            listener,
+            shared: Arc::new(Shared {
+                engine: Mutex::new(engine),
+                export,
+                timing_real,
+                stop: AtomicBool::new(false),
+                events: Mutex::new(Vec::new()),
+                connections: AtomicUsize::new(0),
+                flushes: AtomicU64::new(0),
+                errors: AtomicU64::new(0),
+            }),
+            clients: Vec::new(),
+        })
+    }
+
+    pub fn local_addr(&self) -> String {
+        self.listener
+            .local_addr()
+            .map(|a| a.to_string())
+            .unwrap_or_default()
+    }
+
+    pub fn shared(&self) -> &Arc<Shared> {
+        &self.shared
+    }
+
+    /// Accepts connections until `tick` (called about every 200 ms) returns false.
+    pub fn run(&mut self, tick: &mut dyn FnMut(&Shared) -> bool) {
+        let mut last_tick = Instant::now();
+        loop {
+            match self.listener.accept() {
+                Ok((stream, peer)) => self.spawn(stream, peer.to_string()),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    std::thread::sleep(Duration::from_millis(20))
+                }
+                Err(e) => {
+                    self.shared.event(format!("accept: {e}"));
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+            }
+            if last_tick.elapsed() >= Duration::from_millis(200) {
+                last_tick = Instant::now();
+                self.clients.retain(|(_, h)| !h.is_finished());
+                if !tick(&self.shared) {
+                    break;
+                }
+            }
+        }
+    }
+
+    fn spawn(&mut self, stream: TcpStream, peer: String) {
+        let prepared = stream
+            .set_nonblocking(false)
+            .and_then(|_| stream.set_nodelay(true))
+            .and_then(|_| stream.try_clone());
+        let control = match prepared {
+            Ok(c) => c,
+            Err(e) => {
+                self.shared.event(format!("client {peer}: {e}"));
+                return;
+            }
+        };
+        let shared = self.shared.clone();
+        let handle = std::thread::spawn(move || {
+            shared.connections.fetch_add(1, Ordering::Relaxed);
+            shared.event(format!("client {peer} connected"));
+            let result = connection(stream, &shared);
+            shared.connections.fetch_sub(1, Ordering::Relaxed);
+            match result {
+                Ok(()) => shared.event(format!("client {peer} disconnected")),
+                Err(e) => {
+                    shared.errors.fetch_add(1, Ordering::Relaxed);
+                    shared.event(format!("client {peer}: {e}; connection closed"))
+                }
+            }
+        });
+        self.clients.push((control, handle));
+    }
+
+    /// Disconnects every client and waits for their threads; returns the engine.
+    pub fn stop(mut self) -> Engine {
+        self.shared.stop.store(true, Ordering::SeqCst);
+        for (stream, _) in &self.clients {
+            let _ = stream.shutdown(Shutdown::Both);
+        }
+        for (_, handle) in self.clients.drain(..) {
+            let _ = handle.join();
+        }
+        let shared = Arc::try_unwrap(self.shared)
+            .ok()
+            .expect("every connection thread has ended");
+        shared
+            .engine
+            .into_inner()
+            .unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// Where a connection's replies go: straight to the socket, or through the writer thread
+/// that holds each until its simulated completion.
+enum Replies {
+    Direct(BufWriter<TcpStream>),
+    Paced {
+        send: mpsc::Sender<Reply>,
+        writer: JoinHandle<io::Result<()>>,
+    },
+}
+
+struct Reply {
+    due: Instant,
+    bytes: Vec<u8>,
+}
+
+impl PartialEq for Reply {
+    fn eq(&self, other: &Self) -> bool {
+        self.due == other.due
+    }
+}
+impl Eq for Reply {}
+impl PartialOrd for Reply {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Reply {
+    // Earliest first in a max-heap.
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        other.due.cmp(&self.due)
+    }
+}
+
+/// The writer thread of a paced connection.
+fn paced_writer(stream: TcpStream, recv: mpsc::Receiver<Reply>) -> io::Result<()> {
+    let mut out = BufWriter::with_capacity(1 << 18, stream);
+    let mut heap = BinaryHeap::new();
+    let mut open = true;
+    while open || !heap.is_empty() {
+        let now = Instant::now();
+        while heap.peek().is_some_and(|r: &Reply| r.due <= now) {
+            let r = heap.pop().expect("peeked");
+            out.write_all(&r.bytes)?;
+        }
+        out.flush()?;
+        let wait = heap
+            .peek()
+            .map(|r| r.due.saturating_duration_since(Instant::now()));
+        let got = match wait {
+            Some(d) if !open => {
+                std::thread::sleep(d);
+                continue;
+            }
+            Some(d) => recv.recv_timeout(d),
+            None => recv
+                .recv()
+                .map_err(|_| mpsc::RecvTimeoutError::Disconnected),
+        };
+        match got {
+            Ok(r) => heap.push(r),
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            Err(mpsc::RecvTimeoutError::Disconnected) => open = false,
+        }
+    }
+    out.flush()
+}
+
+impl Replies {
+    fn send(&mut self, bytes: &[u8], due: Option<Instant>) -> io::Result<()> {
+        match self {
+            Replies::Direct(w) => w.write_all(bytes),
+            Replies::Paced { send, .. } => send
+                .send(Reply {
+                    due: due.unwrap_or_else(Instant::now),
+                    bytes: bytes.to_vec(),
+                })
+                .map_err(|_| io::Error::new(io::ErrorKind::BrokenPipe, "reply writer ended")),
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        match self {
+            Replies::Direct(w) => w.flush(),
+            Replies::Paced { .. } => Ok(()),
+        }
+    }
+
+    fn close(self) -> io::Result<()> {
+        match self {
+            Replies::Direct(mut w) => w.flush(),
+            Replies::Paced { send, writer } => {
+                drop(send);
+                writer
+                    .join()
+                    .unwrap_or_else(|_| Err(io::Error::other("reply writer panicked")))
+            }
+        }
+    }
+}
+
+/// Serves one client until it disconnects; an error names the protocol violation.
+fn connection(stream: TcpStream, shared: &Shared) -> Result<(), String> {
+    let read_half = stream.try_clone().map_err(|e| e.to_string())?;
+    let mut input = BufReader::with_capacity(1 << 18, read_half);
+    let mut direct = BufWriter::with_capacity(1 << 18, stream);
+    match proto::handshake(&mut input, &mut direct, &shared.export)? {
+        Handshake::Left => return Ok(()),
+        Handshake::Go => {}
+    }
+    let mut replies = if shared.timing_real {
+        let (send, recv) = mpsc::channel();
+        let stream = direct.into_inner().map_err(|e| e.to_string())?;
+        Replies::Paced {
+            send,
+            writer: std::thread::spawn(move || paced_writer(stream, recv)),
+        }
+    } else {
+        Replies::Direct(direct)
+    };
+    let result = transmission(&mut input, &mut replies, shared);
+    let closed = replies.close();
+    result?;
+    match closed {
+        Ok(()) => Ok(()),
+        // The client went away before its replies: nothing to report to it.
+        Err(e) if shared.stop.load(Ordering::Relaxed) => {
+            let _ = e;
+            Ok(())
+        }
+        Err(e) => Err(format!("writing replies: {e}")),
+    }
+}
+
+fn transmission(
+    input: &mut BufReader<TcpStream>,
+    replies: &mut Replies,
+    shared: &Shared,
+) -> Result<(), String> {
+    let mut header = [0u8; 28];
+    let mut payload = Vec::new();
+    let mut data = Vec::new();
+    let epoch = shared.engine().epoch();
+    loop {
+        if let Err(e) = input.read_exact(&mut header) {
+            return match e.kind() {
+                // Gone without NBD_CMD_DISC (or stopped by the server): nothing half done.
+                io::ErrorKind::UnexpectedEof | io::ErrorKind::ConnectionReset => Ok(()),
+                _ if shared.stop.load(Ordering::Relaxed) => Ok(()),
+                _ => Err(format!("reading a request: {e}")),
+            };
+        }
+        let req = proto::parse_request(&header)?;
+        if req.kind == proto::CMD_DISC {
+            return Ok(());
+        }
+        if req.kind == proto::CMD_WRITE {
+            if req.length > proto::MAX_PAYLOAD {
+                return Err(format!(
+                    "a write of {} bytes (the limit is {} bytes): its payload cannot be skipped safely",
+                    req.length,
+                    proto::MAX_PAYLOAD
+                ));
+            }
+            payload.resize(req.length as usize, 0);
+            if let Err(e) = input.read_exact(&mut payload) {
+                return Err(format!(
+                    "disconnected in the middle of a write of {} bytes at offset {} ({e}); \
+                     nothing of it was written",
+                    req.length, req.offset
+                ));
+            }
+        }
+        let result = serve(&req, &payload, &mut data, shared);
+        let (error, done_ns) = match result {
+            Ok(done) => (0, done),
+            Err(f) => {
+                shared.errors.fetch_add(1, Ordering::Relaxed);
+                shared.event(format!(
+                    "request {} (type {}, {} bytes at offset {}) failed: {}",
+                    req.handle, req.kind, req.length, req.offset, f.message
+                ));
+                (f.errno, None)
+            }
+        };
+        let mut reply = proto::simple_reply(error, req.handle).to_vec();
+        if error == 0 && req.kind == proto::CMD_READ {
+            reply.extend_from_slice(&data);
+        }
+        let due = done_ns.map(|ns| epoch + Duration::from_nanos(ns));
+        replies
+            .send(&reply, due)
+            .map_err(|e| format!("writing a reply: {e}"))?;
+        if input.buffer().is_empty() {
+            replies
+                .flush()
+                .map_err(|e| format!("writing a reply: {e}"))?;
+        }
+    }
+}
+
+/// Serves one request; the simulated completion time (None: now).
+fn serve(
+    req: &RequestHeader,
+    payload: &[u8],
+    data: &mut Vec<u8>,
+    shared: &Shared,
+) -> Result<Option<u64>, Failure> {
+    let fua = req.flags & proto::CMD_FLAG_FUA != 0;
+    let done = match req.kind {
+        proto::CMD_READ => {
+            if req.length > proto::MAX_PAYLOAD {
+                return Err(Failure {
+                    errno: proto::EINVAL,
+                    message: format!(
+                        "a read of {} bytes (the limit is {})",
+                        req.length,
+                        proto::MAX_PAYLOAD
+                    ),
+                });
+            }
+            shared.engine().read(req.offset, req.length, data)?
+        }
+        proto::CMD_WRITE => shared.engine().write(req.offset, payload)?,
+        proto::CMD_TRIM => shared.engine().trim(req.offset, req.length as u64)?,
+        proto::CMD_WRITE_ZEROES => {
+            let no_hole = req.flags & proto::CMD_FLAG_NO_HOLE != 0;
+            shared
+                .engine()
+                .write_zeroes(req.offset, req.length as u64, no_hole)?
+        }
+        proto::CMD_FLUSH => {
+            flush(shared)?;
+            return Ok(None);
+        }
+        other => {
+            return Err(Failure {
+                errno: proto::EINVAL,
+                message: format!("unknown command type {other}"),
+            })
+        }
+    };
+    if fua {
+        flush(shared)?;
+    }
+    Ok(Some(done))
+}
+
+/// Makes every acknowledged write durable: the write buffer to flash under the lock, then
+/// the store's fsync outside it (shared with concurrent flushes).
+fn flush(shared: &Shared) -> Result<(), Failure> {
+    let sync = shared.engine().flush()?;
+    shared.flushes.fetch_add(1, Ordering::Relaxed);
+    sync.sync().map_err(|message| Failure {
+        errno: proto::EIO,
+        message,
+    })
+}

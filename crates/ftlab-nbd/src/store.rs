@@ -1,0 +1,649 @@
+//! The page store: the device's bytes in files under `--store`, keyed by physical page, so
+//! that they live where the scheme's mapping puts them.
+//!
+//! Files (every integer little-endian):
+//! - `pages`: `physical_pages x page_size` bytes, page `ppn` at `ppn x page_size` (sparse:
+//!   a page never programmed costs no disk).
+//! - `oob`: one 32-byte record per physical page: state (`PROGRAMMED` or 0 for erased),
+//!   logical page (`u32::MAX`: none, e.g. a translation page), sequence number (host write
+//!   or translation page number), program number (a store-wide counter: which of two
+//!   programs came later), CRC-32C of the page's bytes.
+//! - `blocks`: one u32 erase count per block.
+//! - `trims`: the trim log, 16-byte records (logical page, last host sequence number at the
+//!   trim), so that a trimmed page stays trimmed across a crash.
+//! - `meta.json`: the scheme and geometry the store was made for; `checkpoint`: written by
+//!   a clean shutdown ([`crate::recovery`]).
+//!
+//! Ordering, so that recovery never exposes bytes that were not written there: a page's
+//! data is written before its record, and the record's CRC must match the data for the
+//! page to count as programmed (a torn page is not trusted). An erased block's records are
+//! cleared only after the pages that garbage collection copied out of it are durable, and
+//! a block erased since the last sync is synced before any page of it is programmed again,
+//! so the source of a copy survives until its destination does. FLUSH (and FUA) fsync the
+//! files; concurrent flushes share one fsync (group commit, [`SyncGroup`]).
+//!
+//! Host data reaches the store before the simulator numbers it: the front stages each page
+//! under the sequence number it will get ([`PageStore::stage`]); the flash model's program
+//! of that page writes it. Partial pages are completed when the simulator's
+//! read-modify-write read serves the old page ([`PageStore::stage_partial`]).
+
+use ftlab_core::config::Layout;
+use ftlab_core::nand::{Oob, PageSink, Ppn, ServedPage, NONE};
+use std::any::Any;
+use std::collections::HashMap;
+use std::fs::{File, OpenOptions};
+use std::io;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Condvar, Mutex};
+
+/// Record state of a programmed page.
+const PROGRAMMED: u32 = 0x4547_4150; // "PAGE"
+pub const RECORD_BYTES: usize = 32;
+pub const TRIM_BYTES: usize = 16;
+
+/// One page's OOB record.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Record {
+    pub programmed: bool,
+    pub lpa: u32,
+    pub seq: u64,
+    /// Store-wide program number (later programs have higher numbers).
+    pub prog: u64,
+    pub crc: u32,
+}
+
+impl Record {
+    pub fn encode(&self) -> [u8; RECORD_BYTES] {
+        let mut b = [0u8; RECORD_BYTES];
+        if self.programmed {
+            b[0..4].copy_from_slice(&PROGRAMMED.to_le_bytes());
+            b[4..8].copy_from_slice(&self.lpa.to_le_bytes());
+            b[8..16].copy_from_slice(&self.seq.to_le_bytes());
+            b[16..24].copy_from_slice(&self.prog.to_le_bytes());
+            b[24..28].copy_from_slice(&self.crc.to_le_bytes());
+        }
+        b
+    }
+
+    pub fn decode(b: &[u8]) -> Record {
+        let u32_at = |i: usize| u32::from_le_bytes(b[i..i + 4].try_into().unwrap());
+        let u64_at = |i: usize| u64::from_le_bytes(b[i..i + 8].try_into().unwrap());
+        if u32_at(0) != PROGRAMMED {
+            return Record::default();
+        }
+        Record {
+            programmed: true,
+            lpa: u32_at(4),
+            seq: u64_at(8),
+            prog: u64_at(16),
+            crc: u32_at(24),
+        }
+    }
+
+    pub fn oob(&self) -> Oob {
+        Oob {
+            lpa: self.lpa,
+            seq: self.seq,
+        }
+    }
+}
+
+/// Fsyncs shared by concurrent flushes: a flush waits for a sync that started after its
+/// writes, and one sync covers every flush waiting for it.
+pub struct SyncGroup {
+    files: Vec<Arc<File>>,
+    state: Mutex<SyncState>,
+    done: Condvar,
+}
+
+#[derive(Default)]
+struct SyncState {
+    /// Generations: a sync started at generation g makes durable every write made before it.
+    started: u64,
+    completed: u64,
+    running: bool,
+    error: Option<String>,
+}
+
+impl SyncGroup {
+    fn new(files: Vec<Arc<File>>) -> Self {
+        SyncGroup {
+            files,
+            state: Mutex::new(SyncState::default()),
+            done: Condvar::new(),
+        }
+    }
+
+    /// Makes every write issued before the call durable (without the device lock held).
+    pub fn sync(&self) -> Result<(), String> {
+        let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        // A sync that starts after this point covers our writes.
+        let needed = st.started + 1;
+        loop {
+            if let Some(e) = &st.error {
+                return Err(e.clone());
+            }
+            if st.completed >= needed {
+                return Ok(());
+            }
+            if !st.running {
+                break;
+            }
+            st = self.done.wait(st).unwrap_or_else(|e| e.into_inner());
+        }
+        st.running = true;
+        st.started += 1;
+        let generation = st.started;
+        drop(st);
+        let result = self.sync_now();
+        let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        st.running = false;
+        st.completed = generation;
+        if let Err(e) = &result {
+            st.error = Some(e.clone());
+        }
+        self.done.notify_all();
+        result
+    }
+
+    fn sync_now(&self) -> Result<(), String> {
+        for f in &self.files {
+            f.sync_data()
+                .map_err(|e| format!("fsync of the page store: {e}"))?;
+        }
+        Ok(())
+    }
+}
+
+/// What the store was made for (`meta.json`): a store is reopened only with the same scheme
+/// and geometry.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Meta {
+    pub format: u32,
+    pub scheme: String,
+    pub page_size: u32,
+    pub pages_per_block: u32,
+    pub total_blocks: u32,
+    pub physical_pages: u64,
+    pub logical_pages: u64,
+}
+
+pub const FORMAT: u32 = 1;
+
+pub fn meta_for(scheme: &str, layout: &Layout) -> Meta {
+    Meta {
+        format: FORMAT,
+        scheme: scheme.to_string(),
+        page_size: layout.page_size,
+        pages_per_block: layout.pages_per_block,
+        total_blocks: layout.total_blocks,
+        physical_pages: layout.physical_pages,
+        logical_pages: layout.logical_pages,
+    }
+}
+
+/// The open files of a store.
+pub struct Files {
+    pub dir: PathBuf,
+    pub pages: Arc<File>,
+    pub oob: Arc<File>,
+    pub blocks: Arc<File>,
+    pub trims: Arc<File>,
+}
+
+fn io_err(path: &Path, e: io::Error) -> String {
+    format!("{}: {e}", path.display())
+}
+
+impl Files {
+    /// Opens (creating if needed) the files of the store in `dir`, sized for `meta`.
+    pub fn open(dir: &Path, meta: &Meta) -> Result<Files, String> {
+        std::fs::create_dir_all(dir).map_err(|e| io_err(dir, e))?;
+        let open = |name: &str, len: u64| -> Result<Arc<File>, String> {
+            let path = dir.join(name);
+            let f = OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create(true)
+                .truncate(false)
+                .open(&path)
+                .map_err(|e| io_err(&path, e))?;
+            let have = f.metadata().map_err(|e| io_err(&path, e))?.len();
+            if have < len {
+                f.set_len(len).map_err(|e| io_err(&path, e))?;
+            }
+            Ok(Arc::new(f))
+        };
+        Ok(Files {
+            dir: dir.to_path_buf(),
+            pages: open("pages", meta.physical_pages * meta.page_size as u64)?,
+            oob: open("oob", meta.physical_pages * RECORD_BYTES as u64)?,
+            blocks: open("blocks", meta.total_blocks as u64 * 4)?,
+            trims: open("trims", 0)?,
+        })
+    }
+}
+
+/// A staged host page: the bytes of host write `seq` of logical page `lpa`.
+struct Staged {
+    lpa: u32,
+    data: Box<[u8]>,
+}
+
+/// A partial page write waiting for the old page (read-modify-write).
+struct Partial {
+    lpa: u32,
+    seq: u64,
+    offset: usize,
+    data: Vec<u8>,
+}
+
+/// The page store, attached to the flash model as its [`PageSink`].
+pub struct PageStore {
+    files: Files,
+    page_size: usize,
+    pages_per_block: u32,
+    sync: Arc<SyncGroup>,
+    /// Host pages not yet programmed, by sequence number.
+    staged: HashMap<u64, Staged>,
+    /// The newest staged sequence number of each logical page.
+    newest: HashMap<u32, u64>,
+    /// Staged copies replaced during the current request.
+    superseded: Vec<u64>,
+    partial: Vec<Partial>,
+    /// Spare page buffers.
+    pool: Vec<Box<[u8]>>,
+    /// The next program number.
+    next_prog: u64,
+    erase_counts: Vec<u32>,
+    /// Blocks erased since the last sync whose records are still to clear, and whether each
+    /// is in the list.
+    erased: Vec<u32>,
+    erased_flag: Vec<bool>,
+    /// Pages of the last host read, in address order.
+    out: Vec<u8>,
+    scratch: Vec<u8>,
+    trim_end: u64,
+    /// The first I/O or consistency error: the device stops serving writes after it.
+    error: Option<String>,
+    /// Syncs forced by reprogramming a block erased since the last sync.
+    pub barrier_syncs: u64,
+}
+
+impl PageStore {
+    /// A store over `files`; `next_prog`, `erase_counts` and `trim_end` come from what the
+    /// files hold (a new store: 1, zeros, 0).
+    pub fn new(
+        files: Files,
+        meta: &Meta,
+        next_prog: u64,
+        erase_counts: Vec<u32>,
+        trim_end: u64,
+    ) -> Self {
+        let sync = Arc::new(SyncGroup::new(vec![
+            files.pages.clone(),
+            files.oob.clone(),
+            files.blocks.clone(),
+            files.trims.clone(),
+        ]));
+        let blocks = meta.total_blocks as usize;
+        PageStore {
+            files,
+            page_size: meta.page_size as usize,
+            pages_per_block: meta.pages_per_block,
+            sync,
+            staged: HashMap::new(),
+            newest: HashMap::new(),
+            superseded: Vec::new(),
+            partial: Vec::new(),
+            pool: Vec::new(),
+            next_prog,
+            erase_counts,
+            erased: Vec::new(),
+            erased_flag: vec![false; blocks],
+            out: Vec::new(),
+            scratch: vec![0; meta.page_size as usize],
+            trim_end,
+            error: None,
+            barrier_syncs: 0,
+        }
+    }
+
+    pub fn page_size(&self) -> usize {
+        self.page_size
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.files.dir
+    }
+
+    /// The group-commit handle (usable without the device lock).
+    pub fn sync_group(&self) -> Arc<SyncGroup> {
+        self.sync.clone()
+    }
+
+    /// The first error the store met, if any.
+    pub fn error(&self) -> Option<&str> {
+        self.error.as_deref()
+    }
+
+    fn fail(&mut self, message: String) {
+        if self.error.is_none() {
+            self.error = Some(message);
+        }
+    }
+
+    fn buffer(&mut self) -> Box<[u8]> {
+        self.pool
+            .pop()
+            .unwrap_or_else(|| vec![0u8; self.page_size].into_boxed_slice())
+    }
+
+    fn recycle(&mut self, b: Box<[u8]>) {
+        if self.pool.len() < 1024 {
+            self.pool.push(b);
+        }
+    }
+
+    /// Stages a whole page of host write `seq` of `lpa`.
+    pub fn stage(&mut self, lpa: u32, seq: u64, data: &[u8]) {
+        let mut b = self.buffer();
+        b.copy_from_slice(data);
+        self.staged.insert(seq, Staged { lpa, data: b });
+        self.supersede(lpa, seq);
+    }
+
+    /// `seq` is now the newest copy of `lpa`; the one it replaces stays until the request
+    /// is over (the write buffer may flush it during the request).
+    fn supersede(&mut self, lpa: u32, seq: u64) {
+        if let Some(old) = self.newest.insert(lpa, seq) {
+            self.superseded.push(old);
+        }
+    }
+
+    /// Stages part of a page (`data` at `offset` within it): completed by the simulator's
+    /// read of the old page.
+    pub fn stage_partial(&mut self, lpa: u32, seq: u64, offset: usize, data: &[u8]) {
+        self.partial.push(Partial {
+            lpa,
+            seq,
+            offset,
+            data: data.to_vec(),
+        });
+    }
+
+    /// After a write request: the older staged copies of the pages it wrote were
+    /// programmed during it or replaced in the write buffer: drop them.
+    pub fn settle_write(&mut self) {
+        self.partial.clear();
+        let superseded = std::mem::take(&mut self.superseded);
+        for &seq in &superseded {
+            if let Some(s) = self.staged.remove(&seq) {
+                self.recycle(s.data);
+            }
+        }
+        self.superseded = superseded;
+        self.superseded.clear();
+    }
+
+    /// After a failed write request: nothing it staged will be programmed.
+    pub fn unstage_from(&mut self, first_seq: u64) {
+        self.partial.clear();
+        self.superseded.clear();
+        let gone: Vec<u64> = self
+            .staged
+            .keys()
+            .copied()
+            .filter(|&s| s >= first_seq)
+            .collect();
+        for seq in gone {
+            if let Some(s) = self.staged.remove(&seq) {
+                if self.newest.get(&s.lpa) == Some(&seq) {
+                    self.newest.remove(&s.lpa);
+                }
+                self.recycle(s.data);
+            }
+        }
+    }
+
+    /// After a trim of `lpa`: its buffered copy was dropped.
+    pub fn trimmed(&mut self, lpa: u32) {
+        if let Some(seq) = self.newest.remove(&lpa) {
+            if let Some(s) = self.staged.remove(&seq) {
+                self.recycle(s.data);
+            }
+        }
+    }
+
+    /// Appends trims of `lpas` to the trim log (recovery keeps them trimmed unless written
+    /// after `last_seq`).
+    pub fn log_trims(&mut self, lpas: std::ops::Range<u32>, last_seq: u64) {
+        let mut rec = Vec::with_capacity(lpas.len() * TRIM_BYTES);
+        for lpa in lpas {
+            rec.extend_from_slice(&lpa.to_le_bytes());
+            rec.extend_from_slice(&[0; 4]);
+            rec.extend_from_slice(&last_seq.to_le_bytes());
+        }
+        if let Err(e) = self.files.trims.write_all_at(&rec, self.trim_end) {
+            self.fail(format!("writing the trim log: {e}"));
+            return;
+        }
+        self.trim_end += rec.len() as u64;
+    }
+
+    /// The pages the last host read served, in address order.
+    pub fn read_out(&self) -> &[u8] {
+        &self.out
+    }
+
+    /// Starts a host read.
+    pub fn begin_read(&mut self) {
+        self.out.clear();
+    }
+
+    fn read_page(&mut self, ppn: Ppn, into: &mut [u8]) {
+        let at = ppn as u64 * self.page_size as u64;
+        if let Err(e) = self.files.pages.read_exact_at(into, at) {
+            self.fail(format!("reading physical page {ppn}: {e}"));
+        }
+    }
+
+    /// The bytes `from` served into `self.scratch`.
+    fn load(&mut self, lpa: u32, from: ServedPage) {
+        let mut scratch = std::mem::take(&mut self.scratch);
+        match from {
+            ServedPage::Unmapped => scratch.fill(0),
+            ServedPage::Buffer(seq) => match self.staged.get(&seq) {
+                Some(s) if s.lpa == lpa => scratch.copy_from_slice(&s.data),
+                _ => {
+                    scratch.fill(0);
+                    self.fail(format!(
+                        "internal: the write buffer served host write #{seq} of logical page {lpa}, \
+                         whose bytes the store does not hold"
+                    ));
+                }
+            },
+            ServedPage::Flash(ppn) => self.read_page(ppn, &mut scratch),
+        }
+        self.scratch = scratch;
+    }
+
+    fn write_record(&mut self, ppn: Ppn, rec: &Record) {
+        let at = ppn as u64 * RECORD_BYTES as u64;
+        if let Err(e) = self.files.oob.write_all_at(&rec.encode(), at) {
+            self.fail(format!(
+                "writing the OOB record of physical page {ppn}: {e}"
+            ));
+        }
+    }
+
+    /// Before a page of a block erased since the last sync is programmed: make the copies
+    /// out of it durable, then clear its records.
+    fn barrier(&mut self, block: u32) {
+        if !self.erased_flag[block as usize] {
+            return;
+        }
+        self.barrier_syncs += 1;
+        if let Err(e) = self.sync.sync_now() {
+            self.fail(e);
+        }
+        self.clear_erased();
+    }
+
+    /// Clears the records of the blocks erased since the last sync (their copies are
+    /// durable by now).
+    fn clear_erased(&mut self) {
+        let blank = vec![0u8; self.pages_per_block as usize * RECORD_BYTES];
+        let erased = std::mem::take(&mut self.erased);
+        for &block in &erased {
+            self.erased_flag[block as usize] = false;
+            let at = block as u64 * self.pages_per_block as u64 * RECORD_BYTES as u64;
+            if let Err(e) = self.files.oob.write_all_at(&blank, at) {
+                self.fail(format!("clearing the OOB records of block {block}: {e}"));
+            }
+            let count = self.erase_counts[block as usize].to_le_bytes();
+            if let Err(e) = self.files.blocks.write_all_at(&count, block as u64 * 4) {
+                self.fail(format!("writing the erase count of block {block}: {e}"));
+            }
+        }
+        self.erased = erased;
+        self.erased.clear();
+    }
+
+    /// Makes every acknowledged write durable (the caller has drained the write buffer):
+    /// pending erases are recorded after the copies they depend on are synced.
+    pub fn prepare_sync(&mut self) -> Result<(), String> {
+        if !self.erased.is_empty() {
+            self.sync.sync_now()?;
+            self.clear_erased();
+        }
+        match &self.error {
+            Some(e) => Err(e.clone()),
+            None => Ok(()),
+        }
+    }
+
+    fn program_bytes(&mut self, ppn: Ppn, oob: Oob, data: &[u8]) {
+        let at = ppn as u64 * self.page_size as u64;
+        if let Err(e) = self.files.pages.write_all_at(data, at) {
+            self.fail(format!("writing physical page {ppn}: {e}"));
+            return;
+        }
+        let rec = Record {
+            programmed: true,
+            lpa: oob.lpa,
+            seq: oob.seq,
+            prog: self.next_prog,
+            crc: crc32c::crc32c(data),
+        };
+        self.next_prog += 1;
+        self.write_record(ppn, &rec);
+    }
+
+    /// Erase counts by block.
+    pub fn erase_counts(&self) -> &[u32] {
+        &self.erase_counts
+    }
+
+    pub fn trim_log_bytes(&self) -> u64 {
+        self.trim_end
+    }
+
+    pub fn next_prog(&self) -> u64 {
+        self.next_prog
+    }
+
+    pub fn files(&self) -> &Files {
+        &self.files
+    }
+
+    /// Empties the trim log (a checkpoint has recorded what it said).
+    pub fn reset_trim_log(&mut self) -> Result<(), String> {
+        self.files
+            .trims
+            .set_len(0)
+            .map_err(|e| format!("truncating the trim log: {e}"))?;
+        self.trim_end = 0;
+        Ok(())
+    }
+}
+
+impl PageSink for PageStore {
+    fn program(&mut self, ppn: Ppn, oob: Oob, content: Option<&[u8]>) {
+        let block = ppn / self.pages_per_block;
+        self.barrier(block);
+        if oob.lpa == NONE {
+            let mut page = std::mem::take(&mut self.scratch);
+            page.fill(0);
+            if let Some(c) = content {
+                let n = c.len().min(page.len());
+                page[..n].copy_from_slice(&c[..n]);
+            }
+            self.program_bytes(ppn, oob, &page);
+            self.scratch = page;
+            return;
+        }
+        match self.staged.remove(&oob.seq) {
+            Some(s) if s.lpa == oob.lpa => {
+                if self.newest.get(&s.lpa) == Some(&oob.seq) {
+                    self.newest.remove(&s.lpa);
+                }
+                self.program_bytes(ppn, oob, &s.data);
+                self.recycle(s.data);
+            }
+            other => {
+                if let Some(s) = other {
+                    self.staged.insert(oob.seq, s);
+                }
+                self.fail(format!(
+                    "internal: physical page {ppn} programmed with host write #{} of logical page {}, \
+                     whose bytes were not staged",
+                    oob.seq, oob.lpa
+                ));
+            }
+        }
+    }
+
+    fn copy(&mut self, src: Ppn, dst: Ppn, oob: Oob) {
+        self.barrier(dst / self.pages_per_block);
+        let mut page = std::mem::take(&mut self.scratch);
+        self.read_page(src, &mut page);
+        self.program_bytes(dst, oob, &page);
+        self.scratch = page;
+    }
+
+    fn erase(&mut self, block: u32) {
+        self.erase_counts[block as usize] += 1;
+        if !self.erased_flag[block as usize] {
+            self.erased_flag[block as usize] = true;
+            self.erased.push(block);
+        }
+    }
+
+    fn served(&mut self, lpa: u32, from: ServedPage, host_read: bool) {
+        if host_read {
+            self.load(lpa, from);
+            self.out.extend_from_slice(&self.scratch);
+            return;
+        }
+        // Read-modify-write: the old page under the new bytes.
+        let Some(i) = self.partial.iter().position(|p| p.lpa == lpa) else {
+            self.fail(format!(
+                "internal: a read-modify-write of logical page {lpa} with no partial write staged"
+            ));
+            return;
+        };
+        let p = self.partial.swap_remove(i);
+        self.load(lpa, from);
+        let mut page = self.buffer();
+        page.copy_from_slice(&self.scratch);
+        page[p.offset..p.offset + p.data.len()].copy_from_slice(&p.data);
+        self.staged.insert(p.seq, Staged { lpa, data: page });
+        self.supersede(lpa, p.seq);
+    }
+
+    fn as_any_mut(&mut self) -> &mut dyn Any {
+        self
+    }
+}
