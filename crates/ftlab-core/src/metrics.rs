@@ -392,6 +392,24 @@ pub struct PreconditionReport {
     pub workload_waf: Option<f64>,
 }
 
+impl PreconditionReport {
+    /// Nothing written yet, in `mode`.
+    pub fn new(mode: crate::config::PreconditionMode) -> Self {
+        PreconditionReport {
+            mode,
+            warmup_pages: 0,
+            host_pages_written: 0,
+            flash_programs: 0,
+            gc_invocations: 0,
+            waf: None,
+            window_waf: Vec::new(),
+            steady: false,
+            workload_requests: 0,
+            workload_waf: None,
+        }
+    }
+}
+
 impl Metrics {
     pub fn flash_ops(flash: &Flash) -> FlashOps {
         FlashOps {

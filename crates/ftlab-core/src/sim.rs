@@ -506,18 +506,7 @@ impl<F: Ftl> Simulator<F> {
             PreconditionMode::Steady => logical + (cfg.max_capacity_writes * logical as f64) as u64,
         }
         .max(1);
-        let mut report = PreconditionReport {
-            mode: cfg.mode,
-            warmup_pages: 0,
-            host_pages_written: 0,
-            flash_programs: 0,
-            gc_invocations: 0,
-            waf: None,
-            window_waf: Vec::new(),
-            steady: false,
-            workload_requests: 0,
-            workload_waf: None,
-        };
+        let mut report = PreconditionReport::new(cfg.mode);
         let mut reclaims = 0u64;
         let mut step = |sim: &mut Self, lpa: u32| -> Result<u64> {
             let done = sim.host.pages_written;
@@ -630,18 +619,10 @@ impl<F: Ftl> Simulator<F> {
         let programs = self.flash.stats.total_programs();
         let (requests, app_pages) = run(self)?;
         self.settle()?;
-        let mut report = self.precondition.take().unwrap_or(PreconditionReport {
-            mode: PreconditionMode::None,
-            warmup_pages: 0,
-            host_pages_written: 0,
-            flash_programs: 0,
-            gc_invocations: 0,
-            waf: None,
-            window_waf: Vec::new(),
-            steady: false,
-            workload_requests: 0,
-            workload_waf: None,
-        });
+        let mut report = self
+            .precondition
+            .take()
+            .unwrap_or_else(|| PreconditionReport::new(PreconditionMode::None));
         let flash_programs = self.flash.stats.total_programs() - programs;
         report.workload_requests = requests;
         report.workload_waf = (app_pages > 0).then(|| flash_programs as f64 / app_pages as f64);
