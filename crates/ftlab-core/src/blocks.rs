@@ -55,6 +55,18 @@ impl FreeBlocks {
     }
 }
 
+/// The cost-benefit score of a victim (Rosenblum and Ousterhout's LFS cleaner): the space
+/// reclaimed per unit of copying, (1 - u) / 2u, weighted by the age of its data; infinite
+/// for a victim with nothing valid. `valid` of `capacity` units are live, `age` is the
+/// time since it was last modified.
+pub fn cost_benefit(valid: u64, capacity: u64, age: u64) -> f64 {
+    if valid == 0 {
+        return f64::INFINITY;
+    }
+    let u = valid as f64 / capacity as f64;
+    (1.0 - u) / (2.0 * u) * (age as f64 + 1.0)
+}
+
 /// The best victim among the full blocks of `unit` that have at least one invalid page,
 /// skipping `exclude` (blocks the caller is still writing). Ties go to the lowest block
 /// number, so the choice is deterministic.
@@ -74,13 +86,8 @@ pub fn select_victim(
         VictimPolicy::CostBenefit => {
             let mut best: Option<(f64, u32)> = None;
             for b in candidates {
-                let u = flash.valid_count(b) as f64 / ppb as f64;
-                let age = flash.clock.saturating_sub(flash.modified_at(b)) as f64 + 1.0;
-                let score = if u == 0.0 {
-                    f64::INFINITY
-                } else {
-                    (1.0 - u) / (2.0 * u) * age
-                };
+                let age = flash.clock.saturating_sub(flash.modified_at(b));
+                let score = cost_benefit(flash.valid_count(b) as u64, ppb as u64, age);
                 if best.is_none_or(|(s, _)| score > s) {
                     best = Some((score, b));
                 }

@@ -53,7 +53,7 @@
 //! get the version the application last wrote to its page, through cleaning, metadata log
 //! cleaning and the device's own GC.
 
-use crate::blocks::GreedyIndex;
+use crate::blocks::{cost_benefit, GreedyIndex};
 use crate::config::{Config, Layout, VictimPolicy};
 use crate::error::{Error, Result};
 use crate::ftl::MemoryBreakdown;
@@ -835,13 +835,8 @@ impl Lfs {
                     if valid >= s {
                         continue;
                     }
-                    let u = valid as f64 / s as f64;
-                    let age = self.clock.saturating_sub(self.mtime[sec as usize]) as f64 + 1.0;
-                    let score = if valid == 0 {
-                        f64::INFINITY
-                    } else {
-                        (1.0 - u) / (2.0 * u) * age
-                    };
+                    let age = self.clock.saturating_sub(self.mtime[sec as usize]);
+                    let score = cost_benefit(valid as u64, s as u64, age);
                     if best.is_none_or(|(b, _)| score > b) {
                         best = Some((score, sec));
                     }
