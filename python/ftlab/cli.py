@@ -180,6 +180,28 @@ def run_core(call: Callable[[], Any]) -> Any:
         fail(str(e))
 
 
+#: The device's configuration: `--preset`, `--config` (repeatable), `--set KEY=VALUE`
+#: (repeatable), received as `preset`, `configs` and `sets`.
+DEVICE_OPTIONS = [
+    click.option("--preset", help="Configuration preset (see `ftlab config presets`)."),
+    click.option(
+        "--config",
+        "configs",
+        multiple=True,
+        type=click.Path(path_type=Path),
+        help="TOML configuration file (repeatable).",
+    ),
+    click.option("--set", "sets", multiple=True, metavar="KEY=VALUE", help="Override a key."),
+]
+
+
+def device_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    """Adds `DEVICE_OPTIONS` to a command."""
+    for option in reversed(DEVICE_OPTIONS):
+        func = option(func)
+    return func
+
+
 def source_options(func: Callable[..., Any]) -> Callable[..., Any]:
     """The options shared by `run` and `compare`: what to replay and on what device. The
     command receives them as one `source` argument, the keyword arguments of
@@ -263,15 +285,7 @@ def source_options(func: Callable[..., Any]) -> Callable[..., Any]:
             "--skip-bad-lines", is_flag=True, help="Count bad trace lines instead of stopping."
         ),
         click.option("--workload", help="Built-in synthetic workload (default: `default`)."),
-        click.option("--preset", help="Configuration preset (see `ftlab config presets`)."),
-        click.option(
-            "--config",
-            "configs",
-            multiple=True,
-            type=click.Path(path_type=Path),
-            help="TOML configuration file (repeatable).",
-        ),
-        click.option("--set", "sets", multiple=True, metavar="KEY=VALUE", help="Override a key."),
+        *DEVICE_OPTIONS,
         click.option("--verify", is_flag=True, help="Check every read against a shadow copy."),
         click.option("--mapping-only", is_flag=True, help="Skip the timing model."),
         click.option(
@@ -395,15 +409,7 @@ def run(ftl_name: str, source: dict[str, Any], json_out: str | None, quiet: bool
 
 @main.command()
 @click.option("--ftl", "ftl_name", default="page", show_default=True, help="FTL scheme.")
-@click.option("--preset", help="Configuration preset (see `ftlab config presets`).")
-@click.option(
-    "--config",
-    "configs",
-    multiple=True,
-    type=click.Path(path_type=Path),
-    help="TOML configuration file (repeatable).",
-)
-@click.option("--set", "sets", multiple=True, metavar="KEY=VALUE", help="Override a key.")
+@device_options
 @click.option(
     "--store",
     required=True,
@@ -724,15 +730,7 @@ def plot(
     help="What to rank by: mean read latency, write amplification, or the most-worn "
     "block's erases.",
 )
-@click.option("--preset", help="Configuration preset (see `ftlab config presets`).")
-@click.option(
-    "--config",
-    "configs",
-    multiple=True,
-    type=click.Path(path_type=Path),
-    help="TOML configuration file (repeatable).",
-)
-@click.option("--set", "sets", multiple=True, metavar="KEY=VALUE", help="Override a key.")
+@device_options
 @click.option(
     "--precondition",
     type=click.Choice(["none", "fill", "steady"]),
