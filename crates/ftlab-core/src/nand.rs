@@ -20,7 +20,7 @@
 use crate::config::{Config, Layout, ProgramOrder, OOB_HEADER_BYTES};
 use crate::divide::DivideBy;
 use crate::error::{Error, Result};
-use crate::timing::{Place, SchedulerStats, Timeline};
+use crate::timing::{Place, SchedulerStats, Span, Timeline};
 use serde::Serialize;
 use std::any::Any;
 use std::fmt;
@@ -258,6 +258,15 @@ impl fmt::Display for NandError {
             ),
         }
     }
+}
+
+/// How far a page of [`Flash::move_pages`] got before an error: not read, read, or copied
+/// (its invalidation failed).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum MoveStage {
+    None,
+    Read,
+    Copied,
 }
 
 /// Flash operation counters, indexed by [`Cause`] (`stats.reads[cause as usize]`).
@@ -659,6 +668,12 @@ impl Flash {
         self.timeline.is_some()
     }
 
+    /// The timing model's state (None in mapping-only mode): for tests that compare two
+    /// ways of issuing the same operations.
+    pub fn timeline(&self) -> Option<&Timeline> {
+        self.timeline.as_ref()
+    }
+
     #[inline]
     fn place(&self, ppn: Ppn) -> Place {
         let unit = self.unit_of_block.divide(self.block_of(ppn));
@@ -865,6 +880,39 @@ impl Flash {
         cause: Cause,
         ready: u64,
     ) -> std::result::Result<(), NandError> {
+        self.program_state(ppn, oob, extra)?;
+        self.stats.programs[self.counter(cause)] += 1;
+        if self.timeline.is_some() {
+            let place = self.place(ppn);
+            let background = self.background;
+            if let Some(t) = self.timeline.as_mut() {
+                let span = t.program(place, ready, background);
+                let ack = self.ack(cause, span);
+                self.waits_for(ack);
+            }
+        }
+        Ok(())
+    }
+
+    /// When a program of `cause` that took `span` counts as acknowledged.
+    #[inline]
+    fn ack(&self, cause: Cause, span: Span) -> u64 {
+        if cause == Cause::Host && self.ack_host_programs_on_transfer {
+            span.transferred
+        } else {
+            span.done
+        }
+    }
+
+    /// A program's effect on the page and block state, after the NAND rules are checked:
+    /// no counter, no time.
+    #[inline]
+    fn program_state(
+        &mut self,
+        ppn: Ppn,
+        oob: Oob,
+        extra: &[u8],
+    ) -> std::result::Result<(), NandError> {
         self.check_ppn(ppn)?;
         if extra.len() > self.extra_width {
             return Err(NandError::OobTooLarge {
@@ -922,20 +970,6 @@ impl Flash {
         set_bit(&mut self.valid, ppn, true);
         self.valid_count[block as usize] += 1;
         self.modified_at[block as usize] = self.clock;
-        self.stats.programs[self.counter(cause)] += 1;
-        if self.timeline.is_some() {
-            let place = self.place(ppn);
-            let background = self.background;
-            if let Some(t) = self.timeline.as_mut() {
-                let span = t.program(place, ready, background);
-                let ack = if cause == Cause::Host && self.ack_host_programs_on_transfer {
-                    span.transferred
-                } else {
-                    span.done
-                };
-                self.waits_for(ack);
-            }
-        }
         Ok(())
     }
 
@@ -950,6 +984,13 @@ impl Flash {
     ) -> std::result::Result<Oob, NandError> {
         let (oob, read_done) = self.read_at(src, cause, self.cursor)?;
         self.program_at(dst, oob, &[], cause, read_done)?;
+        self.copied(src, dst, oob);
+        Ok(oob)
+    }
+
+    /// The end of a copy: the extra OOB bytes follow the page, and the sink is told.
+    #[inline]
+    fn copied(&mut self, src: Ppn, dst: Ppn, oob: Oob) {
         let w = self.extra_width;
         if w > 0 {
             let from = src as usize * w;
@@ -958,7 +999,92 @@ impl Flash {
         if let Some(sink) = self.sink.as_mut() {
             sink.copy(src, dst, oob);
         }
-        Ok(oob)
+    }
+
+    /// Moves pages (merges, garbage collection): for each `(src, dst)` in turn, valid page
+    /// `src` is copied to erased page `dst` ([`Flash::copy`]) and then invalidated
+    /// ([`Flash::invalidate`]). The state, counters, times and errors are exactly those of
+    /// these calls page by page (on an error, the pages before have moved), at a fraction
+    /// of their cost: the pages' state is updated one by one (the NAND rules checked as
+    /// each is programmed), but the counters and the time once per run of moves between
+    /// the same two blocks ([`Timeline::copy_run`]).
+    pub fn move_pages(
+        &mut self,
+        moves: &[(Ppn, Ppn)],
+        cause: Cause,
+    ) -> std::result::Result<(), NandError> {
+        let mut i = 0;
+        while i < moves.len() {
+            let blocks = |f: &Flash, (src, dst): (Ppn, Ppn)| (f.block_of(src), f.block_of(dst));
+            let run_blocks = blocks(self, moves[i]);
+            let mut j = i;
+            let mut failed = None;
+            while j < moves.len() && (j == i || blocks(self, moves[j]) == run_blocks) {
+                if let Err(e) = self.move_state(moves[j].0, moves[j].1) {
+                    failed = Some(e);
+                    break;
+                }
+                j += 1;
+            }
+            match failed {
+                None => self.time_moves(&moves[i..j], cause),
+                Some((reached, e)) => {
+                    // The failing page's operations that were done count too.
+                    let copied = j + (reached == MoveStage::Copied) as usize;
+                    self.time_moves(&moves[i..copied], cause);
+                    if reached == MoveStage::Read {
+                        self.read_at(moves[j].0, cause, self.cursor)?;
+                    }
+                    return Err(e);
+                }
+            }
+            i = j;
+        }
+        Ok(())
+    }
+
+    /// One page of [`Flash::move_pages`]: its state only (no counter, no time). On an error,
+    /// how far it got.
+    #[inline]
+    fn move_state(
+        &mut self,
+        src: Ppn,
+        dst: Ppn,
+    ) -> std::result::Result<(), (MoveStage, NandError)> {
+        let fail = |stage| move |e| (stage, e);
+        self.check_ppn(src).map_err(fail(MoveStage::None))?;
+        if !self.is_programmed(src) {
+            return Err((MoveStage::None, NandError::ReadErased { ppn: src }));
+        }
+        self.last_read = src;
+        let oob = self.oob(src);
+        self.program_state(dst, oob, &[])
+            .map_err(fail(MoveStage::Read))?;
+        self.copied(src, dst, oob);
+        self.invalidate(src).map_err(fail(MoveStage::Copied))
+    }
+
+    /// Counts and times a run of copies between the same two blocks whose state
+    /// [`Flash::move_state`] updated.
+    fn time_moves(&mut self, run: &[(Ppn, Ppn)], cause: Cause) {
+        let (Some(&(src, dst)), Some(&(last_src, last_dst))) = (run.first(), run.last()) else {
+            return;
+        };
+        let counter = self.counter(cause);
+        self.stats.reads[counter] += run.len() as u64;
+        self.stats.programs[counter] += run.len() as u64;
+        if self.timeline.is_some() {
+            let (from, to) = (self.place(src), self.place(dst));
+            let last = (self.page_offset(last_src), self.page_offset(last_dst));
+            let (cursor, background) = (self.cursor, self.background);
+            if let Some(t) = self.timeline.as_mut() {
+                let copies = run.len() as u32;
+                let done = t.copy_run(from, to, last, copies, cursor, background);
+                let ack = self.ack(cause, done.program);
+                self.waits_for(done.read_done);
+                self.waits_for(ack);
+            }
+        }
     }
 
     /// Marks a page as no longer holding live data.

@@ -41,7 +41,7 @@ enum Kind {
 }
 
 /// Background work waiting for its die.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Queued {
     ready: u64,
     duration: u64,
@@ -50,7 +50,7 @@ struct Queued {
 
 /// One die: when it is next free, the operation it runs last (for suspension and
 /// multi-plane joins) and its queue of background work.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 struct Die {
     free: u64,
     kind: Kind,
@@ -100,7 +100,9 @@ pub struct SchedulerStats {
     pub background_operations: u64,
 }
 
-#[derive(Clone, Debug)]
+/// The state of every die and channel (comparable, so that tests can check that two ways
+/// of issuing the same operations leave the same state).
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Timeline {
     dies: Vec<Die>,
     channel_free: Vec<u64>,
@@ -127,6 +129,14 @@ pub struct Span {
     pub transferred: u64,
     /// The operation is complete.
     pub done: u64,
+}
+
+/// When the operations of a run of page copies ended ([`Timeline::copy_run`]): the
+/// latest a read and a program of the run ended (each run's operations end in order).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CopyRun {
+    pub read_done: u64,
+    pub program: Span,
 }
 
 /// Where an operation takes place.
@@ -378,6 +388,182 @@ impl Timeline {
             transferred: done,
             done,
         }
+    }
+
+    /// Times `count` page copies from one parallel unit to another (or to itself): each a
+    /// read at `src`, ready at `ready`, then a program at `dst`, ready when its read is done,
+    /// exactly as `count` calls of [`Timeline::read`] and [`Timeline::program`] in turn
+    /// would. `src` and `dst` hold the first copy's page offsets, `last` the last copy's
+    /// (source, destination) offsets; the others do not matter, because after the first
+    /// copy each die's last operation is one of the run's, on the run's own plane, which
+    /// no later one can join as a multi-plane operation. Once the dies settle into a
+    /// pattern that repeats ([`Timeline::steady_copies`]) the rest of the run is computed in
+    /// closed form, so that a block's worth of copies costs about as much as one.
+    pub fn copy_run(
+        &mut self,
+        src: Place,
+        dst: Place,
+        last: (u32, u32),
+        count: u32,
+        ready: u64,
+        background: bool,
+    ) -> CopyRun {
+        debug_assert!(count > 0);
+        let read = self.read(src, ready, background);
+        let program = self.program(dst, read.done, background);
+        let mut run = CopyRun {
+            read_done: read.done,
+            program,
+        };
+        let src = Place {
+            offset: last.0,
+            ..src
+        };
+        let dst = Place {
+            offset: last.1,
+            ..dst
+        };
+        let mut left = count as u64 - 1;
+        while left > 0 {
+            let (read_done, program) = match self.steady_copies(src, dst, left, ready, background) {
+                Some(rest) => {
+                    left = 0;
+                    (rest.read_done, rest.program)
+                }
+                None => {
+                    left -= 1;
+                    let read = self.read(src, ready, background);
+                    (read.done, self.program(dst, read.done, background))
+                }
+            };
+            run.read_done = run.read_done.max(read_done);
+            run.program.transferred = run.program.transferred.max(program.transferred);
+            run.program.done = run.program.done.max(program.done);
+        }
+        run
+    }
+
+    /// The next `k` copies of a run ([`Timeline::copy_run`]) in closed form, if the dies
+    /// and channels are in a state from which each copy repeats the one before, shifted in
+    /// time: no background work (queued or issued), a read that can neither suspend an
+    /// operation nor join one, and channels free when each transfer may start (with
+    /// `read_priority` a channel's free instant then stays where it is, without it follows
+    /// the transfers). Otherwise None: the caller issues the next copy as it is.
+    /// - One die: read and program alternate, a copy takes tR + 2 transfers + tPROG.
+    /// - Two dies: the reads follow one another every tR + transfer on the source die,
+    ///   the programs every transfer + tPROG on the destination die, and the slower of the
+    ///   two sets the pace once the faster is not behind it.
+    fn steady_copies(
+        &mut self,
+        src: Place,
+        dst: Place,
+        k: u64,
+        ready: u64,
+        background: bool,
+    ) -> Option<CopyRun> {
+        let (s, d) = (src.die as usize, dst.die as usize);
+        if background || !self.dies[s].queue.is_empty() || !self.dies[d].queue.is_empty() {
+            return None;
+        }
+        let (t_read, t_prog, xfer) = (self.read_ns, self.program_ns, self.transfer_ns);
+        let keep_gaps = self.read_priority;
+        let (cs, cd) = (src.channel as usize, dst.channel as usize);
+        let src_plane = 1u64 << (src.plane & 63);
+        let dst_plane = 1u64 << (dst.plane & 63);
+        if s == d {
+            debug_assert_eq!(cs, cd, "one die, one channel");
+            let die = &self.dies[d];
+            let free = die.free;
+            let channel = self.channel_free[cd];
+            // The die's last operation is the previous copy's program, which began after
+            // `ready` (the next read cannot suspend it), and the channel is free once the
+            // next read is sensed.
+            let channel_ok = if keep_gaps {
+                free + t_read > channel
+            } else {
+                free + t_read >= channel
+            };
+            if die.kind != Kind::Program || ready >= die.start || !channel_ok {
+                return None;
+            }
+            let period = t_read + 2 * xfer + t_prog;
+            let done = free + k * period;
+            let transferred = done - t_prog;
+            let die = &mut self.dies[d];
+            die.busy_ns += k * period;
+            die.free = done;
+            die.kind = Kind::Program;
+            die.start = transferred;
+            die.offset = dst.offset;
+            die.planes = dst_plane;
+            die.joinable = true;
+            if !keep_gaps {
+                self.channel_free[cd] = transferred;
+            }
+            return Some(CopyRun {
+                read_done: transferred - xfer,
+                program: Span { transferred, done },
+            });
+        }
+        let (sd, dd) = (&self.dies[s], &self.dies[d]);
+        let (read_free, free) = (sd.free, dd.free);
+        // The source die's last operation is a read of the run's plane that ended no earlier
+        // than `ready`; the destination die's a program of the run's plane.
+        if sd.kind != Kind::Read
+            || sd.planes & src_plane == 0
+            || ready > read_free
+            || dd.kind != Kind::Program
+            || dd.planes & dst_plane == 0
+        {
+            return None;
+        }
+        let channels_ok = if keep_gaps {
+            read_free + t_read > self.channel_free[cs] && free > self.channel_free[cd]
+        } else {
+            // Each transfer moves its channel's free instant: separate channels only.
+            cs != cd && read_free + t_read >= self.channel_free[cs] && free >= self.channel_free[cd]
+        };
+        if !channels_ok {
+            return None;
+        }
+        let (r, q) = (t_read + xfer, xfer + t_prog);
+        let read_done = read_free + k * r;
+        let done = if r <= q && read_free + r <= free {
+            // Each program waits for the die, its read being done already.
+            free + k * q
+        } else if r >= q && read_free + r >= free {
+            // Each program waits for its read.
+            read_done + q
+        } else {
+            return None;
+        };
+        let sd = &mut self.dies[s];
+        sd.busy_ns += k * r;
+        sd.free = read_done;
+        sd.kind = Kind::Read;
+        sd.start = read_done - r;
+        sd.offset = src.offset;
+        sd.planes = src_plane;
+        sd.joinable = true;
+        let dd = &mut self.dies[d];
+        dd.busy_ns += k * q;
+        dd.free = done;
+        dd.kind = Kind::Program;
+        dd.start = done - t_prog;
+        dd.offset = dst.offset;
+        dd.planes = dst_plane;
+        dd.joinable = true;
+        if !keep_gaps {
+            self.channel_free[cs] = read_done;
+            self.channel_free[cd] = done - t_prog;
+        }
+        Some(CopyRun {
+            read_done,
+            program: Span {
+                transferred: done - t_prog,
+                done,
+            },
+        })
     }
 
     /// Whether die `die` still has queued background work at time `t` that has not started:

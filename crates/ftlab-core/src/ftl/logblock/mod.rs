@@ -455,7 +455,8 @@ pub struct Core {
     clock: u64,
     pub stats: Stats,
     scratch: Vec<u32>,
-    sources: Vec<u32>,
+    /// Pages to move (source, destination) in one [`Flash::move_pages`].
+    moves: Vec<(Ppn, Ppn)>,
 }
 
 /// The room list of free slots.
@@ -511,7 +512,7 @@ impl Core {
             clock: 0,
             stats: Stats::default(),
             scratch: Vec::new(),
-            sources: Vec::with_capacity(ppb as usize),
+            moves: Vec::with_capacity(ppb as usize),
         };
         for s in opts.sequential_logs..opts.logs {
             core.room_push(s, FREE_LIST);
@@ -787,12 +788,19 @@ impl Core {
     /// Invalidates a copy that a newer one replaces (or a trim forgets).
     fn invalidate_copy(&mut self, ppn: Ppn, lbn: u32, flash: &mut Flash) -> Result<()> {
         flash.invalidate(ppn)?;
+        self.forget_copy(ppn, lbn, flash);
+        Ok(())
+    }
+
+    /// The machinery's side of invalidating page `ppn` of `lbn` (the flash's done already):
+    /// a log block holds one valid page fewer.
+    #[inline]
+    fn forget_copy(&mut self, ppn: Ppn, lbn: u32, flash: &Flash) {
         let s = self.slot_of[flash.block_of(ppn) as usize];
         if s != NONE {
             self.slots[s as usize].valid -= 1;
             self.entry_drop(s, lbn);
         }
-        Ok(())
     }
 
     /// Forgets the newest copy of `lpa` (before a newer one is placed, or on trim).
@@ -868,14 +876,66 @@ impl Core {
         cause: Cause,
         flash: &mut Flash,
     ) -> Result<()> {
-        flash.copy(src, dst, cause)?;
-        self.invalidate_copy(src, lbn, flash)?;
-        self.stats.copies += 1;
-        flash.stats.gc_pages_moved += 1;
-        if let Some(k) = merge_kind(cause) {
-            self.stats.merge_pages[k] += 1;
-        }
+        flash.move_pages(&[(src, dst)], cause)?;
+        self.forget_copy(src, lbn, flash);
+        self.count_copies(1, cause, flash);
         Ok(())
+    }
+
+    fn count_copies(&mut self, n: u64, cause: Cause, flash: &mut Flash) {
+        self.stats.copies += n;
+        flash.stats.gc_pages_moved += n;
+        if let Some(k) = merge_kind(cause) {
+            self.stats.merge_pages[k] += n;
+        }
+    }
+
+    /// Sets [`Core::moves`] to the newest copy of each of `lbn`'s pages at offsets
+    /// `from..to` that has one, with the page of that offset in `block` as its destination
+    /// (block 0: the offset alone).
+    fn gather(&mut self, lbn: u32, from: u32, to: u32, block: u32, flash: &Flash) {
+        self.moves.clear();
+        let data = self.dbm[lbn as usize];
+        let base = self.lpa(lbn, 0) as usize;
+        for o in from..to {
+            let n = self.newest[base + o as usize];
+            let src = if n != 0 {
+                n - 1
+            } else if data != NONE && flash.is_valid(self.ppn(data, o)) {
+                self.ppn(data, o)
+            } else {
+                continue;
+            };
+            self.moves.push((src, self.ppn(block, o)));
+        }
+    }
+
+    /// Moves the pages of [`Core::moves`] (their destinations in `block`, at ascending
+    /// offsets) under `cause`: one [`Flash::move_pages`] per stretch that needs no filler
+    /// before it, the fillers between (sequential order): the operations, in their order,
+    /// of a `pad` and a `copy_page` per page. The machinery's bookkeeping is the caller's
+    /// ([`Core::forget_copy`] for each source, [`Core::count_copies`]).
+    fn move_gathered(&mut self, block: u32, cause: Cause, flash: &mut Flash) -> Result<()> {
+        let moves = std::mem::take(&mut self.moves);
+        let result = (|| {
+            let mut start = 0;
+            if self.order == ProgramOrder::Sequential {
+                let mut next = flash.write_pointer(block);
+                for (k, &(_, dst)) in moves.iter().enumerate() {
+                    let off = flash.page_offset(dst);
+                    if off > next {
+                        flash.move_pages(&moves[start..k], cause)?;
+                        start = k;
+                        self.pad(block, off, cause, flash)?;
+                    }
+                    next = off + 1;
+                }
+            }
+            flash.move_pages(&moves[start..], cause)?;
+            Ok(())
+        })();
+        self.moves = moves;
+        result
     }
 
     /// Bookkeeping of a valid copy of `lpa` just programmed at position `p` of slot `s`.
@@ -959,16 +1019,20 @@ impl Core {
         let block = self.slots[s as usize].block;
         debug_assert!(off >= self.slots[s as usize].top);
         let cause = self.opts.fill_cause;
-        for o in self.slots[s as usize].top..off {
-            let l = self.lpa(lbn, o);
-            if let Some(src) = self.newest_copy(l, flash) {
-                self.pad(block, o, cause, flash)?;
-                let dst = self.ppn(block, o);
-                self.copy_page(src, dst, lbn, cause, flash)?;
-                self.landed(s, l, o);
-                self.slots[s as usize].filled += 1;
-                self.stats.fill_pages += 1;
+        self.gather(lbn, self.slots[s as usize].top, off, block, flash);
+        if !self.moves.is_empty() {
+            self.move_gathered(block, cause, flash)?;
+            let moves = std::mem::take(&mut self.moves);
+            for &(src, dst) in &moves {
+                let o = flash.page_offset(dst);
+                self.forget_copy(src, lbn, flash);
+                self.landed(s, self.lpa(lbn, o), o);
             }
+            let n = moves.len() as u32;
+            self.moves = moves;
+            self.count_copies(n as u64, cause, flash);
+            self.slots[s as usize].filled += n;
+            self.stats.fill_pages += n as u64;
         }
         self.pad(block, off, Cause::Host, flash)?;
         self.supersede(lpa, flash)?;
@@ -1104,6 +1168,19 @@ impl Core {
         Ok(())
     }
 
+    /// The bookkeeping of [`Core::moves`] done for `lbn` into what becomes its data block:
+    /// the sources forgotten, no copy in a log block any more.
+    fn moved_to_data_block(&mut self, lbn: u32, cause: Cause, flash: &mut Flash) {
+        let moves = std::mem::take(&mut self.moves);
+        for &(src, dst) in &moves {
+            self.forget_copy(src, lbn, flash);
+            let l = self.lpa(lbn, flash.page_offset(dst));
+            self.newest[l as usize] = 0;
+        }
+        self.count_copies(moves.len() as u64, cause, flash);
+        self.moves = moves;
+    }
+
     /// Copies `lbn`'s valid pages at offsets `top..` into their offsets of `block` (serial for
     /// `lbn` below `top`) under `cause`; returns how many.
     fn fill_serial(
@@ -1114,17 +1191,10 @@ impl Core {
         cause: Cause,
         flash: &mut Flash,
     ) -> Result<u32> {
-        let mut copies = 0;
-        for o in top..self.ppb {
-            let l = self.lpa(lbn, o);
-            if let Some(src) = self.newest_copy(l, flash) {
-                self.pad(block, o, cause, flash)?;
-                self.copy_page(src, self.ppn(block, o), lbn, cause, flash)?;
-                self.newest[l as usize] = 0;
-                copies += 1;
-            }
-        }
-        Ok(copies)
+        self.gather(lbn, top, self.ppb, block, flash);
+        self.move_gathered(block, cause, flash)?;
+        self.moved_to_data_block(lbn, cause, flash);
+        Ok(self.moves.len() as u32)
     }
 
     /// `block`, holding every valid page of `lbn` (its own ones below `top`), becomes its
@@ -1139,10 +1209,8 @@ impl Core {
         flash: &mut Flash,
     ) -> Result<u32> {
         // The block's own pages are data pages from now on.
-        for o in 0..top {
-            let l = self.lpa(lbn, o);
-            self.newest[l as usize] = 0;
-        }
+        let base = self.lpa(lbn, 0) as usize;
+        self.newest[base..base + top as usize].fill(0);
         let old = self.dbm[lbn as usize];
         let unit = if old != NONE {
             self.erase(old, cause, flash)?;
@@ -1164,35 +1232,24 @@ impl Core {
             self.break_serial(t);
         }
         let old = self.dbm[lbn as usize];
-        // The newest copy of each page, found once.
-        let mut sources = std::mem::take(&mut self.sources);
-        sources.clear();
-        sources.extend(
-            (0..self.ppb).map(|o| self.newest_copy(self.lpa(lbn, o), flash).unwrap_or(NONE)),
-        );
+        // The newest copy of each page (its offset as the destination until the block is
+        // allocated).
+        self.gather(lbn, 0, self.ppb, 0, flash);
         let mut dst = NONE;
-        let result: Result<()> = (|| {
-            if sources.iter().all(|&p| p == NONE) {
-                return Ok(());
-            }
+        if !self.moves.is_empty() {
             let unit = if old != NONE {
                 self.layout.unit_of_block(old)
             } else {
                 self.home_unit(lbn)
             };
             dst = self.alloc_block(unit)?;
-            for (o, &src) in (0..self.ppb).zip(sources.iter()) {
-                if src != NONE {
-                    self.pad(dst, o, Cause::MergeFull, flash)?;
-                    self.copy_page(src, self.ppn(dst, o), lbn, Cause::MergeFull, flash)?;
-                    let l = self.lpa(lbn, o);
-                    self.newest[l as usize] = 0;
-                }
+            let first = self.ppn(dst, 0);
+            for m in self.moves.iter_mut() {
+                m.1 += first;
             }
-            Ok(())
-        })();
-        self.sources = sources;
-        result?;
+            self.move_gathered(dst, Cause::MergeFull, flash)?;
+            self.moved_to_data_block(lbn, Cause::MergeFull, flash);
+        }
         if old != NONE {
             self.erase(old, Cause::MergeFull, flash)?;
             self.release_block(old);
@@ -1272,20 +1329,21 @@ impl Core {
         self.stats.assoc_hist[assoc_bucket(old.assoc)] += 1;
         self.stats.cleanings += 1;
         let fresh = self.alloc_block(self.layout.unit_of_block(old.block))?;
-        let mut pages = std::mem::take(&mut self.scratch);
-        pages.clear();
-        pages.extend(flash.valid_pages(old.block));
-        let mut p = 0;
-        for &src in &pages {
-            let oob = flash.copy(src, self.ppn(fresh, p), Cause::Gc)?;
-            flash.invalidate(src)?;
-            self.newest[oob.lpa as usize] = self.ppn(fresh, p) + 1;
-            self.stats.copies += 1;
-            self.stats.cleaning_pages += 1;
-            flash.stats.gc_pages_moved += 1;
-            p += 1;
+        let mut moves = std::mem::take(&mut self.moves);
+        moves.clear();
+        let first = self.ppn(fresh, 0);
+        moves.extend(flash.valid_pages(old.block).zip(first..));
+        let result = flash.move_pages(&moves, Cause::Gc);
+        if result.is_ok() {
+            for &(_, dst) in &moves {
+                self.newest[flash.oob(dst).lpa as usize] = dst + 1;
+            }
         }
-        self.scratch = pages;
+        let p = moves.len() as u32;
+        self.moves = moves;
+        result?;
+        self.count_copies(p as u64, Cause::Gc, flash);
+        self.stats.cleaning_pages += p as u64;
         self.break_serial(s);
         self.erase(old.block, Cause::Gc, flash)?;
         self.release_block(old.block);
