@@ -357,6 +357,49 @@ fn set_bit(bits: &mut [u64], i: u32, on: bool) {
     }
 }
 
+/// The indices of the set bits of `bits` in `from..to`, in order, a word at a time.
+#[inline]
+fn ones(bits: &[u64], from: u32, to: u32) -> impl Iterator<Item = u32> + '_ {
+    let mut word = from >> 6;
+    let mut w = if from < to {
+        bits[word as usize] & (!0u64 << (from & 63))
+    } else {
+        0
+    };
+    let last_word = to.saturating_sub(1) >> 6;
+    std::iter::from_fn(move || loop {
+        if w != 0 {
+            let i = (word << 6) + w.trailing_zeros();
+            if i >= to {
+                return None;
+            }
+            w &= w - 1;
+            return Some(i);
+        }
+        if word >= last_word {
+            return None;
+        }
+        word += 1;
+        w = bits[word as usize];
+    })
+}
+
+/// Clears the bits of `bits` in `from..to`, a word at a time.
+fn clear_bits(bits: &mut [u64], from: u32, to: u32) {
+    let mut i = from;
+    while i < to {
+        let shift = i & 63;
+        let n = (64 - shift).min(to - i);
+        let mask = if n == 64 {
+            !0
+        } else {
+            ((1u64 << n) - 1) << shift
+        };
+        bits[(i >> 6) as usize] &= !mask;
+        i += n;
+    }
+}
+
 impl Flash {
     /// A fresh, fully erased device. `extra_oob_bytes` is the per-page OOB space a scheme
     /// stores beyond the 8-byte header; `timed` enables the timing model.
@@ -1015,32 +1058,99 @@ impl Flash {
     ) -> std::result::Result<(), NandError> {
         let mut i = 0;
         while i < moves.len() {
-            let blocks = |f: &Flash, (src, dst): (Ppn, Ppn)| (f.block_of(src), f.block_of(dst));
-            let run_blocks = blocks(self, moves[i]);
-            let mut j = i;
-            let mut failed = None;
-            while j < moves.len() && (j == i || blocks(self, moves[j]) == run_blocks) {
-                if let Err(e) = self.move_state(moves[j].0, moves[j].1) {
-                    failed = Some(e);
-                    break;
-                }
-                j += 1;
-            }
+            let (moved, failed) = self.move_run(&moves[i..]);
             match failed {
-                None => self.time_moves(&moves[i..j], cause),
+                None => self.time_moves(&moves[i..i + moved], cause),
                 Some((reached, e)) => {
                     // The failing page's operations that were done count too.
-                    let copied = j + (reached == MoveStage::Copied) as usize;
-                    self.time_moves(&moves[i..copied], cause);
+                    let copied = moved + (reached == MoveStage::Copied) as usize;
+                    self.time_moves(&moves[i..i + copied], cause);
                     if reached == MoveStage::Read {
-                        self.read_at(moves[j].0, cause, self.cursor)?;
+                        self.read_at(moves[i + moved].0, cause, self.cursor)?;
                     }
                     return Err(e);
                 }
             }
-            i = j;
+            i += moved;
         }
         Ok(())
+    }
+
+    /// The state of the leading run of `moves` between the same two blocks (see
+    /// [`Flash::move_pages`]); returns how many moved, and the error of the next one if it
+    /// failed. The blocks' counters and write pointer are updated once per run, the pages
+    /// checked and updated one by one; a page that breaks a rule goes through
+    /// [`Flash::move_state`], which gives the error as a single move would.
+    fn move_run(&mut self, moves: &[(Ppn, Ppn)]) -> (usize, Option<(MoveStage, NandError)>) {
+        let (src_block, dst_block) = (self.block_of(moves[0].0), self.block_of(moves[0].1));
+        let n = moves
+            .iter()
+            .position(|&(s, d)| self.block_of(s) != src_block || self.block_of(d) != dst_block)
+            .unwrap_or(moves.len());
+        let blocks_ok = src_block != dst_block
+            && src_block < self.layout.total_blocks
+            && dst_block < self.layout.total_blocks;
+        let (src_first, dst_first) = (self.first_page(src_block), self.first_page(dst_block));
+        let mut k = 0;
+        while k < n {
+            if blocks_ok {
+                let src_wp = self.write_ptr[src_block as usize];
+                let mut wp = self.write_ptr[dst_block as usize];
+                let start = k;
+                let notify = self.extra_width > 0 || self.sink.is_some();
+                while k < n {
+                    let (src, dst) = moves[k];
+                    let offset = dst - dst_first;
+                    let ok = match self.order {
+                        ProgramOrder::Sequential => src - src_first < src_wp && offset == wp,
+                        ProgramOrder::Ascending => {
+                            bit(&self.programmed, src)
+                                && !bit(&self.programmed, dst)
+                                && offset >= wp
+                        }
+                        ProgramOrder::Any => {
+                            bit(&self.programmed, src) && !bit(&self.programmed, dst)
+                        }
+                    };
+                    if !ok || !bit(&self.valid, src) {
+                        break;
+                    }
+                    if self.order != ProgramOrder::Sequential {
+                        set_bit(&mut self.programmed, dst, true);
+                    }
+                    wp = match self.order {
+                        ProgramOrder::Ascending => offset + 1,
+                        ProgramOrder::Sequential | ProgramOrder::Any => wp + 1,
+                    };
+                    self.oob[dst as usize] = self.oob[src as usize];
+                    set_bit(&mut self.valid, dst, true);
+                    set_bit(&mut self.valid, src, false);
+                    if notify {
+                        self.copied(src, dst, self.oob(dst));
+                    }
+                    k += 1;
+                }
+                let moved = (k - start) as u32;
+                if moved > 0 {
+                    self.write_ptr[dst_block as usize] = wp;
+                    self.valid_count[dst_block as usize] += moved;
+                    self.valid_count[src_block as usize] -= moved;
+                    self.modified_at[dst_block as usize] = self.clock;
+                    self.modified_at[src_block as usize] = self.clock;
+                    self.last_read = moves[k - 1].0;
+                }
+                if k == n {
+                    break;
+                }
+            }
+            // A page the loop above does not take (one that breaks a rule, or blocks it
+            // does not handle): as a single move.
+            if let Err(e) = self.move_state(moves[k].0, moves[k].1) {
+                return (k, Some(e));
+            }
+            k += 1;
+        }
+        (n, None)
     }
 
     /// One page of [`Flash::move_pages`]: its state only (no counter, no time). On an error,
@@ -1112,9 +1222,7 @@ impl Flash {
         let ppb = self.layout.pages_per_block as usize;
         self.oob[first..first + ppb].fill(Oob::ERASED.store());
         if self.order != ProgramOrder::Sequential {
-            for p in first..first + ppb {
-                set_bit(&mut self.programmed, p as u32, false);
-            }
+            clear_bits(&mut self.programmed, first as u32, (first + ppb) as u32);
         }
         self.write_ptr[block as usize] = 0;
         self.erase_count[block as usize] += 1;
@@ -1136,7 +1244,13 @@ impl Flash {
 
     /// Valid pages of a block, in page order.
     pub fn valid_pages(&self, block: u32) -> impl Iterator<Item = Ppn> + '_ {
+        self.valid_pages_in(block, 0, self.layout.pages_per_block)
+    }
+
+    /// Valid pages of a block at offsets `from..to`, in page order.
+    #[inline]
+    pub fn valid_pages_in(&self, block: u32, from: u32, to: u32) -> impl Iterator<Item = Ppn> + '_ {
         let first = self.first_page(block);
-        (first..first + self.layout.pages_per_block).filter(move |&p| bit(&self.valid, p))
+        ones(&self.valid, first + from, first + to)
     }
 }

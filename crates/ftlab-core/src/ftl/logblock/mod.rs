@@ -897,6 +897,19 @@ impl Core {
         self.moves.clear();
         let data = self.dbm[lbn as usize];
         let base = self.lpa(lbn, 0) as usize;
+        let logged = &self.newest[base + from as usize..base + to as usize];
+        if logged.iter().all(|&n| n == 0) {
+            // No copy in a log block: the data block's valid pages, found a word at a time.
+            if data != NONE {
+                let (first, data_first) = (self.ppn(block, 0), self.ppn(data, 0));
+                self.moves.extend(
+                    flash
+                        .valid_pages_in(data, from, to)
+                        .map(|p| (p, p - data_first + first)),
+                );
+            }
+            return;
+        }
         for o in from..to {
             let n = self.newest[base + o as usize];
             let src = if n != 0 {
@@ -976,6 +989,24 @@ impl Core {
         }
     }
 
+    /// [`Core::landed`] of page `off` of `lbn` at its own offset of `s`, serial for `lbn` and
+    /// in use, in a run of such pages: the slot stays serial and at the head of the LRU list,
+    /// so that only the counts change; its room list, which only the run's last page can
+    /// change, is the caller's to update ([`Core::room_update`]) after the run.
+    #[inline]
+    fn landed_serial(&mut self, s: u32, lbn: u32, off: u32, ppn: Ppn) {
+        debug_assert!(self.serial_of[lbn as usize] == s && !self.slots[s as usize].is_free());
+        debug_assert!(ppn == self.ppn(self.slots[s as usize].block, off));
+        self.clock += 1;
+        let slot = &mut self.slots[s as usize];
+        slot.top = off + 1;
+        slot.valid += 1;
+        slot.stamp = self.clock;
+        let l = self.lpa(lbn, off);
+        self.newest[l as usize] = ppn + 1;
+        self.entry_add(s, lbn);
+    }
+
     /// Writes `lpa` in place in its data block if that page is still erased and
     /// programmable (allocating the data block on the LBN's first write). Returns whether
     /// it did.
@@ -1023,11 +1054,17 @@ impl Core {
         if !self.moves.is_empty() {
             self.move_gathered(block, cause, flash)?;
             let moves = std::mem::take(&mut self.moves);
-            for &(src, dst) in &moves {
+            for (k, &(src, dst)) in moves.iter().enumerate() {
                 let o = flash.page_offset(dst);
                 self.forget_copy(src, lbn, flash);
-                self.landed(s, self.lpa(lbn, o), o);
+                if k > 0 && self.serial_of[lbn as usize] == s {
+                    self.landed_serial(s, lbn, o, dst);
+                } else {
+                    self.landed(s, self.lpa(lbn, o), o);
+                }
             }
+            // What `landed_serial` leaves for the end.
+            self.room_update(s);
             let n = moves.len() as u32;
             self.moves = moves;
             self.count_copies(n as u64, cause, flash);
