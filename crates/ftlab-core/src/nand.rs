@@ -384,6 +384,40 @@ fn ones(bits: &[u64], from: u32, to: u32) -> impl Iterator<Item = u32> + '_ {
     })
 }
 
+/// `len` (1 to 64) bits of `bits` from bit `at`, as the low bits of a word.
+#[inline]
+fn get_bits(bits: &[u64], at: u32, len: u32) -> u64 {
+    let (w, shift) = ((at >> 6) as usize, at & 63);
+    let mut v = bits[w] >> shift;
+    if shift + len > 64 {
+        v |= bits[w + 1] << (64 - shift);
+    }
+    if len < 64 {
+        v & ((1 << len) - 1)
+    } else {
+        v
+    }
+}
+
+/// Sets (or clears) the bits of `bits` that `mask` gives (its bit `i` for bit `at + i`).
+#[inline]
+fn put_bits(bits: &mut [u64], at: u32, mask: u64, on: bool) {
+    let (w, shift) = ((at >> 6) as usize, at & 63);
+    let parts = [
+        (w, mask << shift),
+        (w + 1, if shift > 0 { mask >> (64 - shift) } else { 0 }),
+    ];
+    for (i, m) in parts {
+        if m != 0 {
+            if on {
+                bits[i] |= m;
+            } else {
+                bits[i] &= !m;
+            }
+        }
+    }
+}
+
 /// Clears the bits of `bits` in `from..to`, a word at a time.
 fn clear_bits(bits: &mut [u64], from: u32, to: u32) {
     let mut i = from;
@@ -1044,6 +1078,116 @@ impl Flash {
         }
     }
 
+    /// Moves every valid page of block `src` at page offsets `from..to` to the same offset of
+    /// block `dst`, in offset order, as [`Flash::move_pages`] would (returns how many): the
+    /// block-to-block copy of merges, done 64 pages at a time on the page bitmaps. When a
+    /// page would break a NAND rule (or the blocks are the same), the pages go through
+    /// [`Flash::move_pages`] one by one, which gives the error where a single move would.
+    pub fn move_valid(
+        &mut self,
+        src: u32,
+        dst: u32,
+        from: u32,
+        to: u32,
+        cause: Cause,
+    ) -> std::result::Result<u32, NandError> {
+        self.check_block(src)?;
+        self.check_block(dst)?;
+        let to = to.min(self.layout.pages_per_block);
+        let (src_first, dst_first) = (self.first_page(src), self.first_page(dst));
+        // First every rule checked (nothing changes yet), with the destination's write
+        // pointer as the pages would move it.
+        let src_wp = self.write_ptr[src as usize];
+        let mut wp = self.write_ptr[dst as usize];
+        let mut ok = src != dst;
+        let mut moved = 0;
+        let mut last = 0;
+        let mut c = from;
+        while ok && c < to {
+            let len = (to - c).min(64);
+            let m = get_bits(&self.valid, src_first + c, len);
+            c += len;
+            if m == 0 {
+                continue;
+            }
+            let (lo, hi) = (
+                c - len + m.trailing_zeros(),
+                c - len + 63 - m.leading_zeros(),
+            );
+            let count = m.count_ones();
+            let base = c - len;
+            ok = match self.order {
+                // Programmed below the write pointer; programs at the write pointer, in turn.
+                ProgramOrder::Sequential => hi < src_wp && lo == wp && hi - lo + 1 == count,
+                ProgramOrder::Ascending => {
+                    get_bits(&self.programmed, src_first + base, len) & m == m
+                        && get_bits(&self.programmed, dst_first + base, len) & m == 0
+                        && lo >= wp
+                }
+                ProgramOrder::Any => {
+                    get_bits(&self.programmed, src_first + base, len) & m == m
+                        && get_bits(&self.programmed, dst_first + base, len) & m == 0
+                }
+            };
+            wp = match self.order {
+                ProgramOrder::Sequential | ProgramOrder::Ascending => hi + 1,
+                ProgramOrder::Any => wp + count,
+            };
+            moved += count;
+            last = hi;
+        }
+        if !ok {
+            let moves: Vec<(Ppn, Ppn)> = self
+                .valid_pages_in(src, from, to)
+                .map(|p| (p, p - src_first + dst_first))
+                .collect();
+            self.move_pages(&moves, cause)?;
+            return Ok(moves.len() as u32);
+        }
+        if moved == 0 {
+            return Ok(0);
+        }
+        let notify = self.extra_width > 0 || self.sink.is_some();
+        let mut first = None;
+        let mut c = from;
+        while c < to {
+            let len = (to - c).min(64);
+            let mut m = get_bits(&self.valid, src_first + c, len);
+            if m != 0 {
+                put_bits(&mut self.valid, dst_first + c, m, true);
+                put_bits(&mut self.valid, src_first + c, m, false);
+                if self.order != ProgramOrder::Sequential {
+                    put_bits(&mut self.programmed, dst_first + c, m, true);
+                }
+                first.get_or_insert(c + m.trailing_zeros());
+                while m != 0 {
+                    let o = c + m.trailing_zeros();
+                    m &= m - 1;
+                    let (s, d) = (src_first + o, dst_first + o);
+                    self.oob[d as usize] = self.oob[s as usize];
+                    if notify {
+                        self.copied(s, d, self.oob(d));
+                    }
+                }
+            }
+            c += len;
+        }
+        self.write_ptr[dst as usize] = wp;
+        self.valid_count[dst as usize] += moved;
+        self.valid_count[src as usize] -= moved;
+        self.modified_at[dst as usize] = self.clock;
+        self.modified_at[src as usize] = self.clock;
+        self.last_read = src_first + last;
+        let first = first.unwrap_or(last);
+        self.time_copies(
+            (src_first + first, dst_first + first),
+            (src_first + last, dst_first + last),
+            moved,
+            cause,
+        );
+        Ok(moved)
+    }
+
     /// Moves pages (merges, garbage collection): for each `(src, dst)` in turn, valid page
     /// `src` is copied to erased page `dst` ([`Flash::copy`]) and then invalidated
     /// ([`Flash::invalidate`]). The state, counters, times and errors are exactly those of
@@ -1177,18 +1321,22 @@ impl Flash {
     /// Counts and times a run of copies between the same two blocks whose state
     /// [`Flash::move_state`] updated.
     fn time_moves(&mut self, run: &[(Ppn, Ppn)], cause: Cause) {
-        let (Some(&(src, dst)), Some(&(last_src, last_dst))) = (run.first(), run.last()) else {
-            return;
-        };
+        if let (Some(&first), Some(&last)) = (run.first(), run.last()) {
+            self.time_copies(first, last, run.len() as u32, cause);
+        }
+    }
+
+    /// Counts and times `copies` copies between the same two blocks, the first and the last
+    /// (source, destination) given.
+    fn time_copies(&mut self, first: (Ppn, Ppn), last: (Ppn, Ppn), copies: u32, cause: Cause) {
         let counter = self.counter(cause);
-        self.stats.reads[counter] += run.len() as u64;
-        self.stats.programs[counter] += run.len() as u64;
+        self.stats.reads[counter] += copies as u64;
+        self.stats.programs[counter] += copies as u64;
         if self.timeline.is_some() {
-            let (from, to) = (self.place(src), self.place(dst));
-            let last = (self.page_offset(last_src), self.page_offset(last_dst));
+            let (from, to) = (self.place(first.0), self.place(first.1));
+            let last = (self.page_offset(last.0), self.page_offset(last.1));
             let (cursor, background) = (self.cursor, self.background);
             if let Some(t) = self.timeline.as_mut() {
-                let copies = run.len() as u32;
                 let done = t.copy_run(from, to, last, copies, cursor, background);
                 let ack = self.ack(cause, done.program);
                 self.waits_for(done.read_done);

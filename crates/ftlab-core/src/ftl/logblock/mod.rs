@@ -890,6 +890,59 @@ impl Core {
         }
     }
 
+    /// Moves the newest copy of each of `lbn`'s pages at offsets `from..to` that has one to
+    /// the same offset of `block` under `cause`, in offset order, and returns how many: what
+    /// `pad` and `copy_page` would do page by page, with the data block's valid pages moved a
+    /// stretch at a time ([`Flash::move_valid`]) between the copies in log blocks. Leaves in
+    /// [`Core::moves`] the moves whose source the caller must forget ([`Core::forget_copy`]:
+    /// at least those in log blocks), in offset order.
+    fn move_newest(
+        &mut self,
+        lbn: u32,
+        from: u32,
+        to: u32,
+        block: u32,
+        cause: Cause,
+        flash: &mut Flash,
+    ) -> Result<u32> {
+        let data = self.dbm[lbn as usize];
+        // Fillers (sequential order) go between the pages, and the pages of a data block
+        // that is a log block's need forgetting: page by page.
+        if self.order == ProgramOrder::Sequential
+            || (data != NONE && self.slot_of[data as usize] != NONE)
+        {
+            self.gather(lbn, from, to, block, flash);
+            self.move_gathered(block, cause, flash)?;
+            return Ok(self.moves.len() as u32);
+        }
+        self.moves.clear();
+        let base = self.lpa(lbn, 0) as usize;
+        let mut moved = 0;
+        let mut start = from;
+        if self.newest[base + from as usize..base + to as usize]
+            .iter()
+            .any(|&n| n != 0)
+        {
+            for o in from..to {
+                let n = self.newest[base + o as usize];
+                if n != 0 {
+                    if data != NONE {
+                        moved += flash.move_valid(data, block, start, o, cause)?;
+                    }
+                    let m = (n - 1, self.ppn(block, o));
+                    flash.move_pages(&[m], cause)?;
+                    self.moves.push(m);
+                    moved += 1;
+                    start = o + 1;
+                }
+            }
+        }
+        if data != NONE {
+            moved += flash.move_valid(data, block, start, to, cause)?;
+        }
+        Ok(moved)
+    }
+
     /// Sets [`Core::moves`] to the newest copy of each of `lbn`'s pages at offsets
     /// `from..to` that has one, with the page of that offset in `block` as its destination
     /// (block 0: the offset alone).
@@ -1050,13 +1103,19 @@ impl Core {
         let block = self.slots[s as usize].block;
         debug_assert!(off >= self.slots[s as usize].top);
         let cause = self.opts.fill_cause;
-        self.gather(lbn, self.slots[s as usize].top, off, block, flash);
-        if !self.moves.is_empty() {
-            self.move_gathered(block, cause, flash)?;
+        let top = self.slots[s as usize].top;
+        let n = self.move_newest(lbn, top, off, block, cause, flash)?;
+        if n > 0 {
+            // In offset order, as page by page: each page's source forgotten (the data
+            // block's pages need nothing), then the page landed. The moved pages are the
+            // valid ones of the gap, which was erased.
             let moves = std::mem::take(&mut self.moves);
-            for (k, &(src, dst)) in moves.iter().enumerate() {
+            let mut next = moves.iter().peekable();
+            for (k, dst) in flash.valid_pages_in(block, top, off).enumerate() {
+                if let Some(&(src, _)) = next.next_if(|m| m.1 == dst) {
+                    self.forget_copy(src, lbn, flash);
+                }
                 let o = flash.page_offset(dst);
-                self.forget_copy(src, lbn, flash);
                 if k > 0 && self.serial_of[lbn as usize] == s {
                     self.landed_serial(s, lbn, o, dst);
                 } else {
@@ -1065,7 +1124,6 @@ impl Core {
             }
             // What `landed_serial` leaves for the end.
             self.room_update(s);
-            let n = moves.len() as u32;
             self.moves = moves;
             self.count_copies(n as u64, cause, flash);
             self.slots[s as usize].filled += n;
@@ -1205,16 +1263,17 @@ impl Core {
         Ok(())
     }
 
-    /// The bookkeeping of [`Core::moves`] done for `lbn` into what becomes its data block:
-    /// the sources forgotten, no copy in a log block any more.
-    fn moved_to_data_block(&mut self, lbn: u32, cause: Cause, flash: &mut Flash) {
+    /// The bookkeeping of `n` pages of `lbn` moved ([`Core::move_newest`]) into what
+    /// becomes its data block: the sources of [`Core::moves`] forgotten, no copy in a log
+    /// block any more.
+    fn moved_to_data_block(&mut self, lbn: u32, n: u32, cause: Cause, flash: &mut Flash) {
         let moves = std::mem::take(&mut self.moves);
         for &(src, dst) in &moves {
             self.forget_copy(src, lbn, flash);
             let l = self.lpa(lbn, flash.page_offset(dst));
             self.newest[l as usize] = 0;
         }
-        self.count_copies(moves.len() as u64, cause, flash);
+        self.count_copies(n as u64, cause, flash);
         self.moves = moves;
     }
 
@@ -1228,10 +1287,9 @@ impl Core {
         cause: Cause,
         flash: &mut Flash,
     ) -> Result<u32> {
-        self.gather(lbn, top, self.ppb, block, flash);
-        self.move_gathered(block, cause, flash)?;
-        self.moved_to_data_block(lbn, cause, flash);
-        Ok(self.moves.len() as u32)
+        let n = self.move_newest(lbn, top, self.ppb, block, cause, flash)?;
+        self.moved_to_data_block(lbn, n, cause, flash);
+        Ok(n)
     }
 
     /// `block`, holding every valid page of `lbn` (its own ones below `top`), becomes its
@@ -1269,23 +1327,21 @@ impl Core {
             self.break_serial(t);
         }
         let old = self.dbm[lbn as usize];
-        // The newest copy of each page (its offset as the destination until the block is
-        // allocated).
-        self.gather(lbn, 0, self.ppb, 0, flash);
+        let base = self.lpa(lbn, 0) as usize;
+        let logged = self.newest[base..base + self.ppb as usize]
+            .iter()
+            .any(|&n| n != 0);
         let mut dst = NONE;
-        if !self.moves.is_empty() {
+        // A page has a copy to move: in a log block, or valid in the data block.
+        if logged || (old != NONE && flash.valid_count(old) > 0) {
             let unit = if old != NONE {
                 self.layout.unit_of_block(old)
             } else {
                 self.home_unit(lbn)
             };
             dst = self.alloc_block(unit)?;
-            let first = self.ppn(dst, 0);
-            for m in self.moves.iter_mut() {
-                m.1 += first;
-            }
-            self.move_gathered(dst, Cause::MergeFull, flash)?;
-            self.moved_to_data_block(lbn, Cause::MergeFull, flash);
+            let n = self.move_newest(lbn, 0, self.ppb, dst, Cause::MergeFull, flash)?;
+            self.moved_to_data_block(lbn, n, Cause::MergeFull, flash);
         }
         if old != NONE {
             self.erase(old, Cause::MergeFull, flash)?;
