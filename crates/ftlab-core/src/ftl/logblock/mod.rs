@@ -906,11 +906,8 @@ impl Core {
         flash: &mut Flash,
     ) -> Result<u32> {
         let data = self.dbm[lbn as usize];
-        // Fillers (sequential order) go between the pages, and the pages of a data block
-        // that is a log block's need forgetting: page by page.
-        if self.order == ProgramOrder::Sequential
-            || (data != NONE && self.slot_of[data as usize] != NONE)
-        {
+        // The pages of a data block that is a log block's need forgetting: page by page.
+        if data != NONE && self.slot_of[data as usize] != NONE {
             self.gather(lbn, from, to, block, flash);
             self.move_gathered(block, cause, flash)?;
             return Ok(self.moves.len() as u32);
@@ -927,9 +924,10 @@ impl Core {
                 let n = self.newest[base + o as usize];
                 if n != 0 {
                     if data != NONE {
-                        moved += flash.move_valid(data, block, start, o, cause)?;
+                        moved += self.move_stretch(data, block, start, o, cause, flash)?;
                     }
                     let m = (n - 1, self.ppn(block, o));
+                    self.pad(block, o, cause, flash)?;
                     flash.move_pages(&[m], cause)?;
                     self.moves.push(m);
                     moved += 1;
@@ -938,7 +936,44 @@ impl Core {
             }
         }
         if data != NONE {
-            moved += flash.move_valid(data, block, start, to, cause)?;
+            moved += self.move_stretch(data, block, start, to, cause, flash)?;
+        }
+        Ok(moved)
+    }
+
+    /// The valid pages of `data` at offsets `from..to` moved to the same offsets of `block`
+    /// ([`Flash::move_valid`]); where the order forbids skipping, each run of consecutive
+    /// pages after the fillers that `pad` would program before its first.
+    fn move_stretch(
+        &mut self,
+        data: u32,
+        block: u32,
+        from: u32,
+        to: u32,
+        cause: Cause,
+        flash: &mut Flash,
+    ) -> Result<u32> {
+        if self.order != ProgramOrder::Sequential {
+            return Ok(flash.move_valid(data, block, from, to, cause)?);
+        }
+        let mut moved = 0;
+        let first = self.ppn(data, 0);
+        let mut at = from;
+        loop {
+            let next = flash.valid_pages_in(data, at, to).next();
+            let Some(p) = next else { break };
+            // The run of consecutive valid pages from `p`.
+            let start = p - first;
+            let mut end = start + 1;
+            for q in flash.valid_pages_in(data, end, to) {
+                if q - first != end {
+                    break;
+                }
+                end += 1;
+            }
+            self.pad(block, start, cause, flash)?;
+            moved += flash.move_valid(data, block, start, end, cause)?;
+            at = end;
         }
         Ok(moved)
     }
