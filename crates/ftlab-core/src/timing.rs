@@ -71,6 +71,25 @@ struct Die {
 }
 
 impl Die {
+    /// Whether a foreground read of the plane `plane` (a bit) ready at `ready` would follow
+    /// the die's last operation (starting when both are there) rather than join it as a
+    /// multi-plane read or suspend it, whatever the page offsets.
+    #[inline]
+    fn read_follows(&self, plane: u64, ready: u64) -> bool {
+        let joins = self.kind == Kind::Read && self.planes & plane == 0;
+        let suspends = matches!(self.kind, Kind::Program | Kind::Erase)
+            && self.start <= ready
+            && ready < self.free;
+        !joins && !suspends
+    }
+
+    /// Whether a foreground program of the plane `plane` (a bit) would follow the die's last
+    /// operation rather than join it as a multi-plane program, whatever the page offsets.
+    #[inline]
+    fn program_follows(&self, plane: u64) -> bool {
+        self.kind != Kind::Program || self.planes & plane != 0
+    }
+
     fn new() -> Self {
         Die {
             free: 0,
@@ -396,8 +415,9 @@ impl Timeline {
     /// would. `src` and `dst` hold the first copy's page offsets, `last` the last copy's
     /// (source, destination) offsets; the others do not matter, because after the first
     /// copy each die's last operation is one of the run's, on the run's own plane, which
-    /// no later one can join as a multi-plane operation. Once the dies settle into a
-    /// pattern that repeats ([`Timeline::steady_copies`]) the rest of the run is computed in
+    /// no later one can join as a multi-plane operation. As soon as the dies are in a state
+    /// from which every copy repeats the one before ([`Timeline::steady_copies`]; often
+    /// from the start, when the run follows another) the rest of the run is computed in
     /// closed form, so that a block's worth of copies costs about as much as one.
     pub fn copy_run(
         &mut self,
@@ -409,12 +429,7 @@ impl Timeline {
         background: bool,
     ) -> CopyRun {
         debug_assert!(count > 0);
-        let read = self.read(src, ready, background);
-        let program = self.program(dst, read.done, background);
-        let mut run = CopyRun {
-            read_done: read.done,
-            program,
-        };
+        let first = (src, dst);
         let src = Place {
             offset: last.0,
             ..src
@@ -422,6 +437,15 @@ impl Timeline {
         let dst = Place {
             offset: last.1,
             ..dst
+        };
+        if let Some(run) = self.steady_copies(src, dst, count as u64, ready, background) {
+            return run;
+        }
+        let read = self.read(first.0, ready, background);
+        let program = self.program(first.1, read.done, background);
+        let mut run = CopyRun {
+            read_done: read.done,
+            program,
         };
         let mut left = count as u64 - 1;
         while left > 0 {
@@ -445,8 +469,9 @@ impl Timeline {
 
     /// The next `k` copies of a run ([`Timeline::copy_run`]) in closed form, if the dies
     /// and channels are in a state from which each copy repeats the one before, shifted in
-    /// time: no background work (queued or issued), a read that can neither suspend an
-    /// operation nor join one, and channels free when each transfer may start (with
+    /// time: no background work (queued or issued), the dies' last operations such that no
+    /// read can suspend or join one and no program join one (whatever the page offsets),
+    /// and channels free when each transfer may start (with
     /// `read_priority` a channel's free instant then stays where it is, without it follows
     /// the transfers). Otherwise None: the caller issues the next copy as it is.
     /// - One die: read and program alternate, a copy takes tR + 2 transfers + tPROG.
@@ -473,21 +498,22 @@ impl Timeline {
         if s == d {
             debug_assert_eq!(cs, cd, "one die, one channel");
             let die = &self.dies[d];
-            let free = die.free;
+            // When the first read starts.
+            let start = ready.max(die.free);
             let channel = self.channel_free[cd];
-            // The die's last operation is the previous copy's program, which began after
-            // `ready` (the next read cannot suspend it), and the channel is free once the
-            // next read is sensed.
+            // The first read follows the die's last operation (then each program follows a
+            // read, and each read a program that began after `ready`), and the channel is
+            // free once each read is sensed.
             let channel_ok = if keep_gaps {
-                free + t_read > channel
+                start + t_read > channel
             } else {
-                free + t_read >= channel
+                start + t_read >= channel
             };
-            if die.kind != Kind::Program || ready >= die.start || !channel_ok {
+            if !die.read_follows(src_plane, ready) || !channel_ok {
                 return None;
             }
             let period = t_read + 2 * xfer + t_prog;
-            let done = free + k * period;
+            let done = start + k * period;
             let transferred = done - t_prog;
             let die = &mut self.dies[d];
             die.busy_ns += k * period;
@@ -506,15 +532,12 @@ impl Timeline {
             });
         }
         let (sd, dd) = (&self.dies[s], &self.dies[d]);
-        let (read_free, free) = (sd.free, dd.free);
-        // The source die's last operation is a read of the run's plane that ended no earlier
-        // than `ready`; the destination die's a program of the run's plane.
-        if sd.kind != Kind::Read
-            || sd.planes & src_plane == 0
-            || ready > read_free
-            || dd.kind != Kind::Program
-            || dd.planes & dst_plane == 0
-        {
+        // When the first read starts (each later one when the one before is done), and when
+        // the destination die is free.
+        let (read_free, free) = (ready.max(sd.free), dd.free);
+        // The first read and program follow the dies' last operations (then each read
+        // follows a read of its plane, each program a program of its plane).
+        if !sd.read_follows(src_plane, ready) || !dd.program_follows(dst_plane) {
             return None;
         }
         let channels_ok = if keep_gaps {

@@ -364,7 +364,14 @@ fn whole_blocks_within_and_between_dies_and_channels() {
     for order in [ProgramOrder::Ascending, ProgramOrder::Sequential] {
         for flags in 0..8u32 {
             for (t_read, t_prog) in latencies {
-                for start in [Start::Idle, Start::Busy, Start::Backlog, Start::AtZero] {
+                for start in [
+                    Start::Idle,
+                    Start::Busy,
+                    Start::Backlog,
+                    Start::ReadMate,
+                    Start::ProgramMate,
+                    Start::AtZero,
+                ] {
                     let s = Setup {
                         shape: (2, 2, 2),
                         blocks_per_plane: 8,
@@ -395,6 +402,12 @@ enum Start {
     Busy,
     /// Right after an erase on the destination's die (programs wait for it at first).
     Backlog,
+    /// Right after a read on the source die's other plane (which the first copy's read
+    /// may join as a multi-plane read).
+    ReadMate,
+    /// Right after a program on the destination die's other plane, at the offset of the
+    /// first page at first (which the first copy's program may join).
+    ProgramMate,
     /// At time 0, as everything before.
     AtZero,
 }
@@ -443,9 +456,32 @@ fn whole_block_moves(s: &Setup, start: Start, what: &str) {
                 }
             }
         }
-        if start == Start::Backlog {
-            for f in [&mut bulk, &mut single] {
-                f.erase(dst, Cause::Gc).unwrap();
+        // The blocks on the other plane of `block`'s die, if any.
+        let mate = |block: u32| {
+            blocks
+                .clone()
+                .find(|&b| die(b) == die(block) && unit(b) != unit(block) && b != 0)
+        };
+        for f in [&mut bulk, &mut single] {
+            match start {
+                Start::Backlog => f.erase(dst, Cause::Gc).unwrap(),
+                Start::ReadMate => {
+                    if let Some(m) = mate(src) {
+                        if let Some(p) = (m * ppb..(m + 1) * ppb).find(|&p| f.is_programmed(p)) {
+                            f.read(p, Cause::Host).unwrap();
+                        }
+                    }
+                }
+                Start::ProgramMate => {
+                    if let Some(m) = mate(dst) {
+                        let p = m * ppb + f.write_pointer(m);
+                        if f.write_pointer(m) < ppb {
+                            f.program(p, Oob { lpa: 7, seq: 3 }, &[], Cause::Host)
+                                .unwrap();
+                        }
+                    }
+                }
+                _ => {}
             }
         }
         // Every other move only part of the block.
