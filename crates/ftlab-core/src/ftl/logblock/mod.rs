@@ -728,6 +728,11 @@ impl Core {
 
     /// A valid page of `lbn` arrived in slot `s`.
     fn entry_add(&mut self, s: u32, lbn: u32) {
+        self.entry_add_n(s, lbn, 1);
+    }
+
+    /// `n` (at least one) valid pages of `lbn` arrived in slot `s`.
+    fn entry_add_n(&mut self, s: u32, lbn: u32, n: u32) {
         if self.opts.max_assoc == 0 {
             return;
         }
@@ -755,7 +760,7 @@ impl Core {
         if self.entry_valid[i] == 0 {
             self.slots[s as usize].assoc += 1;
         }
-        self.entry_valid[i] += 1;
+        self.entry_valid[i] += n;
         self.lbn_log[lbn as usize] = s;
     }
 
@@ -1077,22 +1082,20 @@ impl Core {
         }
     }
 
-    /// [`Core::landed`] of page `off` of `lbn` at its own offset of `s`, serial for `lbn` and
-    /// in use, in a run of such pages: the slot stays serial and at the head of the LRU list,
-    /// so that only the counts change; its room list, which only the run's last page can
-    /// change, is the caller's to update ([`Core::room_update`]) after the run.
+    /// [`Core::landed`] of `n` pages of `lbn` at their own offsets of `s`, serial for `lbn`
+    /// and in use, the last at offset `last`, once the index points at them: such pages
+    /// leave the slot serial and at the head of the LRU list, so that only its counts
+    /// change; its room list, which only the last page can change, is the caller's to update
+    /// ([`Core::room_update`]).
     #[inline]
-    fn landed_serial(&mut self, s: u32, lbn: u32, off: u32, ppn: Ppn) {
+    fn landed_serial(&mut self, s: u32, lbn: u32, last: u32, n: u32) {
         debug_assert!(self.serial_of[lbn as usize] == s && !self.slots[s as usize].is_free());
-        debug_assert!(ppn == self.ppn(self.slots[s as usize].block, off));
-        self.clock += 1;
+        self.clock += n as u64;
         let slot = &mut self.slots[s as usize];
-        slot.top = off + 1;
-        slot.valid += 1;
+        slot.top = last + 1;
+        slot.valid += n;
         slot.stamp = self.clock;
-        let l = self.lpa(lbn, off);
-        self.newest[l as usize] = ppn + 1;
-        self.entry_add(s, lbn);
+        self.entry_add_n(s, lbn, n);
     }
 
     /// Writes `lpa` in place in its data block if that page is still erased and
@@ -1146,18 +1149,24 @@ impl Core {
             // valid ones of the gap, which was erased.
             let moves = std::mem::take(&mut self.moves);
             let mut next = moves.iter().peekable();
+            let base = self.lpa(lbn, 0) as usize;
+            let (mut serial, mut last) = (0, 0);
             for (k, dst) in flash.valid_pages_in(block, top, off).enumerate() {
                 if let Some(&(src, _)) = next.next_if(|m| m.1 == dst) {
                     self.forget_copy(src, lbn, flash);
                 }
                 let o = flash.page_offset(dst);
                 if k > 0 && self.serial_of[lbn as usize] == s {
-                    self.landed_serial(s, lbn, o, dst);
+                    // Landed once the run is over (`landed_serial`).
+                    self.newest[base + o as usize] = dst + 1;
+                    (serial, last) = (serial + 1, o);
                 } else {
                     self.landed(s, self.lpa(lbn, o), o);
                 }
             }
-            // What `landed_serial` leaves for the end.
+            if serial > 0 {
+                self.landed_serial(s, lbn, last, serial);
+            }
             self.room_update(s);
             self.moves = moves;
             self.count_copies(n as u64, cause, flash);
@@ -1410,13 +1419,7 @@ impl Core {
             return Ok(());
         }
         let mut lbns = std::mem::take(&mut self.scratch);
-        lbns.clear();
-        lbns.extend(flash.valid_pages(slot.block).map(|p| flash.oob(p).lpa));
-        for l in lbns.iter_mut() {
-            *l = self.split(*l).0;
-        }
-        lbns.sort_unstable();
-        lbns.dedup();
+        self.live_lbns(s, slot, flash, &mut lbns);
         self.stats.assoc_hist[assoc_bucket(lbns.len() as u32)] += 1;
         // Serial log blocks are switchable by construction: a placement that would make one
         // unswitchable breaks its seriality at once (`check_serial`, `landed`).
@@ -1441,6 +1444,42 @@ impl Core {
         })();
         self.scratch = lbns;
         result
+    }
+
+    /// The logical blocks with a valid page in log block `s` (holding `slot`, which has
+    /// one), in ascending order: a serial log block's own, else those of its LBN table
+    /// (associativity-tracking schemes), else those of its pages' OOB headers.
+    fn live_lbns(&self, s: u32, slot: Slot, flash: &Flash, out: &mut Vec<u32>) {
+        out.clear();
+        if slot.serial != NONE {
+            out.push(slot.serial);
+        } else if self.opts.max_assoc > 0 {
+            let base = s as usize * self.opts.max_assoc as usize;
+            let entries = base..base + slot.entries as usize;
+            out.extend(
+                entries
+                    .filter(|&i| self.entry_valid[i] > 0)
+                    .map(|i| self.entry_lbn[i]),
+            );
+            out.sort_unstable();
+        } else {
+            out.extend(
+                flash
+                    .valid_pages(slot.block)
+                    .map(|p| self.split(flash.oob(p).lpa).0),
+            );
+            out.sort_unstable();
+            out.dedup();
+        }
+        debug_assert!({
+            let mut scanned: Vec<u32> = flash
+                .valid_pages(slot.block)
+                .map(|p| self.split(flash.oob(p).lpa).0)
+                .collect();
+            scanned.sort_unstable();
+            scanned.dedup();
+            scanned == *out
+        });
     }
 
     /// FFTL's cleaning: log block `s`'s valid pages copied, in order, to the start of a
