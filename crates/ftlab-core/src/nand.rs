@@ -1078,6 +1078,71 @@ impl Flash {
         }
     }
 
+    /// Programs pages `from..to` of `block` with `oob` and no data, each invalidated at once:
+    /// the filler pages that block-mapped data needs where the program order forbids
+    /// skipping a page. The state, counters, times and errors are exactly those of a
+    /// [`Flash::program`] and an [`Flash::invalidate`] per page, in order; the time is taken
+    /// once for the run ([`Timeline::program_run`]). With a page store attached, or when a
+    /// page would break a NAND rule, the pages go one by one.
+    pub fn program_fillers(
+        &mut self,
+        block: u32,
+        from: u32,
+        to: u32,
+        oob: Oob,
+        cause: Cause,
+    ) -> std::result::Result<(), NandError> {
+        if from >= to {
+            return Ok(());
+        }
+        let first = self.first_page(block);
+        let fits = block < self.layout.total_blocks && to <= self.layout.pages_per_block;
+        let ok = fits
+            && self.sink.is_none()
+            && match self.order {
+                ProgramOrder::Sequential => self.write_ptr[block as usize] == from,
+                ProgramOrder::Ascending => {
+                    self.write_ptr[block as usize] <= from
+                        && (from..to).all(|o| !bit(&self.programmed, first + o))
+                }
+                ProgramOrder::Any => (from..to).all(|o| !bit(&self.programmed, first + o)),
+            };
+        if !ok {
+            for o in from..to {
+                self.program(first + o, oob, &[], cause)?;
+                self.invalidate(first + o)?;
+            }
+            return Ok(());
+        }
+        let n = to - from;
+        let stored = oob.store();
+        for p in first + from..first + to {
+            // Programmed, valid, then invalid again: the valid bit and count are unchanged.
+            self.oob[p as usize] = stored;
+            if self.order != ProgramOrder::Sequential {
+                set_bit(&mut self.programmed, p, true);
+            }
+        }
+        let w = self.extra_width;
+        self.extra[(first + from) as usize * w..(first + to) as usize * w].fill(0);
+        self.write_ptr[block as usize] = match self.order {
+            ProgramOrder::Sequential | ProgramOrder::Ascending => to,
+            ProgramOrder::Any => self.write_ptr[block as usize] + n,
+        };
+        self.modified_at[block as usize] = self.clock;
+        self.stats.programs[self.counter(cause)] += n as u64;
+        if self.timeline.is_some() {
+            let place = self.place(first + from);
+            let (cursor, background) = (self.cursor, self.background);
+            if let Some(t) = self.timeline.as_mut() {
+                let span = t.program_run(place, to - 1, n, cursor, background);
+                let ack = self.ack(cause, span);
+                self.waits_for(ack);
+            }
+        }
+        Ok(())
+    }
+
     /// Moves every valid page of block `src` at page offsets `from..to` to the same offset of
     /// block `dst`, in offset order, as [`Flash::move_pages`] would (returns how many): the
     /// block-to-block copy of merges, done 64 pages at a time on the page bitmaps. When a

@@ -467,6 +467,82 @@ impl Timeline {
         run
     }
 
+    /// Times `count` programs on one plane, all ready at `ready`, at increasing page offsets
+    /// from `at`'s to `last`, exactly as `count` calls of [`Timeline::program`] would; returns
+    /// the latest end of a transfer and of a program. As in [`Timeline::copy_run`], only the
+    /// first program can join another, and the rest is computed in closed form once it
+    /// cannot ([`Timeline::steady_programs`]).
+    pub fn program_run(
+        &mut self,
+        at: Place,
+        last: u32,
+        count: u32,
+        ready: u64,
+        background: bool,
+    ) -> Span {
+        debug_assert!(count > 0);
+        let first = at;
+        let at = Place { offset: last, ..at };
+        if let Some(span) = self.steady_programs(at, count as u64, ready, background) {
+            return span;
+        }
+        let mut run = self.program(first, ready, background);
+        let mut left = count as u64 - 1;
+        while left > 0 {
+            let span = match self.steady_programs(at, left, ready, background) {
+                Some(rest) => {
+                    left = 0;
+                    rest
+                }
+                None => {
+                    left -= 1;
+                    self.program(at, ready, background)
+                }
+            };
+            run.transferred = run.transferred.max(span.transferred);
+            run.done = run.done.max(span.done);
+        }
+        run
+    }
+
+    /// The next `k` programs of a run ([`Timeline::program_run`]) in closed form, if each
+    /// would follow the one before on the die (no background work, the first cannot join
+    /// the die's last operation) with the channel free when its transfer may start: each
+    /// then takes a transfer and tPROG.
+    fn steady_programs(&mut self, at: Place, k: u64, ready: u64, background: bool) -> Option<Span> {
+        let d = at.die as usize;
+        let plane = 1u64 << (at.plane & 63);
+        let die = &self.dies[d];
+        if background || !die.queue.is_empty() || !die.program_follows(plane) {
+            return None;
+        }
+        let start = ready.max(die.free);
+        let channel = self.channel_free[at.channel as usize];
+        let channel_ok = if self.read_priority {
+            start > channel
+        } else {
+            start >= channel
+        };
+        if !channel_ok {
+            return None;
+        }
+        let period = self.transfer_ns + self.program_ns;
+        let done = start + k * period;
+        let transferred = done - self.program_ns;
+        let die = &mut self.dies[d];
+        die.busy_ns += k * period;
+        die.free = done;
+        die.kind = Kind::Program;
+        die.start = transferred;
+        die.offset = at.offset;
+        die.planes = plane;
+        die.joinable = true;
+        if !self.read_priority {
+            self.channel_free[at.channel as usize] = transferred;
+        }
+        Some(Span { transferred, done })
+    }
+
     /// The next `k` copies of a run ([`Timeline::copy_run`]) in closed form, if the dies
     /// and channels are in a state from which each copy repeats the one before, shifted in
     /// time: no background work (queued or issued), the dies' last operations such that no

@@ -1,8 +1,9 @@
 //! The bulk page moves of merges (`Flash::move_valid`, `Flash::move_pages`) against the
-//! same moves made page by page (`Flash::copy`, then `Flash::invalidate`): on random small
-//! devices, program orders, timing models and histories, both ways must leave the same
-//! pages, blocks, counters, dies and channels, tell a page store the same, and fail with
-//! the same error at the same page.
+//! same moves made page by page (`Flash::copy`, then `Flash::invalidate`), and the filler
+//! runs of merges (`Flash::program_fillers`) against a program and an invalidation per
+//! page: on random small devices, program orders, timing models and histories, both ways
+//! must leave the same pages, blocks, counters, dies and channels, tell a page store the
+//! same, and fail with the same error at the same page.
 
 mod common;
 
@@ -343,6 +344,119 @@ proptest! {
         prop_assert_eq!(got, want);
         assert_same(&mut bulk, &mut single);
         prop_assert_eq!(probe(&mut bulk), probe(&mut single));
+    }
+}
+
+/// Fillers one by one: a program with no data, then the page invalidated; stops at the
+/// first error.
+fn fillers_one_by_one(
+    f: &mut Flash,
+    block: u32,
+    from: u32,
+    to: u32,
+    cause: Cause,
+) -> Result<(), NandError> {
+    let first = block * f.layout().pages_per_block;
+    for p in first + from..first + to {
+        f.program(p, FILLER, &[], cause)?;
+        f.invalidate(p)?;
+    }
+    Ok(())
+}
+
+const FILLER: Oob = Oob {
+    lpa: u32::MAX,
+    seq: 0,
+};
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(400))]
+
+    #[test]
+    fn a_filler_run_equals_its_pages_programmed_one_by_one(
+        s in setup(),
+        block in any::<u32>(),
+        range in (any::<u32>(), any::<u32>()),
+        at_pointer in any::<bool>(),
+    ) {
+        let mut bulk = build(&s);
+        let mut single = build(&s);
+        let layout = *bulk.layout();
+        let ppb = layout.pages_per_block;
+        let block = if block % 2 == 0 { busy_block(&layout, block) } else { block % layout.total_blocks };
+        // From the write pointer (as merges pad) most of the time, else anywhere.
+        let (a, b) = (range.0 % (ppb + 1), range.1 % (ppb + 1));
+        let (from, to) = if at_pointer {
+            let wp = single.write_pointer(block).min(ppb);
+            (wp, wp.max(b))
+        } else {
+            (a.min(b), a.max(b))
+        };
+        let want = fillers_one_by_one(&mut single, block, from, to, s.cause);
+        prop_assert_eq!(bulk.program_fillers(block, from, to, FILLER, s.cause), want);
+        assert_same(&mut bulk, &mut single);
+        prop_assert_eq!(probe(&mut bulk), probe(&mut single));
+    }
+}
+
+/// Runs of fillers on a die that is idle, busy, backlogged, or programming on its other
+/// plane, under every scheduler setting and with zero latencies.
+#[test]
+fn filler_runs_after_every_kind_of_operation() {
+    for (flags, order) in
+        (0..8u32).flat_map(|f| [ProgramOrder::Sequential, ProgramOrder::Ascending].map(|o| (f, o)))
+    {
+        for (t_read, t_prog) in [(50_000, 500_000), (0, 0), (500_000, 50_000)] {
+            let s = Setup {
+                shape: (2, 2, 2),
+                blocks_per_plane: 8,
+                pages_per_block: 128,
+                order,
+                timed: true,
+                latencies: (t_read, t_prog, 3_000_000, 800_000_000),
+                scheduler: (flags & 1 != 0, flags & 2 != 0, flags & 4 != 0),
+                extra_oob: flags & 1 != 0,
+                sink: false,
+                history: Vec::new(),
+                cause: Cause::MergeFull,
+            };
+            let mut bulk = build(&s);
+            let mut single = build(&s);
+            let layout = *bulk.layout();
+            let die = |b: u32| layout.die_of_unit(layout.unit_of_block(b));
+            let unit = |b: u32| layout.unit_of_block(b);
+            let mate = (0..layout.total_blocks)
+                .find(|&b| die(b) == die(0) && unit(b) != unit(0))
+                .unwrap();
+            for (step, (from, to)) in [(0, 1), (1, 40), (40, 41), (41, 128)]
+                .into_iter()
+                .enumerate()
+            {
+                for f in [&mut bulk, &mut single] {
+                    f.begin_request(step as u64 * 1_000_000);
+                    match step {
+                        1 => f.erase(5, Cause::Gc).unwrap(),
+                        2 => {
+                            // At the first filler's offset where the order allows: the
+                            // first filler may join it as a multi-plane program.
+                            let off = match order {
+                                ProgramOrder::Sequential => f.write_pointer(mate),
+                                _ => from,
+                            };
+                            f.program(mate * 128 + off, FILLER, &[], Cause::Host)
+                                .unwrap();
+                        }
+                        3 => {
+                            f.read(0, Cause::Host).unwrap();
+                        }
+                        _ => {}
+                    }
+                }
+                fillers_one_by_one(&mut single, 0, from, to, s.cause).unwrap();
+                bulk.program_fillers(0, from, to, FILLER, s.cause).unwrap();
+                assert_same(&mut bulk, &mut single);
+            }
+        }
     }
 }
 

@@ -840,34 +840,14 @@ impl Core {
         }
     }
 
-    /// Programs a filler page (no logical page, invalid at once) where the program order
-    /// forbids skipping.
-    fn filler(&mut self, ppn: Ppn, cause: Cause, flash: &mut Flash) -> Result<()> {
-        flash.program(ppn, Oob { lpa: NONE, seq: 0 }, &[], cause)?;
-        flash.invalidate(ppn)?;
-        self.stats.filler_pages += 1;
-        Ok(())
-    }
-
-    /// Fillers in `block` from its write pointer up to `off` (sequential order only).
+    /// Filler pages (no logical page, invalid at once) in `block` from its write pointer up
+    /// to `off`, where the program order forbids skipping pages.
     #[inline]
     fn pad(&mut self, block: u32, off: u32, cause: Cause, flash: &mut Flash) -> Result<()> {
-        if self.order == ProgramOrder::Sequential && flash.write_pointer(block) < off {
-            self.pad_with_fillers(block, off, cause, flash)?;
-        }
-        Ok(())
-    }
-
-    #[inline(never)]
-    fn pad_with_fillers(
-        &mut self,
-        block: u32,
-        off: u32,
-        cause: Cause,
-        flash: &mut Flash,
-    ) -> Result<()> {
-        for o in flash.write_pointer(block)..off {
-            self.filler(self.ppn(block, o), cause, flash)?;
+        let from = flash.write_pointer(block);
+        if self.order == ProgramOrder::Sequential && from < off {
+            flash.program_fillers(block, from, off, Oob { lpa: NONE, seq: 0 }, cause)?;
+            self.stats.filler_pages += (off - from) as u64;
         }
         Ok(())
     }
