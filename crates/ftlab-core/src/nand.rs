@@ -1124,7 +1124,9 @@ impl Flash {
             }
         }
         let w = self.extra_width;
-        self.extra[(first + from) as usize * w..(first + to) as usize * w].fill(0);
+        if w > 0 {
+            self.extra[(first + from) as usize * w..(first + to) as usize * w].fill(0);
+        }
         self.write_ptr[block as usize] = match self.order {
             ProgramOrder::Sequential | ProgramOrder::Ascending => to,
             ProgramOrder::Any => self.write_ptr[block as usize] + n,
