@@ -982,8 +982,8 @@ impl Flash {
     }
 
     /// A program's effect on the page and block state, after the NAND rules are checked:
-    /// no counter, no time.
-    #[inline]
+    /// no counter, no time. (Inlined: it is most of every program.)
+    #[inline(always)]
     fn program_state(
         &mut self,
         ppn: Ppn,

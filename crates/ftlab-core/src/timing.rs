@@ -254,7 +254,8 @@ impl Timeline {
         }
     }
 
-    #[inline]
+    // Always inlined: the flash's read and program are the simulator's hottest path.
+    #[inline(always)]
     pub fn read(&mut self, at: Place, ready: u64, background: bool) -> Span {
         let d = at.die as usize;
         if background && self.read_priority {
@@ -334,7 +335,8 @@ impl Timeline {
         }
     }
 
-    #[inline]
+    // Always inlined: the flash's read and program are the simulator's hottest path.
+    #[inline(always)]
     pub fn program(&mut self, at: Place, ready: u64, background: bool) -> Span {
         let d = at.die as usize;
         if background && self.read_priority {
