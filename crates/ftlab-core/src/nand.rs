@@ -307,7 +307,10 @@ pub struct Flash {
     timeline: Option<Timeline>,
     cursor: u64,
     request_done: u64,
-    ack_host_programs_on_transfer: bool,
+    /// While a write-back buffer flushes: host programs do not hold the request, their
+    /// transfer times are recorded in `host_transfers` instead.
+    flushing: bool,
+    host_transfers: Vec<u64>,
     /// While set, operations occupy their die and channel but the request does not wait
     /// for them (work a controller does in the background).
     background: bool,
@@ -402,7 +405,8 @@ impl Flash {
             cursor: 0,
             idle_until: 0,
             request_done: 0,
-            ack_host_programs_on_transfer: false,
+            flushing: false,
+            host_transfers: Vec::new(),
             background: false,
             host_cause: Cause::Host,
             timing_restarts: 0,
@@ -575,7 +579,7 @@ impl Flash {
     pub fn begin_request(&mut self, time_ns: u64) {
         self.cursor = time_ns;
         self.request_done = time_ns;
-        self.ack_host_programs_on_transfer = false;
+        self.flushing = false;
     }
 
     /// When the current request is complete: its reads done, its foreground GC done, and
@@ -599,11 +603,28 @@ impl Flash {
         self.cursor = self.cursor.max(self.request_done);
     }
 
-    /// While set, host programs count as acknowledged once their data has crossed the
-    /// channel (write-back buffer flushes) rather than when the program completes.
+    /// While set (a write-back buffer's flush), host programs do not hold the current
+    /// request: the time each one's data has crossed the channel, when its buffer slot is
+    /// free again, is recorded in [`Flash::host_transfers`] (cleared when set). Other
+    /// operations, the foreground GC the flush needs among them, hold it as usual.
     #[inline]
-    pub fn set_ack_host_programs_on_transfer(&mut self, on: bool) {
-        self.ack_host_programs_on_transfer = on;
+    pub fn set_flushing(&mut self, on: bool) {
+        self.flushing = on;
+        if on {
+            self.host_transfers.clear();
+        }
+    }
+
+    /// The transfer times of the host programs of the last flush ([`Flash::set_flushing`]).
+    pub fn host_transfers(&mut self) -> &mut [u64] {
+        &mut self.host_transfers
+    }
+
+    /// The current request is not complete before `t` (a buffered write waiting for its
+    /// buffer slot to be free).
+    #[inline]
+    pub fn wait_until(&mut self, t: u64) {
+        self.waits_for(t);
     }
 
     /// While set, operations are issued in the background: they take their die and channel
@@ -928,12 +949,11 @@ impl Flash {
             let background = self.background;
             if let Some(t) = self.timeline.as_mut() {
                 let span = t.program(place, ready, background);
-                let ack = if cause == Cause::Host && self.ack_host_programs_on_transfer {
-                    span.transferred
+                if cause == Cause::Host && self.flushing {
+                    self.host_transfers.push(span.transferred);
                 } else {
-                    span.done
-                };
-                self.waits_for(ack);
+                    self.waits_for(span.done);
+                }
             }
         }
         Ok(())
