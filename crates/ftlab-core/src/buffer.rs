@@ -282,7 +282,18 @@ impl WriteBuffer {
     /// the times the flushed pages crossed the channel (sorted here), go to the slots in the
     /// order writes will take them, the earliest first. Slots beyond the times given (pages
     /// the scheme did not program) are free with the last of them.
+    #[inline]
     pub fn freed_at(&mut self, transfers: &mut [u64]) {
+        // The usual flush: one page, one slot (on top of the free stack).
+        if let ([t], [_], Some(&s)) = (&*transfers, &self.batch[..], self.free.last()) {
+            self.free_at[s as usize] = *t;
+            return;
+        }
+        self.freed_at_sorted(transfers);
+    }
+
+    #[inline(never)]
+    fn freed_at_sorted(&mut self, transfers: &mut [u64]) {
         transfers.sort_unstable();
         let Some(&last) = transfers.last() else {
             return;
