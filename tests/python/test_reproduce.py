@@ -36,7 +36,7 @@ PINS: dict[str, dict[str, float]] = {
         "misprediction_gamma16": 14.4,
         "memory_gamma0_vs_gamma16": 1.68,
         "latency_sftl_vs_leaftl": 0.90,
-        "latency_dftl_vs_leaftl": 14.3,
+        "latency_dftl_vs_leaftl": 10.3,
         "latency_gamma0_vs_gamma16": 1.00,
         "level1_share": 99.7,
     },

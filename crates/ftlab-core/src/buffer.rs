@@ -13,6 +13,14 @@
 //! used clean page's, and dirty pages are flushed only when the buffer holds nothing clean
 //! (a read never forces a flush: it is then not cached). The buffer allocates nothing after
 //! construction.
+//!
+//! A flushed page's slot is free once the page has crossed the channel, not when the flush
+//! starts: the simulator hands the flush's transfer times to [`WriteBuffer::freed_at`], and
+//! a write that takes one of those slots is acknowledged no earlier than its slot is free
+//! ([`Buffered::Inserted`]), the earliest-free slot first, as a controller reuses its
+//! buffer. A many-page flush thus delays the writes that need its slots, each by its own
+//! slot, rather than the one write that triggered it by the whole batch. (A clean copy
+//! cached by a read may take such a slot without waiting for it: a simplification.)
 
 use crate::config::{BufferConfig, FlushOrder};
 use std::collections::HashMap;
@@ -52,8 +60,9 @@ const NIL: u32 = u32::MAX;
 pub enum Buffered {
     /// The page was buffered already; its copy was replaced.
     Replaced,
-    /// The page took a free slot.
-    Inserted,
+    /// The page took a slot, which is (or was) free at `ready_ns`: the write is
+    /// acknowledged no earlier (0 for a slot that was never flushed, or a clean page's).
+    Inserted { ready_ns: u64 },
     /// No slot is free: evict, then write again.
     Full,
 }
@@ -79,6 +88,8 @@ pub struct WriteBuffer {
     slots: Vec<Slot>,
     index: LpaMap<u32>,
     free: Vec<u32>,
+    /// Per slot, when it is free: the transfer time of the page last flushed from it.
+    free_at: Vec<u64>,
     newest_of: [u32; 2],
     oldest_of: [u32; 2],
     cache_reads: bool,
@@ -121,6 +132,7 @@ impl WriteBuffer {
             ],
             index,
             free: (0..capacity as u32).rev().collect(),
+            free_at: vec![0; capacity],
             newest_of: [NIL; 2],
             oldest_of: [NIL; 2],
             cache_reads: cfg.cache_reads,
@@ -250,7 +262,9 @@ impl WriteBuffer {
                 if let Some(s) = self.free.pop() {
                     e.insert(s);
                     self.fill(s, lpa, seq, true);
-                    return Buffered::Inserted;
+                    return Buffered::Inserted {
+                        ready_ns: std::mem::take(&mut self.free_at[s as usize]),
+                    };
                 }
             }
         }
@@ -259,7 +273,38 @@ impl WriteBuffer {
         };
         self.index.insert(lpa, s);
         self.fill(s, lpa, seq, true);
-        Buffered::Inserted
+        Buffered::Inserted {
+            ready_ns: std::mem::take(&mut self.free_at[s as usize]),
+        }
+    }
+
+    /// Records when the slots the last [`WriteBuffer::evict`] freed are free: `transfers`,
+    /// the times the flushed pages crossed the channel (sorted here), go to the slots in the
+    /// order writes will take them, the earliest first. Slots beyond the times given (pages
+    /// the scheme did not program) are free with the last of them.
+    #[inline]
+    pub fn freed_at(&mut self, transfers: &mut [u64]) {
+        // The usual flush: one page, one slot (on top of the free stack).
+        if let ([t], [_], Some(&s)) = (&*transfers, &self.batch[..], self.free.last()) {
+            self.free_at[s as usize] = *t;
+            return;
+        }
+        self.freed_at_sorted(transfers);
+    }
+
+    #[inline(never)]
+    fn freed_at_sorted(&mut self, transfers: &mut [u64]) {
+        transfers.sort_unstable();
+        let Some(&last) = transfers.last() else {
+            return;
+        };
+        // The flush pushed its slots onto the free stack; writes pop from the top.
+        let freed = self.batch.len().min(self.free.len());
+        let top = self.free.len();
+        for i in 0..freed {
+            let t = transfers.get(i).copied().unwrap_or(last);
+            self.free_at[self.free[top - 1 - i] as usize] = t;
+        }
     }
 
     /// A host read: the buffered copy's sequence number, if any (a clean copy becomes the
@@ -282,6 +327,7 @@ impl WriteBuffer {
             return;
         }
         if let Some(s) = self.take_slot() {
+            self.free_at[s as usize] = 0;
             self.index.insert(lpa, s);
             self.fill(s, lpa, seq, false);
         }
@@ -292,6 +338,8 @@ impl WriteBuffer {
         match self.index.remove(&lpa) {
             Some(s) => {
                 self.unlink(s);
+                // A page that never left DRAM: its slot is free now.
+                self.free_at[s as usize] = 0;
                 self.free.push(s);
                 true
             }
@@ -434,9 +482,9 @@ mod tests {
     #[test]
     fn lru_order_and_overwrite() {
         let mut b = buffer(3, FlushOrder::Lru, 0);
-        assert_eq!(b.write(10, 1), Buffered::Inserted);
-        assert_eq!(b.write(20, 2), Buffered::Inserted);
-        assert_eq!(b.write(30, 3), Buffered::Inserted);
+        assert_eq!(b.write(10, 1), Buffered::Inserted { ready_ns: 0 });
+        assert_eq!(b.write(20, 2), Buffered::Inserted { ready_ns: 0 });
+        assert_eq!(b.write(30, 3), Buffered::Inserted { ready_ns: 0 });
         assert!(b.is_full());
         assert_eq!(b.write(40, 9), Buffered::Full);
         assert_eq!(b.get(40), None);
@@ -479,11 +527,11 @@ mod tests {
         let mut b = WriteBuffer::new(&cfg, 4096).unwrap();
         b.cache_read(1, 10);
         b.cache_read(2, 20);
-        assert_eq!(b.write(3, 30), Buffered::Inserted);
+        assert_eq!(b.write(3, 30), Buffered::Inserted { ready_ns: 0 });
         assert_eq!(b.len(), 3);
         assert!(!b.is_full()); // a write would take a clean slot
         assert_eq!(b.read(1), Some(10)); // 2 is now the least recently used clean page
-        assert_eq!(b.write(4, 40), Buffered::Inserted);
+        assert_eq!(b.write(4, 40), Buffered::Inserted { ready_ns: 0 });
         assert_eq!(b.get(2), None);
         assert_eq!(b.write(1, 11), Buffered::Replaced); // the clean copy becomes dirty
         assert_eq!(b.dirty_len(), 3);

@@ -316,7 +316,10 @@ pub struct Flash {
     timeline: Option<Timeline>,
     cursor: u64,
     request_done: u64,
-    ack_host_programs_on_transfer: bool,
+    /// While a write-back buffer flushes: host programs do not hold the request, their
+    /// transfer times are recorded in `host_transfers` instead.
+    flushing: bool,
+    host_transfers: Vec<u64>,
     /// While set, operations occupy their die and channel but the request does not wait
     /// for them (work a controller does in the background).
     background: bool,
@@ -488,7 +491,8 @@ impl Flash {
             cursor: 0,
             idle_until: 0,
             request_done: 0,
-            ack_host_programs_on_transfer: false,
+            flushing: false,
+            host_transfers: Vec::new(),
             background: false,
             host_cause: Cause::Host,
             timing_restarts: 0,
@@ -661,7 +665,7 @@ impl Flash {
     pub fn begin_request(&mut self, time_ns: u64) {
         self.cursor = time_ns;
         self.request_done = time_ns;
-        self.ack_host_programs_on_transfer = false;
+        self.flushing = false;
     }
 
     /// When the current request is complete: its reads done, its foreground GC done, and
@@ -685,11 +689,28 @@ impl Flash {
         self.cursor = self.cursor.max(self.request_done);
     }
 
-    /// While set, host programs count as acknowledged once their data has crossed the
-    /// channel (write-back buffer flushes) rather than when the program completes.
+    /// While set (a write-back buffer's flush), host programs do not hold the current
+    /// request: the time each one's data has crossed the channel, when its buffer slot is
+    /// free again, is recorded in [`Flash::host_transfers`] (cleared when set). Other
+    /// operations, the foreground GC the flush needs among them, hold it as usual.
     #[inline]
-    pub fn set_ack_host_programs_on_transfer(&mut self, on: bool) {
-        self.ack_host_programs_on_transfer = on;
+    pub fn set_flushing(&mut self, on: bool) {
+        self.flushing = on;
+        if on {
+            self.host_transfers.clear();
+        }
+    }
+
+    /// The transfer times of the host programs of the last flush ([`Flash::set_flushing`]).
+    pub fn host_transfers(&mut self) -> &mut [u64] {
+        &mut self.host_transfers
+    }
+
+    /// The current request is not complete before `t` (a buffered write waiting for its
+    /// buffer slot to be free).
+    #[inline]
+    pub fn wait_until(&mut self, t: u64) {
+        self.waits_for(t);
     }
 
     /// While set, operations are issued in the background: they take their die and channel
@@ -964,21 +985,29 @@ impl Flash {
             let background = self.background;
             if let Some(t) = self.timeline.as_mut() {
                 let span = t.program(place, ready, background);
-                let ack = self.ack(cause, span);
-                self.waits_for(ack);
+                self.programmed(cause, span);
             }
         }
         Ok(())
     }
 
-    /// When a program of `cause` that took `span` counts as acknowledged.
+    /// A program of `cause` that took `span` holds the current request until it is done,
+    /// but a host program while a write-back buffer flushes has its transfer time recorded
+    /// instead ([`Flash::set_flushing`]).
     #[inline]
-    fn ack(&self, cause: Cause, span: Span) -> u64 {
-        if cause == Cause::Host && self.ack_host_programs_on_transfer {
-            span.transferred
+    fn programmed(&mut self, cause: Cause, span: Span) {
+        if self.records_transfers(cause) {
+            self.host_transfers.push(span.transferred);
         } else {
-            span.done
+            self.waits_for(span.done);
         }
+    }
+
+    /// Whether programs of `cause` have their transfer times recorded one by one (see
+    /// [`Flash::programmed`]): runs of them are then timed a program at a time.
+    #[inline]
+    fn records_transfers(&self, cause: Cause) -> bool {
+        cause == Cause::Host && self.flushing
     }
 
     /// A program's effect on the page and block state, after the NAND rules are checked:
@@ -1082,8 +1111,9 @@ impl Flash {
     /// the filler pages that block-mapped data needs where the program order forbids
     /// skipping a page. The state, counters, times and errors are exactly those of a
     /// [`Flash::program`] and an [`Flash::invalidate`] per page, in order; the time is taken
-    /// once for the run ([`Timeline::program_run`]). With a page store attached, or when a
-    /// page would break a NAND rule, the pages go one by one.
+    /// once for the run ([`Timeline::program_run`]). With a page store attached, while host
+    /// programs' transfer times are recorded ([`Flash::set_flushing`]), or when a page
+    /// would break a NAND rule, the pages go one by one.
     pub fn program_fillers(
         &mut self,
         block: u32,
@@ -1099,6 +1129,7 @@ impl Flash {
         let fits = block < self.layout.total_blocks && to <= self.layout.pages_per_block;
         let ok = fits
             && self.sink.is_none()
+            && !self.records_transfers(cause)
             && match self.order {
                 ProgramOrder::Sequential => self.write_ptr[block as usize] == from,
                 ProgramOrder::Ascending => {
@@ -1138,8 +1169,7 @@ impl Flash {
             let (cursor, background) = (self.cursor, self.background);
             if let Some(t) = self.timeline.as_mut() {
                 let span = t.program_run(place, to - 1, n, cursor, background);
-                let ack = self.ack(cause, span);
-                self.waits_for(ack);
+                self.waits_for(span.done);
             }
         }
         Ok(())
@@ -1148,8 +1178,9 @@ impl Flash {
     /// Moves every valid page of block `src` at page offsets `from..to` to the same offset of
     /// block `dst`, in offset order, as [`Flash::move_pages`] would (returns how many): the
     /// block-to-block copy of merges, done 64 pages at a time on the page bitmaps. When a
-    /// page would break a NAND rule (or the blocks are the same), the pages go through
-    /// [`Flash::move_pages`] one by one, which gives the error where a single move would.
+    /// page would break a NAND rule (or the blocks are the same, or host programs' transfer
+    /// times are recorded), the pages go through [`Flash::move_pages`] one by one, which
+    /// gives the error where a single move would.
     pub fn move_valid(
         &mut self,
         src: u32,
@@ -1166,7 +1197,7 @@ impl Flash {
         // pointer as the pages would move it.
         let src_wp = self.write_ptr[src as usize];
         let mut wp = self.write_ptr[dst as usize];
-        let mut ok = src != dst;
+        let mut ok = src != dst && !self.records_transfers(cause);
         let mut moved = 0;
         let mut last = 0;
         let mut c = from;
@@ -1388,13 +1419,28 @@ impl Flash {
     /// Counts and times a run of copies between the same two blocks whose state
     /// [`Flash::move_state`] updated.
     fn time_moves(&mut self, run: &[(Ppn, Ppn)], cause: Cause) {
-        if let (Some(&first), Some(&last)) = (run.first(), run.last()) {
+        if self.records_transfers(cause) && self.timeline.is_some() {
+            // Every program's transfer time is recorded: a copy at a time.
+            let counter = self.counter(cause);
+            self.stats.reads[counter] += run.len() as u64;
+            self.stats.programs[counter] += run.len() as u64;
+            for &(src, dst) in run {
+                let (from, to) = (self.place(src), self.place(dst));
+                let (cursor, background) = (self.cursor, self.background);
+                if let Some(t) = self.timeline.as_mut() {
+                    let read = t.read(from, cursor, background);
+                    let span = t.program(to, read.done, background);
+                    self.waits_for(read.done);
+                    self.programmed(cause, span);
+                }
+            }
+        } else if let (Some(&first), Some(&last)) = (run.first(), run.last()) {
             self.time_copies(first, last, run.len() as u32, cause);
         }
     }
 
     /// Counts and times `copies` copies between the same two blocks, the first and the last
-    /// (source, destination) given.
+    /// (source, destination) given (not for programs whose transfers are recorded).
     fn time_copies(&mut self, first: (Ppn, Ppn), last: (Ppn, Ppn), copies: u32, cause: Cause) {
         let counter = self.counter(cause);
         self.stats.reads[counter] += copies as u64;
@@ -1405,9 +1451,8 @@ impl Flash {
             let (cursor, background) = (self.cursor, self.background);
             if let Some(t) = self.timeline.as_mut() {
                 let done = t.copy_run(from, to, last, copies, cursor, background);
-                let ack = self.ack(cause, done.program);
                 self.waits_for(done.read_done);
-                self.waits_for(ack);
+                self.waits_for(done.program.done);
             }
         }
     }

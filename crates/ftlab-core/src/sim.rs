@@ -10,9 +10,9 @@
 //! Timing: in open loop a request arrives at its timestamp times `replay.time_scale`; in
 //! closed loop it is issued as soon as fewer than `replay.queue_depth` requests are
 //! outstanding. A request completes when its page reads are done, its writes are
-//! acknowledged (buffered writes when the buffer has room, or when the evicted pages have
-//! crossed the channel; unbuffered writes when programmed) and the foreground GC it
-//! triggered is over. Trims take no time.
+//! acknowledged (buffered writes when their buffer slot is free: at once while the buffer
+//! has room, else when the page flushed from that slot has crossed the channel; unbuffered
+//! writes when programmed) and the foreground GC it triggered is over. Trims take no time.
 
 use crate::buffer::{Buffered, WriteBuffer};
 use crate::config::{Config, Layout, PreconditionConfig, PreconditionMode, ReplayMode};
@@ -754,14 +754,17 @@ impl<F: Ftl> Simulator<F> {
         };
         match buffer.write(lpa, seq) {
             Buffered::Replaced => self.host.buffer_write_hits += 1,
-            Buffered::Inserted => {}
+            Buffered::Inserted { ready_ns } => self.flash.wait_until(ready_ns),
             Buffered::Full => {
-                self.flash.set_ack_host_programs_on_transfer(true);
+                self.flash.set_flushing(true);
                 let batch = buffer.evict();
                 let result = self.ftl.write_batch(batch, &mut self.flash);
-                self.flash.set_ack_host_programs_on_transfer(false);
+                self.flash.set_flushing(false);
                 result?;
-                buffer.write(lpa, seq);
+                buffer.freed_at(self.flash.host_transfers());
+                if let Buffered::Inserted { ready_ns } = buffer.write(lpa, seq) {
+                    self.flash.wait_until(ready_ns);
+                }
             }
         }
         Ok(())

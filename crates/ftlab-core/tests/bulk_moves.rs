@@ -195,7 +195,7 @@ fn build(s: &Setup) -> Flash {
                 f.begin_request(time);
                 // Blocks record when they last changed (in host pages written).
                 f.clock = i as u64;
-                f.set_ack_host_programs_on_transfer(b % 2 == 0);
+                f.set_flushing(b % 2 == 0);
                 Ok(())
             }
             8 => {
@@ -242,6 +242,7 @@ fn assert_same(a: &mut Flash, b: &mut Flash) {
     assert_eq!(a.cursor(), b.cursor());
     assert_eq!(a.last_read(), b.last_read());
     assert_eq!(a.timeline(), b.timeline());
+    assert_eq!(a.host_transfers(), b.host_transfers());
     assert_eq!(a.die_work_ns(), b.die_work_ns());
     let told = |f: &mut Flash| {
         f.sink_mut()
