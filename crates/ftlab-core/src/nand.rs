@@ -20,7 +20,7 @@
 use crate::config::{Config, Layout, ProgramOrder, OOB_HEADER_BYTES};
 use crate::divide::DivideBy;
 use crate::error::{Error, Result};
-use crate::timing::{Place, SchedulerStats, Timeline};
+use crate::timing::{Place, SchedulerStats, Span, Timeline};
 use serde::Serialize;
 use std::any::Any;
 use std::fmt;
@@ -260,6 +260,15 @@ impl fmt::Display for NandError {
     }
 }
 
+/// How far a page of [`Flash::move_pages`] got before an error: not read, read, or copied
+/// (its invalidation failed).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum MoveStage {
+    None,
+    Read,
+    Copied,
+}
+
 /// Flash operation counters, indexed by [`Cause`] (`stats.reads[cause as usize]`).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct FlashStats {
@@ -348,6 +357,83 @@ fn set_bit(bits: &mut [u64], i: u32, on: bool) {
         *w |= m
     } else {
         *w &= !m
+    }
+}
+
+/// The indices of the set bits of `bits` in `from..to`, in order, a word at a time.
+#[inline]
+fn ones(bits: &[u64], from: u32, to: u32) -> impl Iterator<Item = u32> + '_ {
+    let mut word = from >> 6;
+    let mut w = if from < to {
+        bits[word as usize] & (!0u64 << (from & 63))
+    } else {
+        0
+    };
+    let last_word = to.saturating_sub(1) >> 6;
+    std::iter::from_fn(move || loop {
+        if w != 0 {
+            let i = (word << 6) + w.trailing_zeros();
+            if i >= to {
+                return None;
+            }
+            w &= w - 1;
+            return Some(i);
+        }
+        if word >= last_word {
+            return None;
+        }
+        word += 1;
+        w = bits[word as usize];
+    })
+}
+
+/// `len` (1 to 64) bits of `bits` from bit `at`, as the low bits of a word.
+#[inline]
+fn get_bits(bits: &[u64], at: u32, len: u32) -> u64 {
+    let (w, shift) = ((at >> 6) as usize, at & 63);
+    let mut v = bits[w] >> shift;
+    if shift + len > 64 {
+        v |= bits[w + 1] << (64 - shift);
+    }
+    if len < 64 {
+        v & ((1 << len) - 1)
+    } else {
+        v
+    }
+}
+
+/// Sets (or clears) the bits of `bits` that `mask` gives (its bit `i` for bit `at + i`).
+#[inline]
+fn put_bits(bits: &mut [u64], at: u32, mask: u64, on: bool) {
+    let (w, shift) = ((at >> 6) as usize, at & 63);
+    let parts = [
+        (w, mask << shift),
+        (w + 1, if shift > 0 { mask >> (64 - shift) } else { 0 }),
+    ];
+    for (i, m) in parts {
+        if m != 0 {
+            if on {
+                bits[i] |= m;
+            } else {
+                bits[i] &= !m;
+            }
+        }
+    }
+}
+
+/// Clears the bits of `bits` in `from..to`, a word at a time.
+fn clear_bits(bits: &mut [u64], from: u32, to: u32) {
+    let mut i = from;
+    while i < to {
+        let shift = i & 63;
+        let n = (64 - shift).min(to - i);
+        let mask = if n == 64 {
+            !0
+        } else {
+            ((1u64 << n) - 1) << shift
+        };
+        bits[(i >> 6) as usize] &= !mask;
+        i += n;
     }
 }
 
@@ -680,6 +766,12 @@ impl Flash {
         self.timeline.is_some()
     }
 
+    /// The timing model's state (None in mapping-only mode): for tests that compare two
+    /// ways of issuing the same operations.
+    pub fn timeline(&self) -> Option<&Timeline> {
+        self.timeline.as_ref()
+    }
+
     #[inline]
     fn place(&self, ppn: Ppn) -> Place {
         let unit = self.unit_of_block.divide(self.block_of(ppn));
@@ -886,6 +978,47 @@ impl Flash {
         cause: Cause,
         ready: u64,
     ) -> std::result::Result<(), NandError> {
+        self.program_state(ppn, oob, extra)?;
+        self.stats.programs[self.counter(cause)] += 1;
+        if self.timeline.is_some() {
+            let place = self.place(ppn);
+            let background = self.background;
+            if let Some(t) = self.timeline.as_mut() {
+                let span = t.program(place, ready, background);
+                self.programmed(cause, span);
+            }
+        }
+        Ok(())
+    }
+
+    /// A program of `cause` that took `span` holds the current request until it is done,
+    /// but a host program while a write-back buffer flushes has its transfer time recorded
+    /// instead ([`Flash::set_flushing`]).
+    #[inline]
+    fn programmed(&mut self, cause: Cause, span: Span) {
+        if self.records_transfers(cause) {
+            self.host_transfers.push(span.transferred);
+        } else {
+            self.waits_for(span.done);
+        }
+    }
+
+    /// Whether programs of `cause` have their transfer times recorded one by one (see
+    /// [`Flash::programmed`]): runs of them are then timed a program at a time.
+    #[inline]
+    fn records_transfers(&self, cause: Cause) -> bool {
+        cause == Cause::Host && self.flushing
+    }
+
+    /// A program's effect on the page and block state, after the NAND rules are checked:
+    /// no counter, no time. (Inlined: it is most of every program.)
+    #[inline(always)]
+    fn program_state(
+        &mut self,
+        ppn: Ppn,
+        oob: Oob,
+        extra: &[u8],
+    ) -> std::result::Result<(), NandError> {
         self.check_ppn(ppn)?;
         if extra.len() > self.extra_width {
             return Err(NandError::OobTooLarge {
@@ -943,19 +1076,6 @@ impl Flash {
         set_bit(&mut self.valid, ppn, true);
         self.valid_count[block as usize] += 1;
         self.modified_at[block as usize] = self.clock;
-        self.stats.programs[self.counter(cause)] += 1;
-        if self.timeline.is_some() {
-            let place = self.place(ppn);
-            let background = self.background;
-            if let Some(t) = self.timeline.as_mut() {
-                let span = t.program(place, ready, background);
-                if cause == Cause::Host && self.flushing {
-                    self.host_transfers.push(span.transferred);
-                } else {
-                    self.waits_for(span.done);
-                }
-            }
-        }
         Ok(())
     }
 
@@ -970,6 +1090,13 @@ impl Flash {
     ) -> std::result::Result<Oob, NandError> {
         let (oob, read_done) = self.read_at(src, cause, self.cursor)?;
         self.program_at(dst, oob, &[], cause, read_done)?;
+        self.copied(src, dst, oob);
+        Ok(oob)
+    }
+
+    /// The end of a copy: the extra OOB bytes follow the page, and the sink is told.
+    #[inline]
+    fn copied(&mut self, src: Ppn, dst: Ppn, oob: Oob) {
         let w = self.extra_width;
         if w > 0 {
             let from = src as usize * w;
@@ -978,7 +1105,356 @@ impl Flash {
         if let Some(sink) = self.sink.as_mut() {
             sink.copy(src, dst, oob);
         }
-        Ok(oob)
+    }
+
+    /// Programs pages `from..to` of `block` with `oob` and no data, each invalidated at once:
+    /// the filler pages that block-mapped data needs where the program order forbids
+    /// skipping a page. The state, counters, times and errors are exactly those of a
+    /// [`Flash::program`] and an [`Flash::invalidate`] per page, in order; the time is taken
+    /// once for the run ([`Timeline::program_run`]). With a page store attached, while host
+    /// programs' transfer times are recorded ([`Flash::set_flushing`]), or when a page
+    /// would break a NAND rule, the pages go one by one.
+    pub fn program_fillers(
+        &mut self,
+        block: u32,
+        from: u32,
+        to: u32,
+        oob: Oob,
+        cause: Cause,
+    ) -> std::result::Result<(), NandError> {
+        if from >= to {
+            return Ok(());
+        }
+        let first = self.first_page(block);
+        let fits = block < self.layout.total_blocks && to <= self.layout.pages_per_block;
+        let ok = fits
+            && self.sink.is_none()
+            && !self.records_transfers(cause)
+            && match self.order {
+                ProgramOrder::Sequential => self.write_ptr[block as usize] == from,
+                ProgramOrder::Ascending => {
+                    self.write_ptr[block as usize] <= from
+                        && (from..to).all(|o| !bit(&self.programmed, first + o))
+                }
+                ProgramOrder::Any => (from..to).all(|o| !bit(&self.programmed, first + o)),
+            };
+        if !ok {
+            for o in from..to {
+                self.program(first + o, oob, &[], cause)?;
+                self.invalidate(first + o)?;
+            }
+            return Ok(());
+        }
+        let n = to - from;
+        let stored = oob.store();
+        for p in first + from..first + to {
+            // Programmed, valid, then invalid again: the valid bit and count are unchanged.
+            self.oob[p as usize] = stored;
+            if self.order != ProgramOrder::Sequential {
+                set_bit(&mut self.programmed, p, true);
+            }
+        }
+        let w = self.extra_width;
+        if w > 0 {
+            self.extra[(first + from) as usize * w..(first + to) as usize * w].fill(0);
+        }
+        self.write_ptr[block as usize] = match self.order {
+            ProgramOrder::Sequential | ProgramOrder::Ascending => to,
+            ProgramOrder::Any => self.write_ptr[block as usize] + n,
+        };
+        self.modified_at[block as usize] = self.clock;
+        self.stats.programs[self.counter(cause)] += n as u64;
+        if self.timeline.is_some() {
+            let place = self.place(first + from);
+            let (cursor, background) = (self.cursor, self.background);
+            if let Some(t) = self.timeline.as_mut() {
+                let span = t.program_run(place, to - 1, n, cursor, background);
+                self.waits_for(span.done);
+            }
+        }
+        Ok(())
+    }
+
+    /// Moves every valid page of block `src` at page offsets `from..to` to the same offset of
+    /// block `dst`, in offset order, as [`Flash::move_pages`] would (returns how many): the
+    /// block-to-block copy of merges, done 64 pages at a time on the page bitmaps. When a
+    /// page would break a NAND rule (or the blocks are the same, or host programs' transfer
+    /// times are recorded), the pages go through [`Flash::move_pages`] one by one, which
+    /// gives the error where a single move would.
+    pub fn move_valid(
+        &mut self,
+        src: u32,
+        dst: u32,
+        from: u32,
+        to: u32,
+        cause: Cause,
+    ) -> std::result::Result<u32, NandError> {
+        self.check_block(src)?;
+        self.check_block(dst)?;
+        let to = to.min(self.layout.pages_per_block);
+        let (src_first, dst_first) = (self.first_page(src), self.first_page(dst));
+        // First every rule checked (nothing changes yet), with the destination's write
+        // pointer as the pages would move it.
+        let src_wp = self.write_ptr[src as usize];
+        let mut wp = self.write_ptr[dst as usize];
+        let mut ok = src != dst && !self.records_transfers(cause);
+        let mut moved = 0;
+        let mut last = 0;
+        let mut c = from;
+        while ok && c < to {
+            let len = (to - c).min(64);
+            let m = get_bits(&self.valid, src_first + c, len);
+            c += len;
+            if m == 0 {
+                continue;
+            }
+            let (lo, hi) = (
+                c - len + m.trailing_zeros(),
+                c - len + 63 - m.leading_zeros(),
+            );
+            let count = m.count_ones();
+            let base = c - len;
+            ok = match self.order {
+                // Programmed below the write pointer; programs at the write pointer, in turn.
+                ProgramOrder::Sequential => hi < src_wp && lo == wp && hi - lo + 1 == count,
+                ProgramOrder::Ascending => {
+                    get_bits(&self.programmed, src_first + base, len) & m == m
+                        && get_bits(&self.programmed, dst_first + base, len) & m == 0
+                        && lo >= wp
+                }
+                ProgramOrder::Any => {
+                    get_bits(&self.programmed, src_first + base, len) & m == m
+                        && get_bits(&self.programmed, dst_first + base, len) & m == 0
+                }
+            };
+            wp = match self.order {
+                ProgramOrder::Sequential | ProgramOrder::Ascending => hi + 1,
+                ProgramOrder::Any => wp + count,
+            };
+            moved += count;
+            last = hi;
+        }
+        if !ok {
+            let moves: Vec<(Ppn, Ppn)> = self
+                .valid_pages_in(src, from, to)
+                .map(|p| (p, p - src_first + dst_first))
+                .collect();
+            self.move_pages(&moves, cause)?;
+            return Ok(moves.len() as u32);
+        }
+        if moved == 0 {
+            return Ok(0);
+        }
+        let notify = self.extra_width > 0 || self.sink.is_some();
+        let mut first = None;
+        let mut c = from;
+        while c < to {
+            let len = (to - c).min(64);
+            let mut m = get_bits(&self.valid, src_first + c, len);
+            if m != 0 {
+                put_bits(&mut self.valid, dst_first + c, m, true);
+                put_bits(&mut self.valid, src_first + c, m, false);
+                if self.order != ProgramOrder::Sequential {
+                    put_bits(&mut self.programmed, dst_first + c, m, true);
+                }
+                first.get_or_insert(c + m.trailing_zeros());
+                while m != 0 {
+                    let o = c + m.trailing_zeros();
+                    m &= m - 1;
+                    let (s, d) = (src_first + o, dst_first + o);
+                    self.oob[d as usize] = self.oob[s as usize];
+                    if notify {
+                        self.copied(s, d, self.oob(d));
+                    }
+                }
+            }
+            c += len;
+        }
+        self.write_ptr[dst as usize] = wp;
+        self.valid_count[dst as usize] += moved;
+        self.valid_count[src as usize] -= moved;
+        self.modified_at[dst as usize] = self.clock;
+        self.modified_at[src as usize] = self.clock;
+        self.last_read = src_first + last;
+        let first = first.unwrap_or(last);
+        self.time_copies(
+            (src_first + first, dst_first + first),
+            (src_first + last, dst_first + last),
+            moved,
+            cause,
+        );
+        Ok(moved)
+    }
+
+    /// Moves pages (merges, garbage collection): for each `(src, dst)` in turn, valid page
+    /// `src` is copied to erased page `dst` ([`Flash::copy`]) and then invalidated
+    /// ([`Flash::invalidate`]). The state, counters, times and errors are exactly those of
+    /// these calls page by page (on an error, the pages before have moved), at a fraction
+    /// of their cost: the pages' state is updated one by one (the NAND rules checked as
+    /// each is programmed), but the counters and the time once per run of moves between
+    /// the same two blocks ([`Timeline::copy_run`]).
+    pub fn move_pages(
+        &mut self,
+        moves: &[(Ppn, Ppn)],
+        cause: Cause,
+    ) -> std::result::Result<(), NandError> {
+        let mut i = 0;
+        while i < moves.len() {
+            let (moved, failed) = self.move_run(&moves[i..]);
+            match failed {
+                None => self.time_moves(&moves[i..i + moved], cause),
+                Some((reached, e)) => {
+                    // The failing page's operations that were done count too.
+                    let copied = moved + (reached == MoveStage::Copied) as usize;
+                    self.time_moves(&moves[i..i + copied], cause);
+                    if reached == MoveStage::Read {
+                        self.read_at(moves[i + moved].0, cause, self.cursor)?;
+                    }
+                    return Err(e);
+                }
+            }
+            i += moved;
+        }
+        Ok(())
+    }
+
+    /// The state of the leading run of `moves` between the same two blocks (see
+    /// [`Flash::move_pages`]); returns how many moved, and the error of the next one if it
+    /// failed. The blocks' counters and write pointer are updated once per run, the pages
+    /// checked and updated one by one; a page that breaks a rule goes through
+    /// [`Flash::move_state`], which gives the error as a single move would.
+    fn move_run(&mut self, moves: &[(Ppn, Ppn)]) -> (usize, Option<(MoveStage, NandError)>) {
+        let (src_block, dst_block) = (self.block_of(moves[0].0), self.block_of(moves[0].1));
+        let n = moves
+            .iter()
+            .position(|&(s, d)| self.block_of(s) != src_block || self.block_of(d) != dst_block)
+            .unwrap_or(moves.len());
+        let blocks_ok = src_block != dst_block
+            && src_block < self.layout.total_blocks
+            && dst_block < self.layout.total_blocks;
+        let (src_first, dst_first) = (self.first_page(src_block), self.first_page(dst_block));
+        let mut k = 0;
+        while k < n {
+            if blocks_ok {
+                let src_wp = self.write_ptr[src_block as usize];
+                let mut wp = self.write_ptr[dst_block as usize];
+                let start = k;
+                let notify = self.extra_width > 0 || self.sink.is_some();
+                while k < n {
+                    let (src, dst) = moves[k];
+                    let offset = dst - dst_first;
+                    let ok = match self.order {
+                        ProgramOrder::Sequential => src - src_first < src_wp && offset == wp,
+                        ProgramOrder::Ascending => {
+                            bit(&self.programmed, src)
+                                && !bit(&self.programmed, dst)
+                                && offset >= wp
+                        }
+                        ProgramOrder::Any => {
+                            bit(&self.programmed, src) && !bit(&self.programmed, dst)
+                        }
+                    };
+                    if !ok || !bit(&self.valid, src) {
+                        break;
+                    }
+                    if self.order != ProgramOrder::Sequential {
+                        set_bit(&mut self.programmed, dst, true);
+                    }
+                    wp = match self.order {
+                        ProgramOrder::Ascending => offset + 1,
+                        ProgramOrder::Sequential | ProgramOrder::Any => wp + 1,
+                    };
+                    self.oob[dst as usize] = self.oob[src as usize];
+                    set_bit(&mut self.valid, dst, true);
+                    set_bit(&mut self.valid, src, false);
+                    if notify {
+                        self.copied(src, dst, self.oob(dst));
+                    }
+                    k += 1;
+                }
+                let moved = (k - start) as u32;
+                if moved > 0 {
+                    self.write_ptr[dst_block as usize] = wp;
+                    self.valid_count[dst_block as usize] += moved;
+                    self.valid_count[src_block as usize] -= moved;
+                    self.modified_at[dst_block as usize] = self.clock;
+                    self.modified_at[src_block as usize] = self.clock;
+                    self.last_read = moves[k - 1].0;
+                }
+                if k == n {
+                    break;
+                }
+            }
+            // A page the loop above does not take (one that breaks a rule, or blocks it
+            // does not handle): as a single move.
+            if let Err(e) = self.move_state(moves[k].0, moves[k].1) {
+                return (k, Some(e));
+            }
+            k += 1;
+        }
+        (n, None)
+    }
+
+    /// One page of [`Flash::move_pages`]: its state only (no counter, no time). On an error,
+    /// how far it got.
+    #[inline]
+    fn move_state(
+        &mut self,
+        src: Ppn,
+        dst: Ppn,
+    ) -> std::result::Result<(), (MoveStage, NandError)> {
+        let fail = |stage| move |e| (stage, e);
+        self.check_ppn(src).map_err(fail(MoveStage::None))?;
+        if !self.is_programmed(src) {
+            return Err((MoveStage::None, NandError::ReadErased { ppn: src }));
+        }
+        self.last_read = src;
+        let oob = self.oob(src);
+        self.program_state(dst, oob, &[])
+            .map_err(fail(MoveStage::Read))?;
+        self.copied(src, dst, oob);
+        self.invalidate(src).map_err(fail(MoveStage::Copied))
+    }
+
+    /// Counts and times a run of copies between the same two blocks whose state
+    /// [`Flash::move_state`] updated.
+    fn time_moves(&mut self, run: &[(Ppn, Ppn)], cause: Cause) {
+        if self.records_transfers(cause) && self.timeline.is_some() {
+            // Every program's transfer time is recorded: a copy at a time.
+            let counter = self.counter(cause);
+            self.stats.reads[counter] += run.len() as u64;
+            self.stats.programs[counter] += run.len() as u64;
+            for &(src, dst) in run {
+                let (from, to) = (self.place(src), self.place(dst));
+                let (cursor, background) = (self.cursor, self.background);
+                if let Some(t) = self.timeline.as_mut() {
+                    let read = t.read(from, cursor, background);
+                    let span = t.program(to, read.done, background);
+                    self.waits_for(read.done);
+                    self.programmed(cause, span);
+                }
+            }
+        } else if let (Some(&first), Some(&last)) = (run.first(), run.last()) {
+            self.time_copies(first, last, run.len() as u32, cause);
+        }
+    }
+
+    /// Counts and times `copies` copies between the same two blocks, the first and the last
+    /// (source, destination) given (not for programs whose transfers are recorded).
+    fn time_copies(&mut self, first: (Ppn, Ppn), last: (Ppn, Ppn), copies: u32, cause: Cause) {
+        let counter = self.counter(cause);
+        self.stats.reads[counter] += copies as u64;
+        self.stats.programs[counter] += copies as u64;
+        if self.timeline.is_some() {
+            let (from, to) = (self.place(first.0), self.place(first.1));
+            let last = (self.page_offset(last.0), self.page_offset(last.1));
+            let (cursor, background) = (self.cursor, self.background);
+            if let Some(t) = self.timeline.as_mut() {
+                let done = t.copy_run(from, to, last, copies, cursor, background);
+                self.waits_for(done.read_done);
+                self.waits_for(done.program.done);
+            }
+        }
     }
 
     /// Marks a page as no longer holding live data.
@@ -1006,9 +1482,7 @@ impl Flash {
         let ppb = self.layout.pages_per_block as usize;
         self.oob[first..first + ppb].fill(Oob::ERASED.store());
         if self.order != ProgramOrder::Sequential {
-            for p in first..first + ppb {
-                set_bit(&mut self.programmed, p as u32, false);
-            }
+            clear_bits(&mut self.programmed, first as u32, (first + ppb) as u32);
         }
         self.write_ptr[block as usize] = 0;
         self.erase_count[block as usize] += 1;
@@ -1030,7 +1504,13 @@ impl Flash {
 
     /// Valid pages of a block, in page order.
     pub fn valid_pages(&self, block: u32) -> impl Iterator<Item = Ppn> + '_ {
+        self.valid_pages_in(block, 0, self.layout.pages_per_block)
+    }
+
+    /// Valid pages of a block at offsets `from..to`, in page order.
+    #[inline]
+    pub fn valid_pages_in(&self, block: u32, from: u32, to: u32) -> impl Iterator<Item = Ppn> + '_ {
         let first = self.first_page(block);
-        (first..first + self.layout.pages_per_block).filter(move |&p| bit(&self.valid, p))
+        ones(&self.valid, first + from, first + to)
     }
 }

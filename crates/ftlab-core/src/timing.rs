@@ -41,7 +41,7 @@ enum Kind {
 }
 
 /// Background work waiting for its die.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Queued {
     ready: u64,
     duration: u64,
@@ -50,7 +50,7 @@ struct Queued {
 
 /// One die: when it is next free, the operation it runs last (for suspension and
 /// multi-plane joins) and its queue of background work.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 struct Die {
     free: u64,
     kind: Kind,
@@ -71,6 +71,25 @@ struct Die {
 }
 
 impl Die {
+    /// Whether a foreground read of the plane `plane` (a bit) ready at `ready` would follow
+    /// the die's last operation (starting when both are there) rather than join it as a
+    /// multi-plane read or suspend it, whatever the page offsets.
+    #[inline]
+    fn read_follows(&self, plane: u64, ready: u64) -> bool {
+        let joins = self.kind == Kind::Read && self.planes & plane == 0;
+        let suspends = matches!(self.kind, Kind::Program | Kind::Erase)
+            && self.start <= ready
+            && ready < self.free;
+        !joins && !suspends
+    }
+
+    /// Whether a foreground program of the plane `plane` (a bit) would follow the die's last
+    /// operation rather than join it as a multi-plane program, whatever the page offsets.
+    #[inline]
+    fn program_follows(&self, plane: u64) -> bool {
+        self.kind != Kind::Program || self.planes & plane != 0
+    }
+
     fn new() -> Self {
         Die {
             free: 0,
@@ -100,7 +119,9 @@ pub struct SchedulerStats {
     pub background_operations: u64,
 }
 
-#[derive(Clone, Debug)]
+/// The state of every die and channel (comparable, so that tests can check that two ways
+/// of issuing the same operations leave the same state).
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Timeline {
     dies: Vec<Die>,
     channel_free: Vec<u64>,
@@ -127,6 +148,14 @@ pub struct Span {
     pub transferred: u64,
     /// The operation is complete.
     pub done: u64,
+}
+
+/// When the operations of a run of page copies ended ([`Timeline::copy_run`]): the
+/// latest a read and a program of the run ended (each run's operations end in order).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CopyRun {
+    pub read_done: u64,
+    pub program: Span,
 }
 
 /// Where an operation takes place.
@@ -225,7 +254,8 @@ impl Timeline {
         }
     }
 
-    #[inline]
+    // Always inlined: the flash's read and program are the simulator's hottest path.
+    #[inline(always)]
     pub fn read(&mut self, at: Place, ready: u64, background: bool) -> Span {
         let d = at.die as usize;
         if background && self.read_priority {
@@ -305,7 +335,8 @@ impl Timeline {
         }
     }
 
-    #[inline]
+    // Always inlined: the flash's read and program are the simulator's hottest path.
+    #[inline(always)]
     pub fn program(&mut self, at: Place, ready: u64, background: bool) -> Span {
         let d = at.die as usize;
         if background && self.read_priority {
@@ -378,6 +409,262 @@ impl Timeline {
             transferred: done,
             done,
         }
+    }
+
+    /// Times `count` page copies from one parallel unit to another (or to itself): each a
+    /// read at `src`, ready at `ready`, then a program at `dst`, ready when its read is done,
+    /// exactly as `count` calls of [`Timeline::read`] and [`Timeline::program`] in turn
+    /// would. `src` and `dst` hold the first copy's page offsets, `last` the last copy's
+    /// (source, destination) offsets; the others do not matter, because after the first
+    /// copy each die's last operation is one of the run's, on the run's own plane, which
+    /// no later one can join as a multi-plane operation. As soon as the dies are in a state
+    /// from which every copy repeats the one before ([`Timeline::steady_copies`]; often
+    /// from the start, when the run follows another) the rest of the run is computed in
+    /// closed form, so that a block's worth of copies costs about as much as one.
+    pub fn copy_run(
+        &mut self,
+        src: Place,
+        dst: Place,
+        last: (u32, u32),
+        count: u32,
+        ready: u64,
+        background: bool,
+    ) -> CopyRun {
+        debug_assert!(count > 0);
+        let first = (src, dst);
+        let src = Place {
+            offset: last.0,
+            ..src
+        };
+        let dst = Place {
+            offset: last.1,
+            ..dst
+        };
+        if let Some(run) = self.steady_copies(src, dst, count as u64, ready, background) {
+            return run;
+        }
+        let read = self.read(first.0, ready, background);
+        let program = self.program(first.1, read.done, background);
+        let mut run = CopyRun {
+            read_done: read.done,
+            program,
+        };
+        let mut left = count as u64 - 1;
+        while left > 0 {
+            let (read_done, program) = match self.steady_copies(src, dst, left, ready, background) {
+                Some(rest) => {
+                    left = 0;
+                    (rest.read_done, rest.program)
+                }
+                None => {
+                    left -= 1;
+                    let read = self.read(src, ready, background);
+                    (read.done, self.program(dst, read.done, background))
+                }
+            };
+            run.read_done = run.read_done.max(read_done);
+            run.program.transferred = run.program.transferred.max(program.transferred);
+            run.program.done = run.program.done.max(program.done);
+        }
+        run
+    }
+
+    /// Times `count` programs on one plane, all ready at `ready`, at increasing page offsets
+    /// from `at`'s to `last`, exactly as `count` calls of [`Timeline::program`] would; returns
+    /// the latest end of a transfer and of a program. As in [`Timeline::copy_run`], only the
+    /// first program can join another, and the rest is computed in closed form once it
+    /// cannot ([`Timeline::steady_programs`]).
+    pub fn program_run(
+        &mut self,
+        at: Place,
+        last: u32,
+        count: u32,
+        ready: u64,
+        background: bool,
+    ) -> Span {
+        debug_assert!(count > 0);
+        let first = at;
+        let at = Place { offset: last, ..at };
+        if let Some(span) = self.steady_programs(at, count as u64, ready, background) {
+            return span;
+        }
+        let mut run = self.program(first, ready, background);
+        let mut left = count as u64 - 1;
+        while left > 0 {
+            let span = match self.steady_programs(at, left, ready, background) {
+                Some(rest) => {
+                    left = 0;
+                    rest
+                }
+                None => {
+                    left -= 1;
+                    self.program(at, ready, background)
+                }
+            };
+            run.transferred = run.transferred.max(span.transferred);
+            run.done = run.done.max(span.done);
+        }
+        run
+    }
+
+    /// The next `k` programs of a run ([`Timeline::program_run`]) in closed form, if each
+    /// would follow the one before on the die (no background work, the first cannot join
+    /// the die's last operation) with the channel free when its transfer may start: each
+    /// then takes a transfer and tPROG.
+    fn steady_programs(&mut self, at: Place, k: u64, ready: u64, background: bool) -> Option<Span> {
+        let d = at.die as usize;
+        let plane = 1u64 << (at.plane & 63);
+        let die = &self.dies[d];
+        if background || !die.queue.is_empty() || !die.program_follows(plane) {
+            return None;
+        }
+        let start = ready.max(die.free);
+        let channel = self.channel_free[at.channel as usize];
+        let channel_ok = if self.read_priority {
+            start > channel
+        } else {
+            start >= channel
+        };
+        if !channel_ok {
+            return None;
+        }
+        let period = self.transfer_ns + self.program_ns;
+        let done = start + k * period;
+        let transferred = done - self.program_ns;
+        let die = &mut self.dies[d];
+        die.busy_ns += k * period;
+        die.free = done;
+        die.kind = Kind::Program;
+        die.start = transferred;
+        die.offset = at.offset;
+        die.planes = plane;
+        die.joinable = true;
+        if !self.read_priority {
+            self.channel_free[at.channel as usize] = transferred;
+        }
+        Some(Span { transferred, done })
+    }
+
+    /// The next `k` copies of a run ([`Timeline::copy_run`]) in closed form, if the dies
+    /// and channels are in a state from which each copy repeats the one before, shifted in
+    /// time: no background work (queued or issued), the dies' last operations such that no
+    /// read can suspend or join one and no program join one (whatever the page offsets),
+    /// and channels free when each transfer may start (with
+    /// `read_priority` a channel's free instant then stays where it is, without it follows
+    /// the transfers). Otherwise None: the caller issues the next copy as it is.
+    /// - One die: read and program alternate, a copy takes tR + 2 transfers + tPROG.
+    /// - Two dies: the reads follow one another every tR + transfer on the source die,
+    ///   the programs every transfer + tPROG on the destination die, and the slower of the
+    ///   two sets the pace once the faster is not behind it.
+    fn steady_copies(
+        &mut self,
+        src: Place,
+        dst: Place,
+        k: u64,
+        ready: u64,
+        background: bool,
+    ) -> Option<CopyRun> {
+        let (s, d) = (src.die as usize, dst.die as usize);
+        if background || !self.dies[s].queue.is_empty() || !self.dies[d].queue.is_empty() {
+            return None;
+        }
+        let (t_read, t_prog, xfer) = (self.read_ns, self.program_ns, self.transfer_ns);
+        let keep_gaps = self.read_priority;
+        let (cs, cd) = (src.channel as usize, dst.channel as usize);
+        let src_plane = 1u64 << (src.plane & 63);
+        let dst_plane = 1u64 << (dst.plane & 63);
+        if s == d {
+            debug_assert_eq!(cs, cd, "one die, one channel");
+            let die = &self.dies[d];
+            // When the first read starts.
+            let start = ready.max(die.free);
+            let channel = self.channel_free[cd];
+            // The first read follows the die's last operation (then each program follows a
+            // read, and each read a program that began after `ready`), and the channel is
+            // free once each read is sensed.
+            let channel_ok = if keep_gaps {
+                start + t_read > channel
+            } else {
+                start + t_read >= channel
+            };
+            if !die.read_follows(src_plane, ready) || !channel_ok {
+                return None;
+            }
+            let period = t_read + 2 * xfer + t_prog;
+            let done = start + k * period;
+            let transferred = done - t_prog;
+            let die = &mut self.dies[d];
+            die.busy_ns += k * period;
+            die.free = done;
+            die.kind = Kind::Program;
+            die.start = transferred;
+            die.offset = dst.offset;
+            die.planes = dst_plane;
+            die.joinable = true;
+            if !keep_gaps {
+                self.channel_free[cd] = transferred;
+            }
+            return Some(CopyRun {
+                read_done: transferred - xfer,
+                program: Span { transferred, done },
+            });
+        }
+        let (sd, dd) = (&self.dies[s], &self.dies[d]);
+        // When the first read starts (each later one when the one before is done), and when
+        // the destination die is free.
+        let (read_free, free) = (ready.max(sd.free), dd.free);
+        // The first read and program follow the dies' last operations (then each read
+        // follows a read of its plane, each program a program of its plane).
+        if !sd.read_follows(src_plane, ready) || !dd.program_follows(dst_plane) {
+            return None;
+        }
+        let channels_ok = if keep_gaps {
+            read_free + t_read > self.channel_free[cs] && free > self.channel_free[cd]
+        } else {
+            // Each transfer moves its channel's free instant: separate channels only.
+            cs != cd && read_free + t_read >= self.channel_free[cs] && free >= self.channel_free[cd]
+        };
+        if !channels_ok {
+            return None;
+        }
+        let (r, q) = (t_read + xfer, xfer + t_prog);
+        let read_done = read_free + k * r;
+        let done = if r <= q && read_free + r <= free {
+            // Each program waits for the die, its read being done already.
+            free + k * q
+        } else if r >= q && read_free + r >= free {
+            // Each program waits for its read.
+            read_done + q
+        } else {
+            return None;
+        };
+        let sd = &mut self.dies[s];
+        sd.busy_ns += k * r;
+        sd.free = read_done;
+        sd.kind = Kind::Read;
+        sd.start = read_done - r;
+        sd.offset = src.offset;
+        sd.planes = src_plane;
+        sd.joinable = true;
+        let dd = &mut self.dies[d];
+        dd.busy_ns += k * q;
+        dd.free = done;
+        dd.kind = Kind::Program;
+        dd.start = done - t_prog;
+        dd.offset = dst.offset;
+        dd.planes = dst_plane;
+        dd.joinable = true;
+        if !keep_gaps {
+            self.channel_free[cs] = read_done;
+            self.channel_free[cd] = done - t_prog;
+        }
+        Some(CopyRun {
+            read_done,
+            program: Span {
+                transferred: done - t_prog,
+                done,
+            },
+        })
     }
 
     /// Whether die `die` still has queued background work at time `t` that has not started:

@@ -455,7 +455,8 @@ pub struct Core {
     clock: u64,
     pub stats: Stats,
     scratch: Vec<u32>,
-    sources: Vec<u32>,
+    /// Pages to move (source, destination) in one [`Flash::move_pages`].
+    moves: Vec<(Ppn, Ppn)>,
 }
 
 /// The room list of free slots.
@@ -511,7 +512,7 @@ impl Core {
             clock: 0,
             stats: Stats::default(),
             scratch: Vec::new(),
-            sources: Vec::with_capacity(ppb as usize),
+            moves: Vec::with_capacity(ppb as usize),
         };
         for s in opts.sequential_logs..opts.logs {
             core.room_push(s, FREE_LIST);
@@ -727,6 +728,11 @@ impl Core {
 
     /// A valid page of `lbn` arrived in slot `s`.
     fn entry_add(&mut self, s: u32, lbn: u32) {
+        self.entry_add_n(s, lbn, 1);
+    }
+
+    /// `n` (at least one) valid pages of `lbn` arrived in slot `s`.
+    fn entry_add_n(&mut self, s: u32, lbn: u32, n: u32) {
         if self.opts.max_assoc == 0 {
             return;
         }
@@ -754,7 +760,7 @@ impl Core {
         if self.entry_valid[i] == 0 {
             self.slots[s as usize].assoc += 1;
         }
-        self.entry_valid[i] += 1;
+        self.entry_valid[i] += n;
         self.lbn_log[lbn as usize] = s;
     }
 
@@ -787,12 +793,19 @@ impl Core {
     /// Invalidates a copy that a newer one replaces (or a trim forgets).
     fn invalidate_copy(&mut self, ppn: Ppn, lbn: u32, flash: &mut Flash) -> Result<()> {
         flash.invalidate(ppn)?;
+        self.forget_copy(ppn, lbn, flash);
+        Ok(())
+    }
+
+    /// The machinery's side of invalidating page `ppn` of `lbn` (the flash's done already):
+    /// a log block holds one valid page fewer.
+    #[inline]
+    fn forget_copy(&mut self, ppn: Ppn, lbn: u32, flash: &Flash) {
         let s = self.slot_of[flash.block_of(ppn) as usize];
         if s != NONE {
             self.slots[s as usize].valid -= 1;
             self.entry_drop(s, lbn);
         }
-        Ok(())
     }
 
     /// Forgets the newest copy of `lpa` (before a newer one is placed, or on trim).
@@ -827,34 +840,14 @@ impl Core {
         }
     }
 
-    /// Programs a filler page (no logical page, invalid at once) where the program order
-    /// forbids skipping.
-    fn filler(&mut self, ppn: Ppn, cause: Cause, flash: &mut Flash) -> Result<()> {
-        flash.program(ppn, Oob { lpa: NONE, seq: 0 }, &[], cause)?;
-        flash.invalidate(ppn)?;
-        self.stats.filler_pages += 1;
-        Ok(())
-    }
-
-    /// Fillers in `block` from its write pointer up to `off` (sequential order only).
+    /// Filler pages (no logical page, invalid at once) in `block` from its write pointer up
+    /// to `off`, where the program order forbids skipping pages.
     #[inline]
     fn pad(&mut self, block: u32, off: u32, cause: Cause, flash: &mut Flash) -> Result<()> {
-        if self.order == ProgramOrder::Sequential && flash.write_pointer(block) < off {
-            self.pad_with_fillers(block, off, cause, flash)?;
-        }
-        Ok(())
-    }
-
-    #[inline(never)]
-    fn pad_with_fillers(
-        &mut self,
-        block: u32,
-        off: u32,
-        cause: Cause,
-        flash: &mut Flash,
-    ) -> Result<()> {
-        for o in flash.write_pointer(block)..off {
-            self.filler(self.ppn(block, o), cause, flash)?;
+        let from = flash.write_pointer(block);
+        if self.order == ProgramOrder::Sequential && from < off {
+            flash.program_fillers(block, from, off, Oob { lpa: NONE, seq: 0 }, cause)?;
+            self.stats.filler_pages += (off - from) as u64;
         }
         Ok(())
     }
@@ -868,14 +861,167 @@ impl Core {
         cause: Cause,
         flash: &mut Flash,
     ) -> Result<()> {
-        flash.copy(src, dst, cause)?;
-        self.invalidate_copy(src, lbn, flash)?;
-        self.stats.copies += 1;
-        flash.stats.gc_pages_moved += 1;
-        if let Some(k) = merge_kind(cause) {
-            self.stats.merge_pages[k] += 1;
-        }
+        flash.move_pages(&[(src, dst)], cause)?;
+        self.forget_copy(src, lbn, flash);
+        self.count_copies(1, cause, flash);
         Ok(())
+    }
+
+    fn count_copies(&mut self, n: u64, cause: Cause, flash: &mut Flash) {
+        self.stats.copies += n;
+        flash.stats.gc_pages_moved += n;
+        if let Some(k) = merge_kind(cause) {
+            self.stats.merge_pages[k] += n;
+        }
+    }
+
+    /// Moves the newest copy of each of `lbn`'s pages at offsets `from..to` that has one to
+    /// the same offset of `block` under `cause`, in offset order, and returns how many: what
+    /// `pad` and `copy_page` would do page by page, with the data block's valid pages moved a
+    /// stretch at a time ([`Flash::move_valid`]) between the copies in log blocks. Leaves in
+    /// [`Core::moves`] the moves whose source the caller must forget ([`Core::forget_copy`]:
+    /// at least those in log blocks), in offset order.
+    fn move_newest(
+        &mut self,
+        lbn: u32,
+        from: u32,
+        to: u32,
+        block: u32,
+        cause: Cause,
+        flash: &mut Flash,
+    ) -> Result<u32> {
+        let data = self.dbm[lbn as usize];
+        // The pages of a data block that is a log block's need forgetting: page by page.
+        if data != NONE && self.slot_of[data as usize] != NONE {
+            self.gather(lbn, from, to, block, flash);
+            self.move_gathered(block, cause, flash)?;
+            return Ok(self.moves.len() as u32);
+        }
+        self.moves.clear();
+        let base = self.lpa(lbn, 0) as usize;
+        let mut moved = 0;
+        let mut start = from;
+        if self.newest[base + from as usize..base + to as usize]
+            .iter()
+            .any(|&n| n != 0)
+        {
+            for o in from..to {
+                let n = self.newest[base + o as usize];
+                if n != 0 {
+                    if data != NONE {
+                        moved += self.move_stretch(data, block, start, o, cause, flash)?;
+                    }
+                    let m = (n - 1, self.ppn(block, o));
+                    self.pad(block, o, cause, flash)?;
+                    flash.move_pages(&[m], cause)?;
+                    self.moves.push(m);
+                    moved += 1;
+                    start = o + 1;
+                }
+            }
+        }
+        if data != NONE {
+            moved += self.move_stretch(data, block, start, to, cause, flash)?;
+        }
+        Ok(moved)
+    }
+
+    /// The valid pages of `data` at offsets `from..to` moved to the same offsets of `block`
+    /// ([`Flash::move_valid`]); where the order forbids skipping, each run of consecutive
+    /// pages after the fillers that `pad` would program before its first.
+    fn move_stretch(
+        &mut self,
+        data: u32,
+        block: u32,
+        from: u32,
+        to: u32,
+        cause: Cause,
+        flash: &mut Flash,
+    ) -> Result<u32> {
+        if self.order != ProgramOrder::Sequential {
+            return Ok(flash.move_valid(data, block, from, to, cause)?);
+        }
+        let mut moved = 0;
+        let first = self.ppn(data, 0);
+        let mut at = from;
+        loop {
+            let next = flash.valid_pages_in(data, at, to).next();
+            let Some(p) = next else { break };
+            // The run of consecutive valid pages from `p`.
+            let start = p - first;
+            let mut end = start + 1;
+            for q in flash.valid_pages_in(data, end, to) {
+                if q - first != end {
+                    break;
+                }
+                end += 1;
+            }
+            self.pad(block, start, cause, flash)?;
+            moved += flash.move_valid(data, block, start, end, cause)?;
+            at = end;
+        }
+        Ok(moved)
+    }
+
+    /// Sets [`Core::moves`] to the newest copy of each of `lbn`'s pages at offsets
+    /// `from..to` that has one, with the page of that offset in `block` as its destination
+    /// (block 0: the offset alone).
+    fn gather(&mut self, lbn: u32, from: u32, to: u32, block: u32, flash: &Flash) {
+        self.moves.clear();
+        let data = self.dbm[lbn as usize];
+        let base = self.lpa(lbn, 0) as usize;
+        let logged = &self.newest[base + from as usize..base + to as usize];
+        if logged.iter().all(|&n| n == 0) {
+            // No copy in a log block: the data block's valid pages, found a word at a time.
+            if data != NONE {
+                let (first, data_first) = (self.ppn(block, 0), self.ppn(data, 0));
+                self.moves.extend(
+                    flash
+                        .valid_pages_in(data, from, to)
+                        .map(|p| (p, p - data_first + first)),
+                );
+            }
+            return;
+        }
+        for o in from..to {
+            let n = self.newest[base + o as usize];
+            let src = if n != 0 {
+                n - 1
+            } else if data != NONE && flash.is_valid(self.ppn(data, o)) {
+                self.ppn(data, o)
+            } else {
+                continue;
+            };
+            self.moves.push((src, self.ppn(block, o)));
+        }
+    }
+
+    /// Moves the pages of [`Core::moves`] (their destinations in `block`, at ascending
+    /// offsets) under `cause`: one [`Flash::move_pages`] per stretch that needs no filler
+    /// before it, the fillers between (sequential order): the operations, in their order,
+    /// of a `pad` and a `copy_page` per page. The machinery's bookkeeping is the caller's
+    /// ([`Core::forget_copy`] for each source, [`Core::count_copies`]).
+    fn move_gathered(&mut self, block: u32, cause: Cause, flash: &mut Flash) -> Result<()> {
+        let moves = std::mem::take(&mut self.moves);
+        let result = (|| {
+            let mut start = 0;
+            if self.order == ProgramOrder::Sequential {
+                let mut next = flash.write_pointer(block);
+                for (k, &(_, dst)) in moves.iter().enumerate() {
+                    let off = flash.page_offset(dst);
+                    if off > next {
+                        flash.move_pages(&moves[start..k], cause)?;
+                        start = k;
+                        self.pad(block, off, cause, flash)?;
+                    }
+                    next = off + 1;
+                }
+            }
+            flash.move_pages(&moves[start..], cause)?;
+            Ok(())
+        })();
+        self.moves = moves;
+        result
     }
 
     /// Bookkeeping of a valid copy of `lpa` just programmed at position `p` of slot `s`.
@@ -914,6 +1060,22 @@ impl Core {
             }
             self.room_update(s);
         }
+    }
+
+    /// [`Core::landed`] of `n` pages of `lbn` at their own offsets of `s`, serial for `lbn`
+    /// and in use, the last at offset `last`, once the index points at them: such pages
+    /// leave the slot serial and at the head of the LRU list, so that only its counts
+    /// change; its room list, which only the last page can change, is the caller's to update
+    /// ([`Core::room_update`]).
+    #[inline]
+    fn landed_serial(&mut self, s: u32, lbn: u32, last: u32, n: u32) {
+        debug_assert!(self.serial_of[lbn as usize] == s && !self.slots[s as usize].is_free());
+        self.clock += n as u64;
+        let slot = &mut self.slots[s as usize];
+        slot.top = last + 1;
+        slot.valid += n;
+        slot.stamp = self.clock;
+        self.entry_add_n(s, lbn, n);
     }
 
     /// Writes `lpa` in place in its data block if that page is still erased and
@@ -959,16 +1121,37 @@ impl Core {
         let block = self.slots[s as usize].block;
         debug_assert!(off >= self.slots[s as usize].top);
         let cause = self.opts.fill_cause;
-        for o in self.slots[s as usize].top..off {
-            let l = self.lpa(lbn, o);
-            if let Some(src) = self.newest_copy(l, flash) {
-                self.pad(block, o, cause, flash)?;
-                let dst = self.ppn(block, o);
-                self.copy_page(src, dst, lbn, cause, flash)?;
-                self.landed(s, l, o);
-                self.slots[s as usize].filled += 1;
-                self.stats.fill_pages += 1;
+        let top = self.slots[s as usize].top;
+        let n = self.move_newest(lbn, top, off, block, cause, flash)?;
+        if n > 0 {
+            // In offset order, as page by page: each page's source forgotten (the data
+            // block's pages need nothing), then the page landed. The moved pages are the
+            // valid ones of the gap, which was erased.
+            let moves = std::mem::take(&mut self.moves);
+            let mut next = moves.iter().peekable();
+            let base = self.lpa(lbn, 0) as usize;
+            let (mut serial, mut last) = (0, 0);
+            for (k, dst) in flash.valid_pages_in(block, top, off).enumerate() {
+                if let Some(&(src, _)) = next.next_if(|m| m.1 == dst) {
+                    self.forget_copy(src, lbn, flash);
+                }
+                let o = flash.page_offset(dst);
+                if k > 0 && self.serial_of[lbn as usize] == s {
+                    // Landed once the run is over (`landed_serial`).
+                    self.newest[base + o as usize] = dst + 1;
+                    (serial, last) = (serial + 1, o);
+                } else {
+                    self.landed(s, self.lpa(lbn, o), o);
+                }
             }
+            if serial > 0 {
+                self.landed_serial(s, lbn, last, serial);
+            }
+            self.room_update(s);
+            self.moves = moves;
+            self.count_copies(n as u64, cause, flash);
+            self.slots[s as usize].filled += n;
+            self.stats.fill_pages += n as u64;
         }
         self.pad(block, off, Cause::Host, flash)?;
         self.supersede(lpa, flash)?;
@@ -1104,6 +1287,20 @@ impl Core {
         Ok(())
     }
 
+    /// The bookkeeping of `n` pages of `lbn` moved ([`Core::move_newest`]) into what
+    /// becomes its data block: the sources of [`Core::moves`] forgotten, no copy in a log
+    /// block any more.
+    fn moved_to_data_block(&mut self, lbn: u32, n: u32, cause: Cause, flash: &mut Flash) {
+        let moves = std::mem::take(&mut self.moves);
+        for &(src, dst) in &moves {
+            self.forget_copy(src, lbn, flash);
+            let l = self.lpa(lbn, flash.page_offset(dst));
+            self.newest[l as usize] = 0;
+        }
+        self.count_copies(n as u64, cause, flash);
+        self.moves = moves;
+    }
+
     /// Copies `lbn`'s valid pages at offsets `top..` into their offsets of `block` (serial for
     /// `lbn` below `top`) under `cause`; returns how many.
     fn fill_serial(
@@ -1114,17 +1311,9 @@ impl Core {
         cause: Cause,
         flash: &mut Flash,
     ) -> Result<u32> {
-        let mut copies = 0;
-        for o in top..self.ppb {
-            let l = self.lpa(lbn, o);
-            if let Some(src) = self.newest_copy(l, flash) {
-                self.pad(block, o, cause, flash)?;
-                self.copy_page(src, self.ppn(block, o), lbn, cause, flash)?;
-                self.newest[l as usize] = 0;
-                copies += 1;
-            }
-        }
-        Ok(copies)
+        let n = self.move_newest(lbn, top, self.ppb, block, cause, flash)?;
+        self.moved_to_data_block(lbn, n, cause, flash);
+        Ok(n)
     }
 
     /// `block`, holding every valid page of `lbn` (its own ones below `top`), becomes its
@@ -1139,10 +1328,8 @@ impl Core {
         flash: &mut Flash,
     ) -> Result<u32> {
         // The block's own pages are data pages from now on.
-        for o in 0..top {
-            let l = self.lpa(lbn, o);
-            self.newest[l as usize] = 0;
-        }
+        let base = self.lpa(lbn, 0) as usize;
+        self.newest[base..base + top as usize].fill(0);
         let old = self.dbm[lbn as usize];
         let unit = if old != NONE {
             self.erase(old, cause, flash)?;
@@ -1164,35 +1351,22 @@ impl Core {
             self.break_serial(t);
         }
         let old = self.dbm[lbn as usize];
-        // The newest copy of each page, found once.
-        let mut sources = std::mem::take(&mut self.sources);
-        sources.clear();
-        sources.extend(
-            (0..self.ppb).map(|o| self.newest_copy(self.lpa(lbn, o), flash).unwrap_or(NONE)),
-        );
+        let base = self.lpa(lbn, 0) as usize;
+        let logged = self.newest[base..base + self.ppb as usize]
+            .iter()
+            .any(|&n| n != 0);
         let mut dst = NONE;
-        let result: Result<()> = (|| {
-            if sources.iter().all(|&p| p == NONE) {
-                return Ok(());
-            }
+        // A page has a copy to move: in a log block, or valid in the data block.
+        if logged || (old != NONE && flash.valid_count(old) > 0) {
             let unit = if old != NONE {
                 self.layout.unit_of_block(old)
             } else {
                 self.home_unit(lbn)
             };
             dst = self.alloc_block(unit)?;
-            for (o, &src) in (0..self.ppb).zip(sources.iter()) {
-                if src != NONE {
-                    self.pad(dst, o, Cause::MergeFull, flash)?;
-                    self.copy_page(src, self.ppn(dst, o), lbn, Cause::MergeFull, flash)?;
-                    let l = self.lpa(lbn, o);
-                    self.newest[l as usize] = 0;
-                }
-            }
-            Ok(())
-        })();
-        self.sources = sources;
-        result?;
+            let n = self.move_newest(lbn, 0, self.ppb, dst, Cause::MergeFull, flash)?;
+            self.moved_to_data_block(lbn, n, Cause::MergeFull, flash);
+        }
         if old != NONE {
             self.erase(old, Cause::MergeFull, flash)?;
             self.release_block(old);
@@ -1225,13 +1399,7 @@ impl Core {
             return Ok(());
         }
         let mut lbns = std::mem::take(&mut self.scratch);
-        lbns.clear();
-        lbns.extend(flash.valid_pages(slot.block).map(|p| flash.oob(p).lpa));
-        for l in lbns.iter_mut() {
-            *l = self.split(*l).0;
-        }
-        lbns.sort_unstable();
-        lbns.dedup();
+        self.live_lbns(s, slot, flash, &mut lbns);
         self.stats.assoc_hist[assoc_bucket(lbns.len() as u32)] += 1;
         // Serial log blocks are switchable by construction: a placement that would make one
         // unswitchable breaks its seriality at once (`check_serial`, `landed`).
@@ -1258,6 +1426,42 @@ impl Core {
         result
     }
 
+    /// The logical blocks with a valid page in log block `s` (holding `slot`, which has
+    /// one), in ascending order: a serial log block's own, else those of its LBN table
+    /// (associativity-tracking schemes), else those of its pages' OOB headers.
+    fn live_lbns(&self, s: u32, slot: Slot, flash: &Flash, out: &mut Vec<u32>) {
+        out.clear();
+        if slot.serial != NONE {
+            out.push(slot.serial);
+        } else if self.opts.max_assoc > 0 {
+            let base = s as usize * self.opts.max_assoc as usize;
+            let entries = base..base + slot.entries as usize;
+            out.extend(
+                entries
+                    .filter(|&i| self.entry_valid[i] > 0)
+                    .map(|i| self.entry_lbn[i]),
+            );
+            out.sort_unstable();
+        } else {
+            out.extend(
+                flash
+                    .valid_pages(slot.block)
+                    .map(|p| self.split(flash.oob(p).lpa).0),
+            );
+            out.sort_unstable();
+            out.dedup();
+        }
+        debug_assert!({
+            let mut scanned: Vec<u32> = flash
+                .valid_pages(slot.block)
+                .map(|p| self.split(flash.oob(p).lpa).0)
+                .collect();
+            scanned.sort_unstable();
+            scanned.dedup();
+            scanned == *out
+        });
+    }
+
     /// FFTL's cleaning: log block `s`'s valid pages copied, in order, to the start of a
     /// fresh block, which replaces it; the old block is erased. No data block changes.
     pub fn compact(&mut self, s: u32, flash: &mut Flash) -> Result<()> {
@@ -1272,20 +1476,21 @@ impl Core {
         self.stats.assoc_hist[assoc_bucket(old.assoc)] += 1;
         self.stats.cleanings += 1;
         let fresh = self.alloc_block(self.layout.unit_of_block(old.block))?;
-        let mut pages = std::mem::take(&mut self.scratch);
-        pages.clear();
-        pages.extend(flash.valid_pages(old.block));
-        let mut p = 0;
-        for &src in &pages {
-            let oob = flash.copy(src, self.ppn(fresh, p), Cause::Gc)?;
-            flash.invalidate(src)?;
-            self.newest[oob.lpa as usize] = self.ppn(fresh, p) + 1;
-            self.stats.copies += 1;
-            self.stats.cleaning_pages += 1;
-            flash.stats.gc_pages_moved += 1;
-            p += 1;
+        let mut moves = std::mem::take(&mut self.moves);
+        moves.clear();
+        let first = self.ppn(fresh, 0);
+        moves.extend(flash.valid_pages(old.block).zip(first..));
+        let result = flash.move_pages(&moves, Cause::Gc);
+        if result.is_ok() {
+            for &(_, dst) in &moves {
+                self.newest[flash.oob(dst).lpa as usize] = dst + 1;
+            }
         }
-        self.scratch = pages;
+        let p = moves.len() as u32;
+        self.moves = moves;
+        result?;
+        self.count_copies(p as u64, Cause::Gc, flash);
+        self.stats.cleaning_pages += p as u64;
         self.break_serial(s);
         self.erase(old.block, Cause::Gc, flash)?;
         self.release_block(old.block);
