@@ -952,7 +952,8 @@ impl Flash {
         cause: Cause,
     ) -> std::result::Result<(), NandError> {
         let ready = self.cursor;
-        self.program_at(ppn, oob, extra, cause, ready)?;
+        // A page of host data (not a filler) frees its buffer slot when flushed.
+        self.program_at(ppn, oob, extra, cause, ready, oob.lpa != NONE)?;
         if self.sink.is_some() {
             self.notify_program(ppn, oob);
         }
@@ -977,6 +978,7 @@ impl Flash {
         extra: &[u8],
         cause: Cause,
         ready: u64,
+        host_data: bool,
     ) -> std::result::Result<(), NandError> {
         self.program_state(ppn, oob, extra)?;
         self.stats.programs[self.counter(cause)] += 1;
@@ -985,29 +987,24 @@ impl Flash {
             let background = self.background;
             if let Some(t) = self.timeline.as_mut() {
                 let span = t.program(place, ready, background);
-                self.programmed(cause, span);
+                self.programmed(cause, host_data, span);
             }
         }
         Ok(())
     }
 
     /// A program of `cause` that took `span` holds the current request until it is done,
-    /// but a host program while a write-back buffer flushes has its transfer time recorded
-    /// instead ([`Flash::set_flushing`]).
+    /// but a program of host data (`host_data`: not a copy, not a filler) while a
+    /// write-back buffer flushes has its transfer time recorded instead, when its buffer
+    /// slot is free ([`Flash::set_flushing`]). Copies and fillers free no slot: the page
+    /// they make room for, programmed after them, does.
     #[inline]
-    fn programmed(&mut self, cause: Cause, span: Span) {
-        if self.records_transfers(cause) {
+    fn programmed(&mut self, cause: Cause, host_data: bool, span: Span) {
+        if host_data && cause == Cause::Host && self.flushing {
             self.host_transfers.push(span.transferred);
         } else {
             self.waits_for(span.done);
         }
-    }
-
-    /// Whether programs of `cause` have their transfer times recorded one by one (see
-    /// [`Flash::programmed`]): runs of them are then timed a program at a time.
-    #[inline]
-    fn records_transfers(&self, cause: Cause) -> bool {
-        cause == Cause::Host && self.flushing
     }
 
     /// A program's effect on the page and block state, after the NAND rules are checked:
@@ -1089,7 +1086,7 @@ impl Flash {
         cause: Cause,
     ) -> std::result::Result<Oob, NandError> {
         let (oob, read_done) = self.read_at(src, cause, self.cursor)?;
-        self.program_at(dst, oob, &[], cause, read_done)?;
+        self.program_at(dst, oob, &[], cause, read_done, false)?;
         self.copied(src, dst, oob);
         Ok(oob)
     }
@@ -1111,9 +1108,8 @@ impl Flash {
     /// the filler pages that block-mapped data needs where the program order forbids
     /// skipping a page. The state, counters, times and errors are exactly those of a
     /// [`Flash::program`] and an [`Flash::invalidate`] per page, in order; the time is taken
-    /// once for the run ([`Timeline::program_run`]). With a page store attached, while host
-    /// programs' transfer times are recorded ([`Flash::set_flushing`]), or when a page
-    /// would break a NAND rule, the pages go one by one.
+    /// once for the run ([`Timeline::program_run`]). With a page store attached, or when a
+    /// page would break a NAND rule, the pages go one by one.
     pub fn program_fillers(
         &mut self,
         block: u32,
@@ -1129,7 +1125,6 @@ impl Flash {
         let fits = block < self.layout.total_blocks && to <= self.layout.pages_per_block;
         let ok = fits
             && self.sink.is_none()
-            && !self.records_transfers(cause)
             && match self.order {
                 ProgramOrder::Sequential => self.write_ptr[block as usize] == from,
                 ProgramOrder::Ascending => {
@@ -1178,8 +1173,8 @@ impl Flash {
     /// Moves every valid page of block `src` at page offsets `from..to` to the same offset of
     /// block `dst`, in offset order, as [`Flash::move_pages`] would (returns how many): the
     /// block-to-block copy of merges, done 64 pages at a time on the page bitmaps. When a
-    /// page would break a NAND rule (or the blocks are the same, or host programs' transfer
-    /// times are recorded), the pages go through [`Flash::move_pages`] one by one, which
+    /// page would break a NAND rule (or the blocks are the same), the pages go through
+    /// [`Flash::move_pages`] one by one, which
     /// gives the error where a single move would.
     pub fn move_valid(
         &mut self,
@@ -1197,7 +1192,7 @@ impl Flash {
         // pointer as the pages would move it.
         let src_wp = self.write_ptr[src as usize];
         let mut wp = self.write_ptr[dst as usize];
-        let mut ok = src != dst && !self.records_transfers(cause);
+        let mut ok = src != dst;
         let mut moved = 0;
         let mut last = 0;
         let mut c = from;
@@ -1419,22 +1414,7 @@ impl Flash {
     /// Counts and times a run of copies between the same two blocks whose state
     /// [`Flash::move_state`] updated.
     fn time_moves(&mut self, run: &[(Ppn, Ppn)], cause: Cause) {
-        if self.records_transfers(cause) && self.timeline.is_some() {
-            // Every program's transfer time is recorded: a copy at a time.
-            let counter = self.counter(cause);
-            self.stats.reads[counter] += run.len() as u64;
-            self.stats.programs[counter] += run.len() as u64;
-            for &(src, dst) in run {
-                let (from, to) = (self.place(src), self.place(dst));
-                let (cursor, background) = (self.cursor, self.background);
-                if let Some(t) = self.timeline.as_mut() {
-                    let read = t.read(from, cursor, background);
-                    let span = t.program(to, read.done, background);
-                    self.waits_for(read.done);
-                    self.programmed(cause, span);
-                }
-            }
-        } else if let (Some(&first), Some(&last)) = (run.first(), run.last()) {
+        if let (Some(&first), Some(&last)) = (run.first(), run.last()) {
             self.time_copies(first, last, run.len() as u32, cause);
         }
     }
