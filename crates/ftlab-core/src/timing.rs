@@ -90,6 +90,27 @@ impl Die {
         self.kind != Kind::Program || self.planes & plane != 0
     }
 
+    /// Records the die's new last operation: it is busy until `free` with a `kind` whose
+    /// array phase began at `start`, at page `offset` of the planes `planes` (what a later
+    /// operation may join or suspend while `joinable`).
+    #[inline(always)]
+    fn runs(
+        &mut self,
+        kind: Kind,
+        start: u64,
+        free: u64,
+        offset: u32,
+        planes: u64,
+        joinable: bool,
+    ) {
+        self.free = free;
+        self.kind = kind;
+        self.start = start;
+        self.offset = offset;
+        self.planes = planes;
+        self.joinable = joinable;
+    }
+
     fn new() -> Self {
         Die {
             free: 0,
@@ -323,12 +344,7 @@ impl Timeline {
             keep_gaps,
         );
         die.busy_ns += done - start;
-        die.free = done;
-        die.kind = Kind::Read;
-        die.start = start;
-        die.offset = at.offset;
-        die.planes = plane;
-        die.joinable = !background;
+        die.runs(Kind::Read, start, done, at.offset, plane, !background);
         Span {
             transferred: done,
             done,
@@ -378,12 +394,14 @@ impl Timeline {
         let transferred = book_channel(channel_free, begin, transfer_ns, keep_gaps);
         let done = transferred + program_ns;
         die.busy_ns += done - begin;
-        die.free = done;
-        die.kind = Kind::Program;
-        die.start = transferred;
-        die.offset = at.offset;
-        die.planes = plane;
-        die.joinable = !background;
+        die.runs(
+            Kind::Program,
+            transferred,
+            done,
+            at.offset,
+            plane,
+            !background,
+        );
         Span { transferred, done }
     }
 
@@ -533,12 +551,7 @@ impl Timeline {
         let transferred = done - self.program_ns;
         let die = &mut self.dies[d];
         die.busy_ns += k * period;
-        die.free = done;
-        die.kind = Kind::Program;
-        die.start = transferred;
-        die.offset = at.offset;
-        die.planes = plane;
-        die.joinable = true;
+        die.runs(Kind::Program, transferred, done, at.offset, plane, true);
         if !self.read_priority {
             self.channel_free[at.channel as usize] = transferred;
         }
@@ -595,12 +608,14 @@ impl Timeline {
             let transferred = done - t_prog;
             let die = &mut self.dies[d];
             die.busy_ns += k * period;
-            die.free = done;
-            die.kind = Kind::Program;
-            die.start = transferred;
-            die.offset = dst.offset;
-            die.planes = dst_plane;
-            die.joinable = true;
+            die.runs(
+                Kind::Program,
+                transferred,
+                done,
+                dst.offset,
+                dst_plane,
+                true,
+            );
             if !keep_gaps {
                 self.channel_free[cd] = transferred;
             }
@@ -640,20 +655,24 @@ impl Timeline {
         };
         let sd = &mut self.dies[s];
         sd.busy_ns += k * r;
-        sd.free = read_done;
-        sd.kind = Kind::Read;
-        sd.start = read_done - r;
-        sd.offset = src.offset;
-        sd.planes = src_plane;
-        sd.joinable = true;
+        sd.runs(
+            Kind::Read,
+            read_done - r,
+            read_done,
+            src.offset,
+            src_plane,
+            true,
+        );
         let dd = &mut self.dies[d];
         dd.busy_ns += k * q;
-        dd.free = done;
-        dd.kind = Kind::Program;
-        dd.start = done - t_prog;
-        dd.offset = dst.offset;
-        dd.planes = dst_plane;
-        dd.joinable = true;
+        dd.runs(
+            Kind::Program,
+            done - t_prog,
+            done,
+            dst.offset,
+            dst_plane,
+            true,
+        );
         if !keep_gaps {
             self.channel_free[cs] = read_done;
             self.channel_free[cd] = done - t_prog;

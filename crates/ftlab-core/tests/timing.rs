@@ -4,6 +4,7 @@ mod common;
 
 use common::*;
 use ftlab_core::config::{Config, ReplayMode};
+use ftlab_core::metrics::LatencyStats;
 use ftlab_core::Request;
 
 /// One channel, one die: every operation serialises, so latencies are exact sums.
@@ -15,6 +16,16 @@ fn one_die() -> Config {
     // 1 us to move a 4 KiB page and its 128-byte OOB.
     cfg.nand.channel_bytes_per_s = (4096 + 128) * 1_000_000;
     cfg
+}
+
+/// The write latencies of a timed run.
+fn write_latency(scheme: &str, cfg: &Config, reqs: &[Request], check_all: bool) -> LatencyStats {
+    run(scheme, cfg, reqs, check_all)
+        .unwrap()
+        .metrics
+        .latency
+        .unwrap()
+        .write
 }
 
 #[test]
@@ -50,12 +61,7 @@ fn open_loop_queues_behind_a_busy_die_and_time_scale_spreads_arrivals() {
             ..*r
         })
         .collect();
-    let w = run("page", &cfg, &spaced, false)
-        .unwrap()
-        .metrics
-        .latency
-        .unwrap()
-        .write;
+    let w = write_latency("page", &cfg, &spaced, false);
     assert_eq!(w.max_ns, 501_000);
 }
 
@@ -100,12 +106,7 @@ fn buffered_writes_are_acknowledged_when_their_eviction_crosses_the_channel() {
     cfg.replay.mode = ReplayMode::Closed;
     cfg.replay.queue_depth = 1;
     let reqs: Vec<Request> = (0..4).map(|p| write(p, 1, 4096)).collect();
-    let w = run("page", &cfg, &reqs, false)
-        .unwrap()
-        .metrics
-        .latency
-        .unwrap()
-        .write;
+    let w = write_latency("page", &cfg, &reqs, false);
     // Two writes fill the buffer for free; the third evicts page 0 (1 us transfer);
     // the fourth evicts page 1, whose transfer waits for page 0's program.
     assert_eq!(w.cdf.iter().map(|&(_, v)| v).max(), Some(500_000 + 1_000));
@@ -121,12 +122,7 @@ fn a_many_page_flush_delays_each_write_until_its_own_slot_is_free() {
     cfg.replay.mode = ReplayMode::Closed;
     cfg.replay.queue_depth = 1;
     let reqs: Vec<Request> = (0..8).map(|p| write(p, 1, 4096)).collect();
-    let w = run("page", &cfg, &reqs, false)
-        .unwrap()
-        .metrics
-        .latency
-        .unwrap()
-        .write;
+    let w = write_latency("page", &cfg, &reqs, false);
     // Four writes fill the buffer for free. The fifth flushes all four: their transfers
     // end at 1, 502, 1003 and 1504 us (each waits for the program before it). The fifth
     // takes the first slot free (1 us); the sixth, issued then, the next (502 us), and so
@@ -146,12 +142,7 @@ fn a_flushed_page_frees_its_slot_after_the_fillers_it_needs() {
     // Page 3 of a logical block first: on NAND programmed in order, the block FTL pads
     // offsets 0-2 with fillers before it.
     let reqs = vec![write(3, 1, 4096), write(40, 1, 4096)];
-    let w = run("block", &cfg, &reqs, true)
-        .unwrap()
-        .metrics
-        .latency
-        .unwrap()
-        .write;
+    let w = write_latency("block", &cfg, &reqs, true);
     // The second write flushes page 3: three fillers (1 us transfer, 500 us program each),
     // then page 3 crosses the channel at 1,504 us, and only then is its slot free.
     assert_eq!(w.max_ns, 3 * 501_000 + 1_000);
