@@ -284,12 +284,13 @@ impl WriteBuffer {
     /// the scheme did not program) are free with the last of them.
     #[inline]
     pub fn freed_at(&mut self, transfers: &mut [u64]) {
-        // The usual flush: one page, one slot (on top of the free stack).
-        if let ([t], [_], Some(&s)) = (&*transfers, &self.batch[..], self.free.last()) {
-            self.free_at[s as usize] = *t;
-            return;
+        match (&*transfers, &self.batch[..], self.free.last()) {
+            // Untimed, or a flush that programmed no host data: nothing to wait for.
+            ([], ..) => {}
+            // The usual flush: one page, one slot (on top of the free stack).
+            ([t], [_], Some(&s)) => self.free_at[s as usize] = *t,
+            _ => self.freed_at_sorted(transfers),
         }
-        self.freed_at_sorted(transfers);
     }
 
     #[inline(never)]

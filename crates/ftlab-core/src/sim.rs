@@ -405,6 +405,9 @@ impl<F: Ftl> Simulator<F> {
     /// request's cursor; host operations go ahead of what is left.)
     #[inline(always)]
     fn fill_idle_gap(&mut self, arrival: u64) -> Result<()> {
+        if !self.ftl.has_idle_work() {
+            return Ok(());
+        }
         self.flash.set_idle_until(arrival);
         // Most gaps: one round that reclaims nothing. (The error, a large value, is moved
         // only on its own path.)
@@ -444,6 +447,9 @@ impl<F: Ftl> Simulator<F> {
     /// The scheme's background work after a request (see [`Ftl::idle`]).
     #[inline]
     fn idle(&mut self) -> Result<()> {
+        if !self.ftl.has_idle_work() {
+            return Ok(());
+        }
         self.flash.set_background(true);
         let result = self.ftl.idle(&mut self.flash);
         self.flash.set_background(false);

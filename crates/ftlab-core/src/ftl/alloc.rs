@@ -566,10 +566,11 @@ impl PageAllocator {
         self.gc_wake_min = 0;
     }
 
-    /// Whether background GC has work waiting.
+    /// Whether [`PageAllocator::idle_gc`] may have work, or GC left moves to settle: false
+    /// after most requests, when the scheme's idle hook would do nothing.
     #[inline]
-    pub fn gc_pending(&self) -> bool {
-        !self.gc_pending.is_empty()
+    pub fn has_idle_work(&self) -> bool {
+        !self.gc_pending.is_empty() || self.has_moves() || self.has_translation_moves()
     }
 
     /// Reclaims one victim block of `unit`; false if no block has an invalid page.

@@ -437,6 +437,12 @@ pub fn idle<S: CachesEntries>(scheme: &mut S, flash: &mut Flash) -> Result<()> {
     settle(scheme, flash)
 }
 
+/// Whether [`idle`] has work (background GC pending, or moves to settle).
+#[inline]
+pub fn has_idle_work<S: CachesEntries>(scheme: &mut S) -> bool {
+    scheme.table().store.alloc.has_idle_work()
+}
+
 /// Applies GC's data-page moves: entries in DRAM in place, the others batched per
 /// translation unit and written back (which may run GC again, hence the loop). Most calls
 /// (after every request) find none: that check is inline.

@@ -76,6 +76,12 @@ pub trait Ftl: 'static + Send {
         Ok(())
     }
 
+    /// False when [`Ftl::idle`] would do nothing: the simulator then skips it (and the
+    /// gap-filling around it), as it does after most requests.
+    fn has_idle_work(&mut self) -> bool {
+        true
+    }
+
     /// Forgets the scheme's event counters (hits, misses, merges, ...) but none of its
     /// state: preconditioning traffic is kept out of the run's counters.
     fn reset_counters(&mut self) {}

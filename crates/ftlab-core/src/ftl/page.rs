@@ -126,6 +126,11 @@ impl Ftl for PageFtl {
         Ok(())
     }
 
+    #[inline]
+    fn has_idle_work(&mut self) -> bool {
+        self.alloc.has_idle_work()
+    }
+
     /// The table is the OOB scan's; the allocator is rebuilt around it.
     fn recover(&mut self, found: &crate::recovery::Found, flash: &mut Flash) -> Result<()> {
         crate::recovery::revalidate_live(found, flash)?;

@@ -368,6 +368,11 @@ impl Ftl for Selective {
         demand::idle(self, flash)
     }
 
+    #[inline]
+    fn has_idle_work(&mut self) -> bool {
+        demand::has_idle_work(self)
+    }
+
     fn reset_counters(&mut self) {
         self.table.stats = Default::default();
         self.hinted_translations = 0;

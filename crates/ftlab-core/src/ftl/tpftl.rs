@@ -356,6 +356,11 @@ impl Ftl for Tpftl {
         demand::idle(self, flash)
     }
 
+    #[inline]
+    fn has_idle_work(&mut self) -> bool {
+        demand::has_idle_work(self)
+    }
+
     fn reset_counters(&mut self) {
         self.table.stats = Default::default();
     }
