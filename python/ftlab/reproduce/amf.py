@@ -454,8 +454,10 @@ ORDER_CAUSES = {
     "as the paper's 16 MB segments and 512 KB blocks; with 4x smaller units both drop and the "
     "gap stays). In the paper F2FS and ALFS cleaned more efficiently than its page FTL "
     "collected (F2FS's FS WAF 1.23 against EXT4 + page FTL's 1.45 on OLTP), for reasons it "
-    "does not give: background cost-benefit cleaning in idle time, F2FS's hot/warm/cold logs "
-    "and the FTL's own GC policy are candidates; these runs have no idle time",
+    "does not give. Measured: cost-benefit foreground cleaning (F2FS uses it only in "
+    "background GC) at steady state, or with the paper's 128-page blocks, puts AMF below on "
+    "OLTP, on TPC-C neither does; idle-time cleaning (no gaps here, and F2FS's GC thread "
+    "sleeps 30-60 s) and relocating GC into the host's blocks do not (README)",
 }
 
 
