@@ -80,28 +80,10 @@ fn placed(stripe: &StripeOrder, ppn: Ppn) -> (Ppn, u64) {
     (ppn, if ppn == NONE { 0 } else { stripe.position(ppn) })
 }
 
-/// The runs of a page's entries.
-fn count_runs(stripe: &StripeOrder, v: &[Ppn]) -> u32 {
-    let mut runs = 0;
-    let mut prev = None;
-    for &c in v {
-        let cur = placed(stripe, c);
-        runs += prev.is_none_or(|p| starts_run(p, cur)) as u32;
-        prev = Some(cur);
-    }
-    runs
-}
-
-/// How many of entries `i` and `i + 1` start a run when entry `i` holds `c`, between
-/// `prev` (entry `i - 1`, if any) and `next` (entry `i + 1`, if any).
+/// How many of entries `i` and `i + 1` start a run when entry `i` is `cur`, between
+/// `prev` (entry `i - 1`, if any) and `next` (entry `i + 1`, if any), each placed.
 #[inline]
-fn heads_around(
-    stripe: &StripeOrder,
-    prev: Option<(Ppn, u64)>,
-    c: Ppn,
-    next: Option<(Ppn, u64)>,
-) -> u32 {
-    let cur = placed(stripe, c);
+fn heads_around(prev: Option<(Ppn, u64)>, cur: (Ppn, u64), next: Option<(Ppn, u64)>) -> u32 {
     prev.is_none_or(|p| starts_run(p, cur)) as u32 + next.is_some_and(|n| starts_run(cur, n)) as u32
 }
 
@@ -110,6 +92,9 @@ pub struct Sftl {
     stripe: StripeOrder,
     /// The DRAM image of every cached page (entries of uncached pages are meaningless).
     view: Vec<Ppn>,
+    /// The stripe position of each entry of the view ([`placed`]; below the physical pages,
+    /// so 32 bits): an update compares its neighbours' without computing them again.
+    view_pos: Vec<u32>,
     cached: Vec<bool>,
     /// Per cached page: runs, and entries that differ from flash.
     runs: Vec<u32>,
@@ -181,6 +166,7 @@ impl Scheme for Sftl {
         Ok(Sftl {
             stripe: StripeOrder::new(cfg, layout, 1),
             view: vec![NONE; pages],
+            view_pos: vec![0; pages],
             cached: vec![false; units],
             runs: vec![0; units],
             dirty_entries: vec![0; units],
@@ -239,6 +225,19 @@ impl Sftl {
         Ok(self.view[lpa as usize])
     }
 
+    /// Places entries `s..e` of the view (`view_pos`) and returns their runs.
+    fn place_entries(&mut self, s: usize, e: usize) -> u32 {
+        let mut runs = 0;
+        let mut prev = None;
+        for i in s..e {
+            let cur = placed(&self.stripe, self.view[i]);
+            self.view_pos[i] = cur.1 as u32;
+            runs += prev.is_none_or(|p| starts_run(p, cur)) as u32;
+            prev = Some(cur);
+        }
+        runs
+    }
+
     fn load(&mut self, page: u32, flash: &mut Flash) -> Result<()> {
         let t0 = self.table.miss_started(flash);
         self.table.fetch(page, flash)?;
@@ -263,7 +262,7 @@ impl Sftl {
                 self.buffered_pages.remove(page);
             }
         }
-        self.runs[page as usize] = count_runs(&self.stripe, &self.view[s..e]);
+        self.runs[page as usize] = self.place_entries(s, e);
         self.dirty_entries[page as usize] = dirty;
         self.cached[page as usize] = true;
         self.used_bytes += self.page_bytes(page);
@@ -385,11 +384,14 @@ impl Sftl {
             let range = self.table.unit_range(page);
             let (s, e) = (range.start as usize, range.end as usize);
             let i = lpa as usize;
-            let prev = (i > s).then(|| placed(&self.stripe, self.view[i - 1]));
-            let next = (i + 1 < e).then(|| placed(&self.stripe, self.view[i + 1]));
-            let before = heads_around(&self.stripe, prev, self.view[i], next);
-            let after = heads_around(&self.stripe, prev, ppn, next);
+            let at = |j: usize| (self.view[j], self.view_pos[j] as u64);
+            let prev = (i > s).then(|| at(i - 1));
+            let next = (i + 1 < e).then(|| at(i + 1));
+            let new = placed(&self.stripe, ppn);
+            let before = heads_around(prev, at(i), next);
+            let after = heads_around(prev, new, next);
             self.view[i] = ppn;
+            self.view_pos[i] = new.1 as u32;
             self.used_bytes -= self.page_bytes(page);
             self.runs[page as usize] = self.runs[page as usize] + after - before;
             self.used_bytes += self.page_bytes(page);
