@@ -127,7 +127,6 @@ pub struct EraseCounts {
 /// recording every value there, for a fifth of the cost on every timed request.
 pub struct Latency {
     counts: Vec<u64>,
-    count: u64,
     sum: u128,
     min: u64,
     max: u64,
@@ -174,7 +173,6 @@ impl Default for Latency {
     fn default() -> Self {
         Latency {
             counts: Vec::new(),
-            count: 0,
             sum: 0,
             min: u64::MAX,
             max: 0,
@@ -190,7 +188,6 @@ impl Latency {
             Some(c) => *c += 1,
             None => self.grow_to(i),
         }
-        self.count += 1;
         self.sum += ns as u128;
         self.min = self.min.min(ns);
         self.max = self.max.max(ns);
@@ -217,8 +214,8 @@ impl Latency {
     }
 
     pub fn stats(&self) -> LatencyStats {
-        let count = self.count;
         let hist = self.histogram();
+        let count = hist.len();
         // Quantiles are exact to 3 significant digits, and clamped to the exact extremes.
         let q = |x: f64| {
             if count == 0 {
