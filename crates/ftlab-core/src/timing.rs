@@ -290,13 +290,14 @@ impl Timeline {
         let keep_gaps = self.read_priority;
         let die = &mut self.dies[d];
         let channel_free = &mut self.channel_free[at.channel as usize];
+        // Non-short-circuit `&`: one branch on the outcome, not one per condition.
         if self.multi_plane
-            && die.joinable
-            && die.kind == Kind::Read
-            && die.offset == at.offset
-            && die.planes & plane == 0
-            && ready <= die.start
-            && !background
+            & die.joinable
+            & (die.kind == Kind::Read)
+            & (die.offset == at.offset)
+            & (die.planes & plane == 0)
+            & (ready <= die.start)
+            & !background
         {
             // One more plane of a multi-plane read: sensed with the group, then out.
             let sensed = die.start + self.read_ns;
@@ -367,12 +368,13 @@ impl Timeline {
         let keep_gaps = self.read_priority;
         let die = &mut self.dies[d];
         let channel_free = &mut self.channel_free[at.channel as usize];
+        // Non-short-circuit `&`: one branch on the outcome, not one per condition.
         if self.multi_plane
-            && die.joinable
-            && die.kind == Kind::Program
-            && die.offset == at.offset
-            && die.planes & plane == 0
-            && !background
+            & die.joinable
+            & (die.kind == Kind::Program)
+            & (die.offset == at.offset)
+            & (die.planes & plane == 0)
+            & !background
         {
             let begin = ready.max(*channel_free);
             let transferred = begin + transfer_ns;
