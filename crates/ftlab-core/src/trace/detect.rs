@@ -50,6 +50,7 @@ pub(crate) fn detect(path: &Path, sample: &[u8], cfg: &TraceConfig) -> Result<&'
     if head.contains(&0) {
         return detect_binary(path, sample);
     }
+    let sample = sample.strip_prefix(super::UTF8_BOM).unwrap_or(sample);
     let mut lines: Vec<&[u8]> = sample.split(|&b| b == b'\n').collect();
     if sample.len() >= 64 << 10 && lines.len() > 1 {
         lines.pop(); // possibly cut short
@@ -60,6 +61,19 @@ pub(crate) fn detect(path: &Path, sample: &[u8], cfg: &TraceConfig) -> Result<&'
         .filter(|l| l.iter().any(|b| !b.is_ascii_whitespace()))
         .take(LINES)
         .collect();
+    if lines.is_empty() {
+        return Err(error(
+            path,
+            format!(
+                "the trace holds nothing but blank lines{}: no request to replay",
+                if sample.len() >= input::SAMPLE {
+                    format!(" in its first {} KiB", input::SAMPLE >> 10)
+                } else {
+                    String::new()
+                }
+            ),
+        ));
+    }
     let mut best: Option<(usize, &'static str)> = None;
     for f in FORMATS
         .iter()
@@ -172,6 +186,15 @@ fn detect_binary(path: &Path, sample: &[u8]) -> Result<&'static Format> {
         if consistent {
             return Ok(format("vscsi"));
         }
+    }
+    // Text saved as UTF-16 (Windows tools): every other byte of ASCII is a NUL.
+    if sample.starts_with(&[0xff, 0xfe]) || sample.starts_with(&[0xfe, 0xff]) {
+        return Err(error(
+            path,
+            "UTF-16 text (it starts with a UTF-16 byte-order mark): the text formats are read \
+             as ASCII or UTF-8; convert the file (for example `iconv -f UTF-16 -t UTF-8`)"
+                .into(),
+        ));
     }
     if is_oracle_general(sample) {
         return Err(error(

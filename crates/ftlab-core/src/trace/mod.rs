@@ -352,6 +352,21 @@ impl Devices {
         Ok(id)
     }
 
+    /// Forgets the devices numbered `len` and above: those a line named before it turned
+    /// out to be bad. A device appears once a request of it does, so that the device
+    /// numbers (and replay's address ranges, which follow them) have no gaps.
+    pub(crate) fn truncate(&mut self, len: usize) {
+        if len >= self.names.len() {
+            return;
+        }
+        self.names.truncate(len);
+        // By number: the names kept are lossy UTF-8, the keys the bytes as read.
+        self.index.retain(|_, id| (*id as usize) < len);
+        if self.last >= len {
+            self.last = 0;
+        }
+    }
+
     pub fn name(&self, id: u32) -> &str {
         &self.names[id as usize]
     }
@@ -663,6 +678,9 @@ impl LineFormat for Parser {
     }
 }
 
+/// The UTF-8 byte-order mark some tools write at the start of a text file.
+pub(crate) const UTF8_BOM: &[u8] = b"\xef\xbb\xbf";
+
 const CHUNK: usize = 1 << 20;
 /// A line longer than this is an error (a binary file read as text, most likely).
 const MAX_LINE: usize = 1 << 20;
@@ -772,8 +790,16 @@ impl<R: Read, P: LineFormat> LineReader<R, P> {
             if end > start && self.buf[end - 1] == b'\r' {
                 end -= 1;
             }
+            // A UTF-8 byte-order mark (CSV saved by Windows tools) is not part of the
+            // first field.
+            let start = if self.state.line == 1 && self.buf[start..end].starts_with(UTF8_BOM) {
+                start + UTF8_BOM.len()
+            } else {
+                start
+            };
             let line = &self.buf[start..end];
             self.state.diagnostics.lines += 1;
+            let devices_before = self.state.devices.len();
             let parsed = self
                 .parser
                 .parse(line, self.state.line, &mut self.state.devices)
@@ -795,6 +821,8 @@ impl<R: Read, P: LineFormat> LineReader<R, P> {
                     }
                 }
                 Err(message) => {
+                    // The line may have named a new device before failing a check.
+                    self.state.devices.truncate(devices_before);
                     let err = self.bad(message);
                     if !self.skip_bad {
                         return Err(err);

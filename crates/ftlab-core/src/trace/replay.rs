@@ -338,6 +338,29 @@ impl Replay {
         }
     }
 
+    #[cold]
+    fn no_requests(&self) -> Error {
+        let d = &self.report.diagnostics;
+        let mut message = format!(
+            "no request to replay: {} line(s) or record(s) read as {}",
+            d.lines, self.report.format
+        );
+        if d.lines_without_request > 0 {
+            message += &format!(", {} without a request", d.lines_without_request);
+        }
+        if d.bad_lines > 0 {
+            message += &format!(
+                ", {} bad and skipped (first: {})",
+                d.bad_lines,
+                d.bad_line_examples.first().map_or("", String::as_str)
+            );
+        }
+        Error::Io {
+            file: self.source.file().to_path_buf(),
+            message,
+        }
+    }
+
     /// Maps a record of kept device `k` onto the device; None when the optimistic plan
     /// does not fit the trace.
     fn map(&mut self, rec: &super::Record, k: u32) -> Result<Option<Request>> {
@@ -450,6 +473,11 @@ impl Iterator for Replay {
             }
             if self.exhausted {
                 self.publish(false);
+                if self.report.requests == 0 {
+                    // A run of nothing reports nothing: most likely the wrong --format, a
+                    // trace of headers alone, or every line skipped as bad.
+                    return Some(Err(self.no_requests()));
+                }
                 return None;
             }
             let rec = match self.source.next_record() {

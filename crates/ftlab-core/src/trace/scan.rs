@@ -234,7 +234,15 @@ struct Accumulator {
 }
 
 impl Accumulator {
-    fn add(&mut self, rec: &Record, k: u32, name: &str, file: &Path, line: u64) -> Result<()> {
+    /// Counts `rec`, of kept device `k` (`names`: the kept devices' names).
+    fn add(
+        &mut self,
+        rec: &Record,
+        k: u32,
+        names: &[String],
+        file: &Path,
+        line: u64,
+    ) -> Result<()> {
         let end = rec.offset_bytes + rec.len_bytes;
         let first_page = rec.offset_bytes / self.page;
         let end_page = end.div_ceil(self.page);
@@ -283,9 +291,12 @@ impl Accumulator {
             }
         }
         self.last_time = t;
-        if k as usize == self.devices.len() {
+        // Kept devices come in order, each with its first request; should one ever come
+        // without (a device a reader named but gave no request of), it is listed empty
+        // rather than misnumbering the ones after it.
+        while self.devices.len() <= k as usize {
             self.devices.push(DeviceStats {
-                name: name.to_string(),
+                name: names[self.devices.len()].clone(),
                 requests: 0,
                 reads: 0,
                 writes: 0,
@@ -297,6 +308,9 @@ impl Accumulator {
             self.device_end_pages.push(0);
         }
         let d = &mut self.devices[k as usize];
+        if d.requests == 0 {
+            (d.min_offset_bytes, d.max_end_bytes) = (rec.offset_bytes, end);
+        }
         d.requests += 1;
         match rec.op {
             Op::Read => d.reads += 1,
@@ -355,8 +369,7 @@ pub fn scan(
         let Some(k) = filter.kept(rec.dev, source.devices()) else {
             continue;
         };
-        let name = &filter.names[k as usize];
-        acc.add(&rec, k, name, source.file(), source.line())?;
+        acc.add(&rec, k, &filter.names, source.file(), source.line())?;
     }
     progress(count, 1.0);
     filter.check(path, source.devices())?;
