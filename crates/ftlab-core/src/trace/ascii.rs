@@ -4,7 +4,7 @@
 //! unit differs between tools: whole nanoseconds for MQSim and SSDSim, decimal
 //! milliseconds for DiskSim's own traces (`13.191135`). Unless a unit is given, the first
 //! request's timestamp decides for the whole trace: with a decimal point, milliseconds;
-//! without, nanoseconds. Fields after the fifth are ignored; lines starting with `#` are
+//! without, nanoseconds (a bare `0`, the same in any unit, leaves it to the next). Fields after the fifth are ignored; lines starting with `#` are
 //! comments. `dev` is a device (or ASU) number.
 
 use super::{fields, parse_time_ns, parse_u64, sectors_to_bytes, Devices, LineFormat, Record};
@@ -52,15 +52,20 @@ impl LineFormat for DiskSimAscii {
         let lba = next("lba")?;
         let sectors = next("sectors")?;
         let op = next("op")?;
-        let unit =
-            *self
-                .ns_per_unit
-                .get_or_insert(if time.contains(&b'.') { 1_000_000 } else { 1 });
+        let decimal = time.contains(&b'.');
+        let unit = self
+            .ns_per_unit
+            .unwrap_or(if decimal { 1_000_000 } else { 1 });
         let time_ns = parse_time_ns(time, unit)?;
         parse_u64(dev, "dev")?;
         let offset_bytes = sectors_to_bytes(parse_u64(lba, "lba")?, "lba")?;
         let len_bytes = sectors_to_bytes(parse_u64(sectors, "sectors")?, "sectors")?;
         let op = parse_u64(op, "op")?;
+        // Only a good line decides, and a bare `0` does not (it is 0 in any unit: SSDSim's
+        // traces start with several), so that `0` then `13.191135` reads as milliseconds.
+        if decimal || time_ns != 0 {
+            self.ns_per_unit.get_or_insert(unit);
+        }
         Ok(Some(Record {
             time_ns,
             offset_bytes,
@@ -128,6 +133,22 @@ mod tests {
             times(&["938513000 4 264 16 0", "938828000.25 3 197 16 0"]),
             [938_513_000, 938_828_000]
         );
+        assert_eq!(
+            times(&[
+                "0 0 303567 7 0",
+                "0 1 55590 6 0",
+                "26214000 0 303574 7 0",
+                "7.5 0 8 8 0"
+            ]),
+            [0, 0, 26_214_000, 8]
+        );
+        // A bare 0 does not decide; a bad line does not either.
+        assert_eq!(times(&["0 0 8 8 0", "13.191135 30 0 5 1"]), [0, 13_191_135]);
+        let mut p = DiskSimAscii::auto_unit();
+        let mut devices = Devices::default();
+        assert!(p.parse(b"5 0 x 8 0", 1, &mut devices).is_err());
+        let r = p.parse(b"13.5 0 8 8 0", 2, &mut devices).unwrap().unwrap();
+        assert_eq!(r.time_ns, 13_500_000);
     }
 
     #[test]

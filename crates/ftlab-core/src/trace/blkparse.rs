@@ -4,7 +4,8 @@
 //! system) or `C` (completed) on request; the other events (A, G, I, M, P, U, m, ...) are
 //! skipped. In RWBS, `D` is a discard (trim), `R` a read, `W` a write; events without
 //! data (`N`, pure flushes of 0 sectors) are skipped. The per-CPU and total summary that
-//! blkparse prints at the end is skipped. The device is `maj,min`.
+//! blkparse prints at the end is skipped (and events after it, of outputs concatenated,
+//! read). The device is `maj,min`.
 
 use super::{
     fields, parse_time_ns, parse_u64, sectors_to_bytes, show, BlkEvent, Devices, LineFormat, Record,
@@ -61,13 +62,18 @@ impl LineFormat for Blkparse {
         _: u64,
         devices: &mut Devices,
     ) -> Result<Option<Record>, String> {
-        if self.in_summary {
-            return Ok(None);
-        }
         let mut f = fields(line);
         let Some(dev) = f.next() else {
             return Ok(None);
         };
+        if self.in_summary {
+            if !is_device(dev) {
+                return Ok(None);
+            }
+            // Events again after a summary: blkparse outputs of several runs or devices
+            // concatenated. No summary line starts with a device number.
+            self.in_summary = false;
+        }
         if !is_device(dev) {
             if starts_summary(line) {
                 self.in_summary = true;
@@ -192,6 +198,12 @@ Events (8,33): 677 entries
         assert_eq!(parse_all(BlkEvent::Q, SAMPLE).unwrap().len(), 1);
         let c = parse_all(BlkEvent::C, SAMPLE).unwrap();
         assert_eq!((c.len(), c[0].time_ns), (1, 500_000));
+    }
+
+    #[test]
+    fn events_after_a_summary_are_read() {
+        let two = format!("{SAMPLE}{SAMPLE}");
+        assert_eq!(parse_all(BlkEvent::D, &two).unwrap().len(), 6);
     }
 
     #[test]

@@ -906,11 +906,24 @@ pub(crate) fn show(field: &[u8]) -> String {
 /// An unsigned decimal integer field.
 #[inline]
 pub(crate) fn parse_u64(field: &[u8], name: &str) -> std::result::Result<u64, String> {
-    if field.is_empty() || field.len() > 20 {
+    if field.is_empty() {
         return Err(not_unsigned(field, name));
     }
+    // Leading zeros (zero-padded columns) do not make a number too long.
+    let digits = if field.len() > 20 {
+        without_leading_zeros(field)
+    } else {
+        field
+    };
+    if digits.len() > 20 {
+        return Err(if digits.iter().all(u8::is_ascii_digit) {
+            format!("{name} `{}` is too large", show(field))
+        } else {
+            not_unsigned(field, name)
+        });
+    }
     let mut v: u64 = 0;
-    for &b in field {
+    for &b in digits {
         let d = b.wrapping_sub(b'0');
         if d > 9 {
             return Err(not_unsigned(field, name));
@@ -921,6 +934,13 @@ pub(crate) fn parse_u64(field: &[u8], name: &str) -> std::result::Result<u64, St
             .ok_or_else(|| format!("{name} `{}` is too large", show(field)))?;
     }
     Ok(v)
+}
+
+/// `field` without its leading zeros, but one if it is all zeros.
+#[cold]
+fn without_leading_zeros(field: &[u8]) -> &[u8] {
+    let zeros = field.iter().take_while(|&&b| b == b'0').count();
+    &field[zeros.min(field.len().saturating_sub(1))..]
 }
 
 #[cold]
@@ -949,6 +969,11 @@ pub(crate) fn parse_time_ns(field: &[u8], ns_per_unit: u64) -> std::result::Resu
         None => (field, &field[field.len()..]),
     };
     let digits = |s: &[u8]| s.iter().all(u8::is_ascii_digit);
+    let int = if int.len() > 20 {
+        without_leading_zeros(int)
+    } else {
+        int
+    };
     if !int.is_empty() && int.len() <= 20 && digits(int) && digits(frac) {
         let whole = parse_u64(int, "time")?;
         let mut ns = whole
@@ -1102,6 +1127,20 @@ mod tests {
         assert!(parse_time_ns(b"nan", 1).is_err());
         assert!(parse_time_ns(b"", 1).is_err());
         assert!(parse_time_ns(b"99999999999999999999", 1000).is_err());
+        // Zero-padded: exact, however long.
+        assert_eq!(
+            parse_time_ns(b"0000000000001456095145.133076001", 1_000_000_000),
+            Ok(1_456_095_145_133_076_001)
+        );
+        assert_eq!(parse_time_ns(b"000", 1), Ok(0));
+        assert_eq!(parse_u64(b"0000000000000000000000042", "x"), Ok(42));
+        assert_eq!(parse_u64(b"0", "x"), Ok(0));
+        assert!(parse_u64(b"000000000000000000000000000000x", "x")
+            .unwrap_err()
+            .contains("not an unsigned integer"));
+        assert!(parse_u64(b"123456789012345678901", "x")
+            .unwrap_err()
+            .contains("too large"));
         assert!(time_unit_ns("fortnight").is_err());
     }
 
