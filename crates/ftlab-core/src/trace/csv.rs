@@ -11,6 +11,10 @@
 //!   512-byte sectors, IOType 0 = read, 1 = write; offsets are per volume.
 //! - UMass / SPC (Financial, WebSearch): `ASU,LBA,Size,Opcode,Timestamp[,...]`; LBA in
 //!   512-byte sectors, Size in bytes, Opcode `r`/`w`, seconds; the device is the ASU.
+//! - Alibaba Cloud block traces (2020, `io_traces.csv`; 1,000 virtual disks of its elastic
+//!   block service): `device_id,opcode,offset,length,timestamp`, no header; opcode `R`/`W`,
+//!   bytes, Unix microseconds; the device is the virtual disk. Exactly five fields, so
+//!   that a line of another layout with `R` or `W` second is not taken for one.
 //! - CloudPhysics vSCSI as CSV (libCacheSim's `cloudPhysicsIO.csv`):
 //!   `version,time,op,size,lbn` with that header; the vscsi record version (1 or 2),
 //!   seconds (the binary trace's microseconds truncated), the SCSI opcode in hexadecimal
@@ -240,6 +244,58 @@ impl LineFormat for Spc {
     }
 }
 
+pub struct Alibaba {
+    ns_per_unit: u64,
+}
+
+impl Alibaba {
+    pub fn new(ns_per_unit: u64) -> Self {
+        Alibaba { ns_per_unit }
+    }
+}
+
+const ALIBABA_LAYOUT: &str = "device_id,opcode,offset,length,timestamp";
+
+impl LineFormat for Alibaba {
+    fn parse(
+        &mut self,
+        line: &[u8],
+        _: u64,
+        devices: &mut Devices,
+    ) -> Result<Option<Record>, String> {
+        if is_blank(line) {
+            return Ok(None);
+        }
+        let [device, kind, offset, length, time] = split::<5>(line, ALIBABA_LAYOUT)?;
+        if device.eq_ignore_ascii_case(b"device_id") {
+            return Ok(None); // a header, should a copy have one
+        }
+        let n = csv_fields(line).count();
+        if n != 5 {
+            return Err(format!(
+                "{n} fields where 5 are expected (`{ALIBABA_LAYOUT}`)"
+            ));
+        }
+        let op = match kind {
+            b"R" | b"r" => Op::Read,
+            b"W" | b"w" => Op::Write,
+            _ => return Err(format!("opcode `{}` is neither R nor W", show(kind))),
+        };
+        parse_u64(device, "device_id")?;
+        Ok(Some(Record {
+            time_ns: parse_time_ns(time, self.ns_per_unit)?,
+            offset_bytes: parse_u64(offset, "offset")?,
+            len_bytes: parse_u64(length, "length")?,
+            dev: devices.id(device)?,
+            op,
+        }))
+    }
+
+    fn format_name(&self) -> &'static str {
+        "alibaba"
+    }
+}
+
 pub struct VscsiCsv {
     ns_per_unit: u64,
 }
@@ -406,6 +462,35 @@ mod tests {
             .unwrap_err()
             .contains("Opcode `x`"));
         assert!(one(&mut p, "0,1,512,r").unwrap_err().contains("where 5"));
+    }
+
+    #[test]
+    fn alibaba() {
+        let mut p = Alibaba::new(1_000);
+        let r = one(&mut p, "0,R,126703644672,4096,1577808000000626")
+            .unwrap()
+            .unwrap();
+        assert_eq!(r.time_ns, 1_577_808_000_000_626_000);
+        assert_eq!(
+            (r.offset_bytes, r.len_bytes, r.op),
+            (126_703_644_672, 4096, Op::Read)
+        );
+        let mut devices = Devices::default();
+        p.parse(b"419,W,8728576,4096,1577808144249593", 1, &mut devices)
+            .unwrap();
+        assert_eq!(devices.names(), ["419"]);
+        assert_eq!(
+            one(&mut p, "device_id,opcode,offset,length,timestamp"),
+            Ok(None)
+        );
+        let e = one(&mut p, "0,X,0,4096,1").unwrap_err();
+        assert!(e.contains("opcode `X`"), "{e}");
+        let e = one(&mut p, "0,R,0,4096,1,5").unwrap_err();
+        assert!(e.contains("6 fields where 5"), "{e}");
+        let e = one(&mut p, "0,R,0,4096").unwrap_err();
+        assert!(e.contains("4 field(s) where 5"), "{e}");
+        let e = one(&mut p, "vd1,R,0,4096,1").unwrap_err();
+        assert!(e.contains("device_id `vd1`"), "{e}");
     }
 
     #[test]
