@@ -74,23 +74,29 @@ fn guarded<T: Send + 'static>(
 
 /// Reads every record of `bytes` as `format` (or `auto`), guarded against panics and hangs.
 fn read(bytes: &[u8], format: &str, skip_bad_lines: bool) -> Outcome {
+    read_in(bytes, format, skip_bad_lines, "auto")
+}
+
+/// [`read`] with timestamps in `time_unit`.
+fn read_in(bytes: &[u8], format: &str, skip_bad_lines: bool, time_unit: &str) -> Outcome {
     let owned = bytes.to_vec();
-    let name = format.to_string();
+    let (name, unit) = (format.to_string(), time_unit.to_string());
     guarded(
         || {
             format!(
-                "reading as {format} (skip {skip_bad_lines}): \"{}\"",
+                "reading as {format} in {time_unit} (skip {skip_bad_lines}): \"{}\"",
                 shown(bytes)
             )
         },
         READ_LIMIT,
-        move || read_unguarded(owned, &name, skip_bad_lines),
+        move || read_unguarded(owned, &name, skip_bad_lines, &unit),
     )
 }
 
-fn read_unguarded(bytes: Vec<u8>, format: &str, skip_bad_lines: bool) -> Outcome {
+fn read_unguarded(bytes: Vec<u8>, format: &str, skip_bad_lines: bool, time_unit: &str) -> Outcome {
     let cfg = TraceConfig {
         format: format.into(),
+        time_unit: time_unit.into(),
         skip_bad_lines,
         sort_window: 16,
         ..TraceConfig::default()
@@ -963,15 +969,21 @@ static FILES: AtomicU64 = AtomicU64::new(0);
 const SIMULATION_LIMIT: Duration = Duration::from_secs(60);
 
 /// Runs a whole simulation of `bytes` read as `format` (page FTL, mapping only, verified,
-/// a small device fitted to the trace), as `ftlab run --trace` does: it must not panic,
-/// and must replay exactly the requests the reader gave (`expected`), or fail with an
-/// error about the trace that names its file.
+/// a small device fitted to the trace, replay set up as `variant` says), as `ftlab run
+/// --trace` does: it must not panic, and must replay exactly the requests the reader
+/// gives, or fail with an error about the trace that names its file.
 fn simulate(
     bytes: &[u8],
     format: &str,
     skip_bad_lines: bool,
-    expected: &[Record],
+    variant: &Variant,
 ) -> Result<(), TestCaseError> {
+    let (variant, time_unit) = *variant;
+    let read = read_in(bytes, format, skip_bad_lines, time_unit);
+    if read.error.is_some() {
+        return Ok(()); // checked where it is read
+    }
+    let expected = &read.records;
     // A few pages at most: the point is every path, not volume.
     let pages: u64 = expected
         .iter()
@@ -987,25 +999,28 @@ fn simulate(
         FILES.fetch_add(1, Ordering::Relaxed)
     ));
     std::fs::write(&path, bytes).unwrap();
+    let mut sets: Vec<String> = vec![
+        "replay.timing=false".into(),
+        format!("trace.skip_bad_lines={skip_bad_lines}"),
+        "trace.device_size=\"fit\"".into(),
+        "geometry.channels=1".into(),
+        "geometry.chips_per_channel=1".into(),
+        "geometry.dies_per_chip=1".into(),
+        "geometry.planes_per_die=2".into(),
+        "geometry.pages_per_block=16".into(),
+    ];
+    sets.extend(variant.iter().map(|s| s.to_string()));
+    sets.push(format!("trace.time_unit=\"{time_unit}\""));
     let opts = RunOptions {
         ftl: "page".into(),
         trace: Some(path.clone()),
         verify: true,
         format: format.into(),
-        sets: vec![
-            "replay.timing=false".into(),
-            format!("trace.skip_bad_lines={skip_bad_lines}"),
-            "trace.device_size=\"fit\"".into(),
-            "geometry.channels=1".into(),
-            "geometry.chips_per_channel=1".into(),
-            "geometry.dies_per_chip=1".into(),
-            "geometry.planes_per_die=2".into(),
-            "geometry.pages_per_block=16".into(),
-        ],
+        sets,
         ..RunOptions::default()
     };
     let what = format!(
-        "simulating as {format} (skip {skip_bad_lines}): \"{}\"",
+        "simulating as {format} (skip {skip_bad_lines}, {variant:?}): \"{}\"",
         shown(bytes)
     );
     let out = guarded(
@@ -1035,14 +1050,32 @@ fn simulate(
     Ok(())
 }
 
+/// How replay is configured in the simulations: the default (devices laid out one after
+/// the other, addresses compacted if they do not fit), and the other settings of
+/// `[trace]` that do not change which requests are replayed.
+/// `[trace]` settings, and the time unit.
+type Variant = (&'static [&'static str], &'static str);
+
+const VARIANTS: &[Variant] = &[
+    (&[], "auto"),
+    (&["trace.device_layout=\"merged\""], "auto"),
+    (&["trace.compact=\"always\""], "auto"),
+    (&["trace.order=\"clamp\"", "trace.max_gap_ns=1000"], "auto"),
+    (&["trace.sort_window=1"], "auto"),
+    (&[], "ns"),
+    (&[], "s"),
+];
+
 /// Checks every way of reading a damaged sample, and simulates it where it reads.
 fn exercise(
     sample: &Sample,
     bytes: &[u8],
     lines_known: bool,
     other: &Index,
+    variant: &Index,
 ) -> Result<(), TestCaseError> {
     let other = other.get(FORMATS).name;
+    let variant = variant.get(VARIANTS);
     for name in [sample.format, "auto", other] {
         for skip in [false, true] {
             let out = read(bytes, name, skip);
@@ -1053,7 +1086,7 @@ fn exercise(
             );
             check(&out, lines_known.then_some(bytes), &what)?;
             if name == sample.format && out.error.is_none() {
-                simulate(bytes, name, skip, &out.records)?;
+                simulate(bytes, name, skip, variant)?;
             }
         }
     }
@@ -1073,7 +1106,7 @@ fn samples_are_valid() {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: cases(160), ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: cases(384), ..ProptestConfig::default() })]
 
     #[test]
     fn damaged_samples_read_or_say_where(
@@ -1081,12 +1114,13 @@ proptest! {
         edits in proptest::collection::vec(edit(), 1..5),
         w in wrap(),
         other in any::<Index>(),
+        variant in any::<Index>(),
     ) {
         let all = samples();
         let text: Vec<&Sample> = all.iter().filter(|s| !s.is_binary()).collect();
         let sample = *which.get(&text);
         let (bytes, lines_known) = apply(damage(&sample.bytes, &edits), &w);
-        exercise(sample, &bytes, lines_known, &other)?;
+        exercise(sample, &bytes, lines_known, &other, &variant)?;
     }
 
     #[test]
@@ -1095,13 +1129,14 @@ proptest! {
         edits in proptest::collection::vec(binary_edit(), 1..5),
         gzipped in any::<bool>(),
         other in any::<Index>(),
+        variant in any::<Index>(),
     ) {
         let all = samples();
         let binary: Vec<&Sample> = all.iter().filter(|s| s.is_binary()).collect();
         let sample = *which.get(&binary);
         let bytes = damage_binary(&sample.bytes, &edits);
         let bytes = if gzipped { gzip(&bytes) } else { bytes };
-        exercise(sample, &bytes, !gzipped, &other)?;
+        exercise(sample, &bytes, !gzipped, &other, &variant)?;
     }
 }
 
@@ -1170,7 +1205,7 @@ fn transparent_changes_keep_the_requests() {
 /// readers take, a line longer than detection samples before good ones.
 #[test]
 fn edge_inputs_read_or_say_where() {
-    let mut inputs: Vec<Vec<u8>> = vec![
+    let inputs: Vec<Vec<u8>> = vec![
         Vec::new(),
         b"\n".to_vec(),
         b"\n\n \t\n".to_vec(),
@@ -1184,19 +1219,41 @@ fn edge_inputs_read_or_say_where() {
         b"fio version 3 iolog\n".to_vec(),
         b"# t dev lba n op\n".to_vec(),
         b"0 0 8 8 0\r1 0 16 8 1\r".to_vec(),
-        vec![b'7'; 3 << 20],
-        [vec![b' '; 2 << 20], b"0 0 8 8 0\n".to_vec()].concat(),
     ];
-    for s in samples().iter().filter(|s| !s.is_binary()) {
-        inputs.push([vec![b'#'; 70_000], b"\n".to_vec(), s.bytes.clone()].concat());
-        inputs.push([s.bytes.clone(), vec![b'x'; 3 << 20]].concat());
-    }
     for bytes in &inputs {
         read_every_way(bytes).unwrap();
         for format in FORMATS.iter().map(|f| f.name) {
-            let out = read(bytes, format, true);
-            if out.error.is_none() {
-                simulate(bytes, format, true, &out.records).unwrap();
+            if read(bytes, format, true).error.is_none() {
+                for variant in VARIANTS {
+                    simulate(bytes, format, true, variant).unwrap();
+                }
+            }
+        }
+    }
+    // Long lines: read as their format and detected (every format on megabytes would be
+    // slow).
+    let mut long: Vec<(&str, Vec<u8>)> = vec![
+        ("disksim", vec![b'7'; 3 << 20]),
+        (
+            "disksim",
+            [vec![b' '; 2 << 20], b"0 0 8 8 0\n".to_vec()].concat(),
+        ),
+    ];
+    for s in samples().iter().filter(|s| !s.is_binary()) {
+        let tail = [s.bytes.clone(), vec![b'x'; 3 << 20]].concat();
+        long.push((s.format, tail));
+        let head = [vec![b'#'; 70_000], b"\n".to_vec(), s.bytes.clone()].concat();
+        long.push((s.format, head));
+    }
+    for (format, bytes) in &long {
+        for name in [*format, "auto"] {
+            for skip in [false, true] {
+                let out = read(bytes, name, skip);
+                let what = format!("{name} (skip {skip}) \"{}\"", shown(bytes));
+                check(&out, Some(bytes), &what).unwrap();
+                if name == *format && out.error.is_none() {
+                    simulate(bytes, name, skip, &VARIANTS[0]).unwrap();
+                }
             }
         }
     }

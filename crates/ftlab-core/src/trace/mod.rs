@@ -439,7 +439,15 @@ pub struct ReaderState {
     pub devices: Devices,
     pub diagnostics: Diagnostics,
     failed: bool,
+    /// Lines of nothing but white space (neither requests, nor bad, nor counted without
+    /// a request).
+    blank_lines: u64,
 }
+
+/// With `trace.skip_bad_lines`, this many bad lines (or records) before the first request
+/// stop the reader: the trace is not in the format it is read as (or is not a trace), and
+/// skipping on would only churn through it (forever, from a device or a pipe).
+pub const MAX_BAD_BEFORE_A_REQUEST: u64 = 10_000;
 
 impl ReaderState {
     pub fn new(file: PathBuf) -> Self {
@@ -449,7 +457,31 @@ impl ReaderState {
             devices: Devices::default(),
             diagnostics: Diagnostics::default(),
             failed: false,
+            blank_lines: 0,
         }
+    }
+
+    /// Counts `err`, a bad line, as skipped (`trace.skip_bad_lines`); an error once
+    /// [`MAX_BAD_BEFORE_A_REQUEST`] are, without a request among the lines read.
+    pub(crate) fn skip_bad(&mut self, err: Error) -> Result<()> {
+        self.diagnostics.bad(err.to_string());
+        let d = &self.diagnostics;
+        let requests = d
+            .lines
+            .saturating_sub(d.bad_lines + d.lines_without_request + self.blank_lines);
+        if d.bad_lines >= MAX_BAD_BEFORE_A_REQUEST && requests == 0 {
+            return Err(Error::Trace {
+                file: self.file.clone(),
+                line: self.line.max(1),
+                message: format!(
+                    "{} bad lines and not one request: is it a trace of the format it is read \
+                     as? The first: {}",
+                    d.bad_lines,
+                    d.bad_line_examples.first().map_or("", String::as_str)
+                ),
+            });
+        }
+        Ok(())
     }
 }
 
@@ -829,6 +861,8 @@ impl<R: Read, P: LineFormat> LineReader<R, P> {
                 Ok(None) => {
                     if line.iter().any(|b| !b.is_ascii_whitespace()) {
                         self.state.diagnostics.lines_without_request += 1;
+                    } else {
+                        self.state.blank_lines += 1;
                     }
                 }
                 Err(message) => {
@@ -838,7 +872,7 @@ impl<R: Read, P: LineFormat> LineReader<R, P> {
                     if !self.skip_bad {
                         return Err(err);
                     }
-                    self.state.diagnostics.bad(err.to_string());
+                    self.state.skip_bad(err)?;
                 }
             }
         }
@@ -1089,6 +1123,31 @@ mod tests {
             d.bad_line_examples[1],
             "t:4: lba `bad` is not an unsigned integer"
         );
+    }
+
+    #[test]
+    fn skipping_gives_up_on_a_trace_of_bad_lines_alone() {
+        let read = |text: &[u8]| {
+            let mut r = LineReader::new(text, PathBuf::from("t"), DiskSimAscii::new(1), true);
+            let mut n = 0;
+            loop {
+                match r.next_record() {
+                    Ok(Some(_)) => n += 1,
+                    Ok(None) => return Ok(n),
+                    Err(e) => return Err(e.to_string()),
+                }
+            }
+        };
+        let bad = b"x y z\n\n# comment\n".repeat(MAX_BAD_BEFORE_A_REQUEST as usize + 5);
+        let e = read(&bad).unwrap_err();
+        assert!(
+            e.starts_with("t:29998: 10000 bad lines and not one request")
+                && e.contains("The first: t:1: missing field `sectors`"),
+            "{e}"
+        );
+        // One request first: the bad lines are skipped, however many.
+        let some = [&b"0 0 8 8 0\n"[..], &bad].concat();
+        assert_eq!(read(&some), Ok(1));
     }
 
     #[test]

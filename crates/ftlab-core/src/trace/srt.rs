@@ -189,7 +189,7 @@ impl<R: Read> SrtReader<R> {
                     if !self.skip_bad {
                         return Err(err);
                     }
-                    self.state.diagnostics.bad(err.to_string());
+                    self.state.skip_bad(err)?;
                 }
             }
         }

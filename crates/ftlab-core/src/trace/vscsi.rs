@@ -162,7 +162,7 @@ impl<R: Read> VscsiReader<R> {
                 if !self.skip_bad {
                     return Err(err);
                 }
-                self.state.diagnostics.bad(err.to_string());
+                self.state.skip_bad(err)?;
                 continue;
             }
             let rec = &self.buf[self.pos..self.pos + size];
@@ -203,7 +203,7 @@ impl<R: Read> VscsiReader<R> {
                     if !self.skip_bad {
                         return Err(err);
                     }
-                    self.state.diagnostics.bad(err.to_string());
+                    self.state.skip_bad(err)?;
                     continue;
                 }
             };
@@ -216,7 +216,7 @@ impl<R: Read> VscsiReader<R> {
                 if !self.skip_bad {
                     return Err(err);
                 }
-                self.state.diagnostics.bad(err.to_string());
+                self.state.skip_bad(err)?;
                 continue;
             }
             return Ok(Some(Record {
@@ -311,6 +311,23 @@ mod tests {
             assert_eq!((recs[1].op, recs[1].time_ns), (Op::Read, 7_000));
             assert_eq!(diag.lines_without_request, 1);
         }
+    }
+
+    #[test]
+    fn skipping_bad_records_of_an_endless_stream_ends() {
+        // A SYNCHRONIZE CACHE (no request), then nothing but records of another version.
+        let first = v1(0x35, 0, 0, 0);
+        let input = std::io::Cursor::new(first).chain(std::io::repeat(2));
+        let settings = Settings {
+            unit_override: None,
+            blkparse_event: BlkEvent::D,
+        };
+        let mut r = VscsiReader::new(input, PathBuf::from("t.vscsi"), &settings, true);
+        let e = r.next_record().unwrap_err().to_string();
+        assert!(
+            e.starts_with("t.vscsi:10001: 10000 bad lines and not one request"),
+            "{e}"
+        );
     }
 
     #[test]
