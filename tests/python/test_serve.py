@@ -106,3 +106,25 @@ def test_shutdown_writes_the_run_report(tmp_path: Path) -> None:
     assert report["ftl"] == "page" and report["source"]["kind"] == "device"
     assert host["pages_written"] == 1024 and host["pages_read"] == 1024
     assert report["metrics"]["flash"]["programs"]["host"] == 1024
+
+
+def test_an_interrupt_during_start_up_stops_the_server(tmp_path: Path) -> None:
+    # SIGTERM sent as soon as the "ready" line appears can land while `on_start` still
+    # runs Python code: the KeyboardInterrupt it raises there must stop the server too.
+    def on_start(startup: str, address: str) -> None:
+        raise KeyboardInterrupt
+
+    ticks: list[str] = []
+
+    def tick(status: str) -> bool:
+        ticks.append(status)
+        return len(ticks) < 50  # about 10 s: the server would otherwise run on
+
+    report = json.loads(
+        _core.serve(
+            "page", str(tmp_path / "store"), "127.0.0.1:0", False, False, on_start, tick,
+            preset="small", sets=SMALL_DEVICE,
+        )
+    )  # fmt: skip
+    assert report["ftl"] == "page"
+    assert ticks == [], f"the server ran on for {len(ticks)} ticks after the interrupt"

@@ -326,17 +326,24 @@ fn serve(
         export_name: "ftlab".into(),
     };
     let result = py.allow_threads(|| {
+        // A signal that lands while `on_start` runs Python code raises there: remembered,
+        // so that the first tick stops the server rather than the interrupt being lost.
+        let interrupted = std::cell::Cell::new(false);
         let mut started = |startup: &ftlab_nbd::recovery::Startup, address: &str| {
             let text = serde_json::to_string(startup).unwrap_or_default();
             Python::with_gil(|py| {
                 if let Err(e) = on_start.call1(py, (text, address)) {
-                    e.print(py);
+                    if e.is_instance_of::<pyo3::exceptions::PyKeyboardInterrupt>(py) {
+                        interrupted.set(true);
+                    } else {
+                        e.print(py);
+                    }
                 }
             });
         };
         let mut tick_cb = |status: &ftlab_nbd::Status| -> bool {
             Python::with_gil(|py| {
-                if py.check_signals().is_err() {
+                if interrupted.get() || py.check_signals().is_err() {
                     return false;
                 }
                 let l = &status.live;
