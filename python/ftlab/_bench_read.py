@@ -66,6 +66,12 @@ def _vscsi_csv(r: Row) -> str:
     return f"1,{5633898 + t // 1_000_000_000},{'28' if read else '2a'},{n * 512},{lba}\n"
 
 
+def _alibaba(r: Row) -> str:
+    t, dev, lba, n, read = r
+    us = 1577808000000000 + t // 1000
+    return f"{dev},{'R' if read else 'W'},{lba * 512},{n * 512},{us}\n"
+
+
 def _fio(r: Row) -> str:
     t, dev, lba, n, read = r
     return f"{t // 1000} /dev/sdb {'read' if read else 'write'} {lba * 512} {n * 512}\n"
@@ -81,6 +87,7 @@ WRITERS: dict[str, tuple[str, Callable[[Row], str]]] = {
     "wiscsee": ("", _wiscsee),
     "vscsi-csv": ("version,time,op,size,lbn\n", _vscsi_csv),
     "fio": ("fio version 3 iolog\n0 /dev/sdb add\n", _fio),
+    "alibaba": ("", _alibaba),
 }
 
 

@@ -315,5 +315,5 @@ def test_trace_formats_lists_examples() -> None:
     out = ftlab("trace", "formats")
     assert out.returncode == 0
     names = ("msr", "systor", "tencent", "spc", "disksim", "vscsi", "fiu", "blkparse", "fio")
-    for name in (*names, "wiscsee", "vscsi-csv"):
+    for name in (*names, "wiscsee", "vscsi-csv", "alibaba"):
         assert name in out.stdout
