@@ -167,27 +167,71 @@ impl Oob {
         debug_assert!(self.lpa == NONE && self.seq <= u32::MAX as u64, "{self:?}");
         self.seq as u32
     }
+}
 
-    #[inline]
-    fn store(self) -> StoredOob {
-        [!self.lpa, self.seq as u32, (self.seq >> 32) as u32]
+/// The OOB headers of every page. A header is kept as 8 bytes, the logical page
+/// complemented and the low half of the sequence number, so that an erased page
+/// ([`Oob::ERASED`]) is all zero bits: a fresh device's array is zeroed memory, which the
+/// operating system maps lazily (pages never programmed cost no resident memory). The high
+/// halves, zero until a run passes 2^32 writes (or a filler page is programmed), get an
+/// array of their own only then: a third less memory touched on every program.
+struct OobStore {
+    low: Vec<[u32; 2]>,
+    /// Empty while every header's high half is zero; then one per page.
+    high: Vec<u32>,
+}
+
+impl OobStore {
+    fn new(pages: usize) -> Self {
+        OobStore {
+            low: vec![[0; 2]; pages],
+            high: Vec::new(),
+        }
     }
 
     #[inline]
-    fn load(stored: StoredOob) -> Oob {
+    fn get(&self, ppn: usize) -> Oob {
+        let [lpa, low] = self.low[ppn];
+        let high = self.high.get(ppn).copied().unwrap_or(0);
         Oob {
-            lpa: !stored[0],
-            seq: stored[1] as u64 | (stored[2] as u64) << 32,
+            lpa: !lpa,
+            seq: low as u64 | (high as u64) << 32,
+        }
+    }
+
+    #[inline]
+    fn set(&mut self, ppn: usize, oob: Oob) {
+        self.low[ppn] = [!oob.lpa, oob.seq as u32];
+        let high = (oob.seq >> 32) as u32;
+        if high != 0 || !self.high.is_empty() {
+            self.set_high(ppn, high);
+        }
+    }
+
+    #[cold]
+    fn set_high(&mut self, ppn: usize, high: u32) {
+        if self.high.is_empty() {
+            self.high = vec![0; self.low.len()];
+        }
+        self.high[ppn] = high;
+    }
+
+    #[inline]
+    fn copy(&mut self, src: usize, dst: usize) {
+        self.low[dst] = self.low[src];
+        if !self.high.is_empty() {
+            self.high[dst] = self.high[src];
+        }
+    }
+
+    /// Pages `first..end` erased.
+    fn erase(&mut self, first: usize, end: usize) {
+        self.low[first..end].fill([0; 2]);
+        if !self.high.is_empty() {
+            self.high[first..end].fill(0);
         }
     }
 }
-
-/// The OOB header as the model stores it, 12 bytes a page, 4-byte aligned: the logical
-/// page complemented, then the low and the high half of the sequence number. An erased
-/// page ([`Oob::ERASED`]) is all zero bits, so a fresh device's header array is zeroed
-/// memory, which the operating system maps lazily: pages never programmed cost no resident
-/// memory.
-type StoredOob = [u32; 3];
 
 /// A NAND rule the FTL broke.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -298,8 +342,8 @@ pub struct Flash {
     /// `block / blocks_per_unit` by a multiplication ([`DivideBy`]).
     unit_of_block: DivideBy,
     order: ProgramOrder,
-    /// OOB headers ([`StoredOob`]), interleaved so that a read touches one cache line.
-    oob: Vec<StoredOob>,
+    /// OOB headers, interleaved so that a read touches one cache line.
+    oob: OobStore,
     valid: Vec<u64>,
     /// Programmed bits, kept unless the order is sequential (then a page is programmed iff
     /// it lies below the write pointer).
@@ -473,8 +517,7 @@ impl Flash {
                 })
                 .collect(),
             order: cfg.nand.program_order,
-            // Zero bits (the erased header): allocated zeroed, never written here.
-            oob: vec![[0; 3]; pages],
+            oob: OobStore::new(pages),
             valid: vec![0; words],
             programmed: if cfg.nand.program_order != ProgramOrder::Sequential {
                 vec![0; words]
@@ -649,7 +692,7 @@ impl Flash {
     /// already paid the read (the OOB arrives with the page) and for tests.
     #[inline]
     pub fn oob(&self, ppn: Ppn) -> Oob {
-        Oob::load(self.oob[ppn as usize])
+        self.oob.get(ppn as usize)
     }
 
     /// The scheme's extra OOB bytes of a page (see [`Flash::oob`]).
@@ -878,7 +921,8 @@ impl Flash {
         let first = self.first_page(block);
         if self.order == ProgramOrder::Sequential {
             for hole in wp..offset {
-                self.oob[(first + hole) as usize] = Oob { lpa: NONE, seq: 0 }.store();
+                self.oob
+                    .set((first + hole) as usize, Oob { lpa: NONE, seq: 0 });
             }
         } else {
             set_bit(&mut self.programmed, ppn, true);
@@ -887,7 +931,7 @@ impl Flash {
             ProgramOrder::Sequential | ProgramOrder::Ascending => offset + 1,
             ProgramOrder::Any => wp + 1,
         };
-        self.oob[ppn as usize] = oob.store();
+        self.oob.set(ppn as usize, oob);
         Ok(())
     }
 
@@ -1063,7 +1107,7 @@ impl Flash {
             ProgramOrder::Ascending => offset + 1,
             ProgramOrder::Sequential | ProgramOrder::Any => self.write_ptr[block as usize] + 1,
         };
-        self.oob[ppn as usize] = oob.store();
+        self.oob.set(ppn as usize, oob);
         if self.extra_width > 0 {
             let start = ppn as usize * self.extra_width;
             let dst = &mut self.extra[start..start + self.extra_width];
@@ -1141,10 +1185,9 @@ impl Flash {
             return Ok(());
         }
         let n = to - from;
-        let stored = oob.store();
         for p in first + from..first + to {
             // Programmed, valid, then invalid again: the valid bit and count are unchanged.
-            self.oob[p as usize] = stored;
+            self.oob.set(p as usize, oob);
             if self.order != ProgramOrder::Sequential {
                 set_bit(&mut self.programmed, p, true);
             }
@@ -1257,7 +1300,7 @@ impl Flash {
                     let o = c + m.trailing_zeros();
                     m &= m - 1;
                     let (s, d) = (src_first + o, dst_first + o);
-                    self.oob[d as usize] = self.oob[s as usize];
+                    self.oob.copy(s as usize, d as usize);
                     if notify {
                         self.copied(s, d, self.oob(d));
                     }
@@ -1359,7 +1402,7 @@ impl Flash {
                         ProgramOrder::Ascending => offset + 1,
                         ProgramOrder::Sequential | ProgramOrder::Any => wp + 1,
                     };
-                    self.oob[dst as usize] = self.oob[src as usize];
+                    self.oob.copy(src as usize, dst as usize);
                     set_bit(&mut self.valid, dst, true);
                     set_bit(&mut self.valid, src, false);
                     if notify {
@@ -1460,7 +1503,7 @@ impl Flash {
         }
         let first = self.first_page(block) as usize;
         let ppb = self.layout.pages_per_block as usize;
-        self.oob[first..first + ppb].fill(Oob::ERASED.store());
+        self.oob.erase(first, first + ppb);
         if self.order != ProgramOrder::Sequential {
             clear_bits(&mut self.programmed, first as u32, (first + ppb) as u32);
         }

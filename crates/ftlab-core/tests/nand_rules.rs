@@ -242,6 +242,9 @@ fn causes_are_listed_once_in_report_order() {
 #[test]
 fn oob_headers_keep_64_bit_sequence_numbers() {
     let mut f = flash(ProgramOrder::Sequential, 0);
+    // Programmed before any high half is stored, read back after.
+    let small = Oob { lpa: 3, seq: 4 };
+    f.program(8, small, &[], Cause::Host).unwrap();
     let big = [
         Oob {
             lpa: 0,
@@ -262,17 +265,24 @@ fn oob_headers_keep_64_bit_sequence_numbers() {
     for (p, &oob) in big.iter().enumerate() {
         assert_eq!(f.read(p as u32, Cause::Host).unwrap(), oob);
     }
-    // A copy keeps the whole header; an erased page reads back as erased.
+    assert_eq!(f.oob(8), small);
+    // A copy keeps the whole header, one by one or moved in bulk; an erased page reads
+    // back as erased.
     f.copy(2, 3, Cause::Gc).unwrap();
     assert_eq!(f.oob(3), big[2]);
+    f.move_pages(&[(1, 16)], Cause::Gc).unwrap();
+    assert_eq!(f.oob(16), big[1]);
     assert_eq!(f.oob(4), Oob::ERASED);
     // Translation pages carry their page number in the sequence field.
     f.program(4, Oob::translation(u32::MAX - 3), &[], Cause::Translation)
         .unwrap();
     assert_eq!(f.oob(4).translation_page(), u32::MAX - 3);
-    for p in 0..5 {
-        f.invalidate(p).unwrap();
+    for p in [0, 2, 3, 4] {
+        f.invalidate(p).unwrap(); // page 1 moved out
     }
     f.erase(0, Cause::Gc).unwrap();
     assert!((0..8).all(|p| f.oob(p) == Oob::ERASED));
+    // An erased page programmed again with a small number loses the old high half.
+    f.program(0, small, &[], Cause::Host).unwrap();
+    assert_eq!(f.oob(0), small);
 }
