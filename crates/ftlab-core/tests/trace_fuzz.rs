@@ -965,6 +965,15 @@ fn crlf(bytes: &[u8]) -> Vec<u8> {
 
 static FILES: AtomicU64 = AtomicU64::new(0);
 
+/// A temporary folder of one test case's own: the tests run on parallel threads, and a
+/// folder they shared could be removed by one between another's creating it and writing.
+fn case_dir() -> std::path::PathBuf {
+    let n = FILES.fetch_add(1, Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!("ftlab-fuzz-{}-{n}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
 /// How long a simulation of a fuzzed trace may take (they hold a few small requests).
 const SIMULATION_LIMIT: Duration = Duration::from_secs(60);
 
@@ -992,12 +1001,8 @@ fn simulate(
     if pages > 1 << 16 {
         return Ok(());
     }
-    let dir = std::env::temp_dir().join(format!("ftlab-fuzz-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join(format!(
-        "sim{}.trace",
-        FILES.fetch_add(1, Ordering::Relaxed)
-    ));
+    let dir = case_dir();
+    let path = dir.join("sim.trace");
     std::fs::write(&path, bytes).unwrap();
     let mut sets: Vec<String> = vec![
         "replay.timing=false".into(),
@@ -1029,8 +1034,7 @@ fn simulate(
         move || api::run(&opts, &mut |_| true).map(|o| o.report.metrics.host.requests),
     );
     std::fs::remove_file(&path).unwrap();
-    // Empty once no other case has a file in it (an error means one has: it removes it).
-    let _ = std::fs::remove_dir(&dir);
+    std::fs::remove_dir(&dir).unwrap();
     match out {
         Ok(requests) => prop_assert_eq!(requests, expected.len() as u64, "{}", what),
         // A trace without requests is refused.
@@ -1284,8 +1288,7 @@ proptest! {
         for &(t, dev, lba, sectors, op) in &reqs {
             text += &format!("{t} {dev} {lba} {} {}\n", sectors + 1, (op == 0) as u8);
         }
-        let dir = std::env::temp_dir().join(format!("ftlab-fuzz-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = case_dir();
         let path = dir.join(format!("t{layout}{compact}.trace"));
         std::fs::File::create(&path).unwrap().write_all(text.as_bytes()).unwrap();
         let layouts = ["\"separate\"", "\"merged\""];
@@ -1317,6 +1320,6 @@ proptest! {
         let out = api::run(&opts, &mut |_| true).map_err(|e| TestCaseError::fail(e.to_string()))?;
         prop_assert_eq!(out.report.metrics.host.requests, reqs.len() as u64);
         std::fs::remove_file(&path).unwrap();
-        let _ = std::fs::remove_dir(&dir);
+        std::fs::remove_dir(&dir).unwrap();
     }
 }
