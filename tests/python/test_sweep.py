@@ -368,6 +368,9 @@ dram.budget_bytes = "512KiB"
         stderr=subprocess.PIPE,
         text=True,
         start_new_session=True,
+        # A terminal's Ctrl-C: not ignored, even when the suite itself runs in the
+        # background of a script (which starts it with SIGINT ignored, and Python keeps that).
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     parts = _sweep.parts_dir(table)
     deadline = time.monotonic() + 120
