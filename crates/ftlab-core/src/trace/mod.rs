@@ -1009,6 +1009,25 @@ pub(crate) fn sectors_to_bytes(sectors: u64, name: &str) -> std::result::Result<
 /// Decimals are converted exactly (no floating point) unless written with an exponent.
 #[inline]
 pub(crate) fn parse_time_ns(field: &[u8], ns_per_unit: u64) -> std::result::Result<u64, String> {
+    // Whole numbers of up to 19 digits (most traces' stamps), in one pass: they cannot
+    // overflow a u64. Anything else takes the general path below.
+    if !field.is_empty() && field.len() <= 19 {
+        let mut v: u64 = 0;
+        let mut whole = true;
+        for &b in field {
+            let d = b.wrapping_sub(b'0');
+            if d > 9 {
+                whole = false;
+                break;
+            }
+            v = v * 10 + d as u64;
+        }
+        if whole {
+            return v
+                .checked_mul(ns_per_unit)
+                .ok_or_else(|| time_out_of_range(field));
+        }
+    }
     let (int, frac) = match field.iter().position(|&b| b == b'.') {
         Some(i) => (&field[..i], &field[i + 1..]),
         None => (field, &field[field.len()..]),
@@ -1197,6 +1216,13 @@ mod tests {
         assert!(parse_time_ns(b"nan", 1).is_err());
         assert!(parse_time_ns(b"", 1).is_err());
         assert!(parse_time_ns(b"99999999999999999999", 1000).is_err());
+        // The one-pass whole-number path up to 19 digits, the general one beyond.
+        let max19 = 9_999_999_999_999_999_999u64;
+        assert_eq!(parse_time_ns(b"9999999999999999999", 1), Ok(max19));
+        assert!(parse_time_ns(b"9999999999999999999", 2).is_err());
+        assert_eq!(parse_time_ns(b"18446744073709551615", 1), Ok(u64::MAX));
+        assert!(parse_time_ns(b"18446744073709551616", 1).is_err());
+        assert_eq!(parse_time_ns(b"12a", 1).unwrap_err(), "time `12a` is not a number");
         // Zero-padded: exact, however long.
         assert_eq!(
             parse_time_ns(b"0000000000001456095145.133076001", 1_000_000_000),
