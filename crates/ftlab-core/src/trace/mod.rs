@@ -1222,7 +1222,10 @@ mod tests {
         assert!(parse_time_ns(b"9999999999999999999", 2).is_err());
         assert_eq!(parse_time_ns(b"18446744073709551615", 1), Ok(u64::MAX));
         assert!(parse_time_ns(b"18446744073709551616", 1).is_err());
-        assert_eq!(parse_time_ns(b"12a", 1).unwrap_err(), "time `12a` is not a number");
+        assert_eq!(
+            parse_time_ns(b"12a", 1).unwrap_err(),
+            "time `12a` is not a number"
+        );
         // Zero-padded: exact, however long.
         assert_eq!(
             parse_time_ns(b"0000000000001456095145.133076001", 1_000_000_000),
