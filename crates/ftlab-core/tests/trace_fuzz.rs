@@ -963,12 +963,12 @@ fn crlf(bytes: &[u8]) -> Vec<u8> {
     out
 }
 
-static FILES: AtomicU64 = AtomicU64::new(0);
+static CASE_DIRS: AtomicU64 = AtomicU64::new(0);
 
 /// A temporary folder of one test case's own: the tests run on parallel threads, and a
 /// folder they shared could be removed by one between another's creating it and writing.
 fn case_dir() -> std::path::PathBuf {
-    let n = FILES.fetch_add(1, Ordering::Relaxed);
+    let n = CASE_DIRS.fetch_add(1, Ordering::Relaxed);
     let dir = std::env::temp_dir().join(format!("ftlab-fuzz-{}-{n}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     dir

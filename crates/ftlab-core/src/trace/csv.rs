@@ -24,7 +24,8 @@
 
 use super::vscsi::scsi_op;
 use super::{
-    csv_fields, parse_time_ns, parse_u64, sectors_to_bytes, show, Devices, LineFormat, Record,
+    csv_fields, parse_time_ns, parse_u64, read_or_write, sectors_to_bytes, show, Devices,
+    LineFormat, Record,
 };
 use crate::request::Op;
 
@@ -130,11 +131,7 @@ impl LineFormat for Systor {
         if is_header(time) {
             return Ok(None);
         }
-        let op = match kind {
-            b"R" | b"r" => Op::Read,
-            b"W" | b"w" => Op::Write,
-            _ => return Err(format!("IOType `{}` is neither R nor W", show(kind))),
-        };
+        let op = read_or_write(kind, "IOType")?;
         parse_u64(lun, "LUN")?;
         Ok(Some(Record {
             time_ns: parse_time_ns(time, self.ns_per_unit)?,
@@ -276,11 +273,7 @@ impl LineFormat for Alibaba {
                 "{n} fields where 5 are expected (`{ALIBABA_LAYOUT}`)"
             ));
         }
-        let op = match kind {
-            b"R" | b"r" => Op::Read,
-            b"W" | b"w" => Op::Write,
-            _ => return Err(format!("opcode `{}` is neither R nor W", show(kind))),
-        };
+        let op = read_or_write(kind, "opcode")?;
         parse_u64(device, "device_id")?;
         Ok(Some(Record {
             time_ns: parse_time_ns(time, self.ns_per_unit)?,

@@ -14,9 +14,8 @@
 //! the number of cells (9 where a record has 8, not counting the hashes).
 
 use super::{
-    fields, parse_time_ns, parse_u64, sectors_to_bytes, show, Devices, LineFormat, Record,
+    fields, parse_time_ns, parse_u64, read_or_write, sectors_to_bytes, Devices, LineFormat, Record,
 };
-use crate::request::Op;
 
 const LAYOUT: &str = "time_ns pid process lba sectors R|W major minor [md5]";
 const MAX_FIELDS: usize = 32;
@@ -167,11 +166,7 @@ impl LineFormat for Fiu {
             }
         };
         let (lba, sectors, kind, major, minor) = (f[n - 5], f[n - 4], f[n - 3], f[n - 2], f[n - 1]);
-        let op = match kind {
-            b"R" | b"r" => Op::Read,
-            b"W" | b"w" => Op::Write,
-            _ => return Err(format!("operation `{}` is neither R nor W", show(kind))),
-        };
+        let op = read_or_write(kind, "operation")?;
         let time_ns = parse_time_ns(time, self.ns_per_unit)?;
         parse_u64(pid, "pid")?;
         parse_u64(major, "major")?;
@@ -197,6 +192,7 @@ impl LineFormat for Fiu {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::request::Op;
 
     fn parse(line: &str, line_no: u64) -> Result<Option<Record>, String> {
         Fiu::new(1).parse(line.as_bytes(), line_no, &mut Devices::default())

@@ -950,6 +950,15 @@ pub(crate) fn show(field: &[u8]) -> String {
 
 /// An unsigned decimal integer field.
 #[inline]
+/// A one-letter operation, `R` or `W` in either case (field `name`, for the message).
+pub(crate) fn read_or_write(field: &[u8], name: &str) -> std::result::Result<Op, String> {
+    match field {
+        b"R" | b"r" => Ok(Op::Read),
+        b"W" | b"w" => Ok(Op::Write),
+        _ => Err(format!("{name} `{}` is neither R nor W", show(field))),
+    }
+}
+
 pub(crate) fn parse_u64(field: &[u8], name: &str) -> std::result::Result<u64, String> {
     if field.is_empty() {
         return Err(not_unsigned(field, name));
