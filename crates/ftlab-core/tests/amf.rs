@@ -238,6 +238,39 @@ fn idle_time_is_spent_cleaning() {
 }
 
 #[test]
+fn a_full_file_system_does_not_clean_ahead_of_need() {
+    // Every application page written (a fill), then overwrites with idle gaps and no
+    // trims: nearly all of the space holds valid blocks, so idle cleaning (F2FS's
+    // background GC) has nothing worth freeing. Before, it moved nearly full sections about
+    // in every gap, up to a file-system WAF in the hundreds.
+    let full = with(
+        churn(3_000),
+        &[
+            "workload.interarrival_ns=\"100ms\"",
+            "workload.trim_ratio=0",
+            "lfs.idle_free_fraction=0.3",
+            "precondition.mode=\"fill\"",
+        ],
+    );
+    let r = run("aftl", &full).unwrap();
+    assert_eq!(counter(&r, "sections_cleaned_idle"), 0.0);
+    // The overwrites still need cleaning, in the foreground.
+    assert!(counter(&r, "sections_cleaned") > 0.0);
+    // The same overwrites of a third of a fresh file system do clean in the gaps.
+    let sparse = with(
+        churn(6_000),
+        &[
+            "workload.interarrival_ns=\"100ms\"",
+            "workload.trim_ratio=0",
+            "lfs.idle_free_fraction=0.3",
+            "workload.working_set_fraction=0.3",
+        ],
+    );
+    let r = run("aftl", &sparse).unwrap();
+    assert!(counter(&r, "sections_cleaned_idle") > 0.0);
+}
+
+#[test]
 fn cost_benefit_cleaning_and_the_segment_map_are_verified_too() {
     let extra = with(
         churn(10_000),

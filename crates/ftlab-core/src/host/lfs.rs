@@ -21,7 +21,10 @@
 //! application is idle for `lfs.idle_ns` (by its timestamps, so that timed and
 //! mapping-only runs decide alike), one victim (`lfs.idle_victim`, cost-benefit) is
 //! cleaned per `idle_ns` of the gap while fewer than `lfs.idle_free_fraction` of the
-//! sections are free. `lfs.over_provisioning` of the main area is kept from the
+//! sections are free and F2FS's background GC would run (`has_enough_invalid_blocks`):
+//! more than 40% of the application's space holds no valid block, and less than 40% of
+//! that space is in free sections beyond those kept for cleaning. On a fuller file system
+//! cleaning ahead of need would move nearly full sections about. `lfs.over_provisioning` of the main area is kept from the
 //! application for cleaning.
 //!
 //! **Metadata**, sized as `mkfs.f2fs` sizes it for the main area: two checkpoint packs, the
@@ -82,7 +85,8 @@ pub struct LfsConfig {
     /// per `idle_ns` of it (0: no idle cleaning).
     #[serde(with = "units::nanos")]
     pub idle_ns: u64,
-    /// Idle cleaning runs while fewer than this share of the sections are free.
+    /// Idle cleaning runs while fewer than this share of the sections are free (and the
+    /// free sections hold less than 40% of the space without valid blocks, as F2FS's).
     pub idle_free_fraction: f64,
     /// Dirty node blocks are written every this many application pages written (an
     /// fsync; 0: at checkpoints only).
@@ -150,6 +154,11 @@ const ALFS_MAPPING_SECTIONS: u32 = 3;
 const ALFS_METALOG_TIMES: u64 = 2;
 /// Free sections below which a log opening a section cleans first.
 const FOREGROUND_FREE_SECTIONS: usize = 3;
+/// F2FS's background GC runs while more than this share of the user blocks hold no valid
+/// block (`LIMIT_INVALID_BLOCK`, 40%) and the free ones are fewer than this share of those
+/// (`LIMIT_FREE_BLOCK`, 40%).
+const IDLE_INVALID_PERCENT: u64 = 40;
+const IDLE_FREE_PERCENT: u64 = 40;
 /// Sections kept from the application at least (the three open logs, the foreground
 /// threshold).
 const MIN_RESERVED_SECTIONS: u64 = 6;
@@ -497,6 +506,8 @@ pub struct Lfs {
     owner: Vec<u32>,
     node_addr: Vec<u32>,
     valid: Vec<u32>,
+    /// Valid blocks of the main area (the sum of `valid`).
+    valid_blocks: u64,
     mtime: Vec<u64>,
     state: Vec<Section>,
     free: VecDeque<u32>,
@@ -598,6 +609,7 @@ impl Lfs {
             owner: vec![NONE; main_blocks as usize],
             node_addr: vec![NONE; l.nodes as usize],
             valid: vec![0; l.main_sections as usize],
+            valid_blocks: 0,
             mtime: vec![0; l.main_sections as usize],
             state: vec![Section::Free; l.main_sections as usize],
             free: (0..l.main_sections).collect(),
@@ -737,6 +749,7 @@ impl Lfs {
         self.owner[rel] = NONE;
         let sec = self.section_of(block);
         self.valid[sec as usize] -= 1;
+        self.valid_blocks -= 1;
         self.mark_sit(block);
         if self.state[sec as usize] == Section::Full {
             self.greedy.page_invalidated(sec);
@@ -780,6 +793,7 @@ impl Lfs {
         let block = self.l.main_start + sec as u64 * s as u64 + log_state.next as u64;
         log_state.next += 1;
         self.valid[sec as usize] += 1;
+        self.valid_blocks += 1;
         self.mtime[sec as usize] = self.clock;
         self.mark_sit(block);
         Ok(block)
@@ -895,6 +909,7 @@ impl Lfs {
             self.owner[(new - self.l.main_start) as usize] = owner;
             self.owner[(old - self.l.main_start) as usize] = NONE;
             self.valid[victim as usize] -= 1;
+            self.valid_blocks -= 1;
             self.mark_sit(old);
             if owner < app_pages {
                 self.map[owner as usize] = new as u32;
@@ -1296,6 +1311,20 @@ impl Lfs {
         }
     }
 
+    /// Whether idle cleaning goes on: too few sections free, and enough invalid blocks for
+    /// cleaning to pay (F2FS's `has_enough_invalid_blocks`, with the reserved sections as
+    /// its over-provisioning).
+    fn idle_cleaning_pays(&self) -> bool {
+        let s = self.l.section_pages as u64;
+        let reserved = self.l.reserved_sections as u64;
+        let user = (self.l.main_sections as u64 - reserved) * s;
+        let without_valid = user.saturating_sub(self.valid_blocks);
+        let free_user = (self.free.len() as u64).saturating_sub(reserved) * s;
+        self.free.len() < self.idle_free_sections
+            && without_valid * 100 > user * IDLE_INVALID_PERCENT
+            && free_user * 100 < without_valid * IDLE_FREE_PERCENT
+    }
+
     /// Idle time before the request: clean while the application is away.
     fn idle(&mut self, time: u64, out: &mut Vec<(Request, Origin)>) -> Result<()> {
         let Some(last) = self.last_app_time else {
@@ -1305,7 +1334,7 @@ impl Lfs {
             return Ok(());
         }
         let mut at = last;
-        while at.saturating_add(self.idle_ns) <= time && self.free.len() < self.idle_free_sections {
+        while at.saturating_add(self.idle_ns) <= time && self.idle_cleaning_pays() {
             at += self.idle_ns;
             self.now = at;
             if !self.clean(self.idle_victim, out)? {
