@@ -24,8 +24,8 @@
 //! sections are free and F2FS's background GC would run (`has_enough_invalid_blocks`):
 //! more than 40% of the application's space holds no valid block, and less than 40% of
 //! that space is in free sections beyond those kept for cleaning. On a fuller file system
-//! cleaning ahead of need would move nearly full sections about. `lfs.over_provisioning` of the main area is kept from the
-//! application for cleaning.
+//! cleaning ahead of need would move nearly full sections about. `lfs.over_provisioning`
+//! of the main area is kept from the application for cleaning.
 //!
 //! **Metadata**, sized as `mkfs.f2fs` sizes it for the main area: two checkpoint packs, the
 //! SIT (74-byte entries, two copies), the NAT (9-byte entries, two copies) and the SSA (one
@@ -85,8 +85,9 @@ pub struct LfsConfig {
     /// per `idle_ns` of it (0: no idle cleaning).
     #[serde(with = "units::nanos")]
     pub idle_ns: u64,
-    /// Idle cleaning runs while fewer than this share of the sections are free (and the
-    /// free sections hold less than 40% of the space without valid blocks, as F2FS's).
+    /// Idle cleaning runs while fewer than this share of the sections are free (and while
+    /// F2FS's background GC would run: over 40% of the application's space without valid
+    /// blocks, under 40% of that in free sections).
     pub idle_free_fraction: f64,
     /// Dirty node blocks are written every this many application pages written (an
     /// fsync; 0: at checkpoints only).
