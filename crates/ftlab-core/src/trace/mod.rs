@@ -948,9 +948,8 @@ pub(crate) fn show(field: &[u8]) -> String {
     }
 }
 
-/// An unsigned decimal integer field.
-#[inline]
 /// A one-letter operation, `R` or `W` in either case (field `name`, for the message).
+#[inline]
 pub(crate) fn read_or_write(field: &[u8], name: &str) -> std::result::Result<Op, String> {
     match field {
         b"R" | b"r" => Ok(Op::Read),
@@ -959,6 +958,8 @@ pub(crate) fn read_or_write(field: &[u8], name: &str) -> std::result::Result<Op,
     }
 }
 
+/// An unsigned decimal integer field.
+#[inline]
 pub(crate) fn parse_u64(field: &[u8], name: &str) -> std::result::Result<u64, String> {
     if field.is_empty() {
         return Err(not_unsigned(field, name));
