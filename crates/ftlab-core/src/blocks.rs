@@ -94,6 +94,7 @@ pub fn select_victim(
             }
             best.map(|(_, b)| b)
         }
+        VictimPolicy::Fifo => candidates.min_by_key(|&b| (flash.programmed_at(b), b)),
     }
 }
 

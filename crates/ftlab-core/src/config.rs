@@ -81,6 +81,10 @@ pub enum VictimPolicy {
     Greedy,
     /// Highest (1 - u) / 2u x age (Rosenblum and Ousterhout), age in host page writes.
     CostBenefit,
+    /// The block that filled first (FIFO, as a circular log cleans): the policy of
+    /// Desnoyers' closed-form model (SYSTOR 2012), for validation; a block with no invalid
+    /// page is passed over.
+    Fifo,
 }
 
 /// Garbage-collection trigger and policy.

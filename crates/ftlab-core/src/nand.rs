@@ -357,6 +357,9 @@ pub struct Flash {
     erase_count: Vec<u32>,
     /// Logical time of the last program or invalidation in the block (for cost-benefit).
     modified_at: Vec<u64>,
+    /// Logical time of the last program in the block: a full block's is when it filled
+    /// (FIFO victim selection).
+    programmed_at: Vec<u64>,
     timeline: Option<Timeline>,
     cursor: u64,
     request_done: u64,
@@ -530,6 +533,7 @@ impl Flash {
             valid_count: vec![0; blocks],
             erase_count: vec![0; blocks],
             modified_at: vec![0; blocks],
+            programmed_at: vec![0; blocks],
             timeline: timed.then(|| Timeline::new(cfg, layout)),
             cursor: 0,
             idle_until: 0,
@@ -686,6 +690,11 @@ impl Flash {
     #[inline]
     pub fn modified_at(&self, block: u32) -> u64 {
         self.modified_at[block as usize]
+    }
+
+    /// Logical time of the last program in `block` (for a full block, when it filled).
+    pub fn programmed_at(&self, block: u32) -> u64 {
+        self.programmed_at[block as usize]
     }
 
     /// The OOB header as it is on flash, without a read being counted: for schemes that
@@ -1117,6 +1126,7 @@ impl Flash {
         set_bit(&mut self.valid, ppn, true);
         self.valid_count[block as usize] += 1;
         self.modified_at[block as usize] = self.clock;
+        self.programmed_at[block as usize] = self.clock;
         Ok(())
     }
 
@@ -1201,6 +1211,7 @@ impl Flash {
             ProgramOrder::Any => self.write_ptr[block as usize] + n,
         };
         self.modified_at[block as usize] = self.clock;
+        self.programmed_at[block as usize] = self.clock;
         self.stats.programs[self.counter(cause)] += n as u64;
         if self.timeline.is_some() {
             let place = self.place(first + from);
@@ -1313,6 +1324,7 @@ impl Flash {
         self.valid_count[src as usize] -= moved;
         self.modified_at[dst as usize] = self.clock;
         self.modified_at[src as usize] = self.clock;
+        self.programmed_at[dst as usize] = self.clock;
         self.last_read = src_first + last;
         let first = first.unwrap_or(last);
         self.time_copies(
@@ -1417,6 +1429,7 @@ impl Flash {
                     self.valid_count[src_block as usize] -= moved;
                     self.modified_at[dst_block as usize] = self.clock;
                     self.modified_at[src_block as usize] = self.clock;
+                    self.programmed_at[dst_block as usize] = self.clock;
                     self.last_read = moves[k - 1].0;
                 }
                 if k == n {

@@ -137,6 +137,17 @@ impl LfsConfig {
         if self.section_pages > u32::MAX as u64 / 2 {
             return Err(Error::config("lfs.section_pages", "too large"));
         }
+        for (key, policy) in [
+            ("lfs.victim", self.victim),
+            ("lfs.idle_victim", self.idle_victim),
+        ] {
+            if policy == VictimPolicy::Fifo {
+                return Err(Error::config(
+                    key,
+                    "fifo is a device GC policy; the file system cleans greedy or cost-benefit",
+                ));
+            }
+        }
         Ok(())
     }
 }
@@ -839,7 +850,10 @@ impl Lfs {
     fn select_victim(&mut self, policy: VictimPolicy) -> Option<u32> {
         let s = self.l.section_pages;
         match policy {
-            VictimPolicy::Greedy => self.greedy.min_below(s).map(|(sec, _)| sec),
+            // (Refused by `LfsConfig::validate`.)
+            VictimPolicy::Greedy | VictimPolicy::Fifo => {
+                self.greedy.min_below(s).map(|(sec, _)| sec)
+            }
             VictimPolicy::CostBenefit => {
                 let mut best: Option<(f64, u32)> = None;
                 for sec in 0..self.l.main_sections {
