@@ -1042,5 +1042,50 @@ def reproduce(name: str | None, out: Path | None, quick: bool) -> None:
         fail(str(e.args[0]))
 
 
+@main.command()
+@click.option("--quick", is_flag=True, help="The quick subset (every family; about a minute).")
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path),
+    help="Write index.html, a plot per family and scorecard.json here.",
+)
+@click.option("--json", "json_out", metavar="FILE", help="Write the scorecard as JSON.")
+@click.option("--jobs", "-j", type=int, help="Parallel processes (default: one per core).")
+@click.option("--quiet", "-q", is_flag=True, help="Only the table and the summary.")
+def validate(
+    quick: bool, out: Path | None, json_out: str | None, jobs: int | None, quiet: bool
+) -> None:
+    """Check ftlab's model against closed-form results, physical bounds and a peer
+    simulator: a scorecard of reference cases; exit status 1 if any case fails."""
+    from ftlab import validate as validation
+    from ftlab.validate import report
+
+    check_output("--json", json_out)
+    check_output("--out", out, folder=True)
+    started = time.monotonic()
+
+    def on_done(key: str, wall: float) -> None:
+        if not quiet:
+            click.echo(
+                f"{key}: {wall:.1f} s ({time.monotonic() - started:.0f} s elapsed)", err=True
+            )
+
+    card = run_core(lambda: validation.validate(quick=quick, jobs=jobs, on_done=on_done))
+    click.echo(render_table(report.HEADER, report.rows(card)))
+    for line in report.summary_lines(card):
+        click.echo(line)
+    for r in card.results:
+        if r.status in ("fail", "xfail") and r.message:
+            click.echo(f"{r.status}: {r.case.name}: {r.message}")
+    click.echo(f"{time.monotonic() - started:.0f} s")
+    if json_out:
+        write_output("--json", json_out, card.to_json())
+    if out is not None:
+        index = run_core(lambda: card.write_report(out))
+        click.echo(f"report: {index}")
+    if not card.passed:
+        sys.exit(1)
+
+
 if __name__ == "__main__":
     main()
