@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 import ftlab.validate as validation
-from ftlab.validate import Scorecard, gc, queueing
+from ftlab.validate import Scorecard, gc, peer, queueing
+from ftlab.validate._case import Case
 
 
 @pytest.fixture(scope="module")
@@ -59,6 +60,33 @@ def test_non_greedy_victims_fail_greedy_cases() -> None:
     card = validation.validate(quick=True, overrides={"gc.policy": "cost-benefit"}, families=["gc"])
     greedy = [r for r in card.results if r.case.name.startswith("greedy WA, b=32")]
     assert greedy and all(r.status == "fail" for r in greedy)
+
+
+def test_bracket_check() -> None:
+    case = Case(
+        family="peer", name="b", run="r", measure="low", measure_high="high",
+        reference=43_000.0, source="s", tolerance=1000.0, relative=False, reason="r",
+        check="bracket", unit="ns",
+    )  # fmt: skip
+    assert case.passes(40_700.0, 46_100.0)
+    assert case.passes(43_900.0, 43_000.0)  # the low run within the truncation's 1 us
+    assert not case.passes(44_100.0, 46_100.0)  # the low run above MQSim + 1 us
+    assert not case.passes(40_700.0, 42_900.0)  # the high run below MQSim
+    assert not case.passes(40_700.0, None)
+
+
+def test_peer_cases_state_their_tolerances() -> None:
+    if peer.spec_path() is None:
+        pytest.skip("../shared/validation is absent")
+    _, cases = peer.catalogue(quick=False)
+    means = [c for c in cases if c.check == "value"]
+    brackets = [c for c in cases if c.check == "bracket"]
+    assert len(means) == 5 and len(brackets) == 3
+    assert not any(c.expected_failure for c in cases)
+    for c in means:
+        assert c.tolerance == (0.15 if "reads)" in c.name and "(0 reads)" not in c.name else 0.05)
+    _, quick_cases = peer.catalogue(quick=True)
+    assert {c.check for c in quick_cases} == {"value", "bracket"}
 
 
 # --- Reference formulas -------------------------------------------------------------------

@@ -45,18 +45,21 @@ FAMILIES = ["gc", "timing", "steady", "peer"]
 @dataclass
 class CaseResult:
     """One case's outcome: the case, what ftlab measured (None when the run did not report
-    it), the relative error (measured / reference - 1) and the status: `pass`, `fail`,
-    `xfail` (failed, as its `expected_failure` says it will), `xpass` (passed although
-    expected to fail), `skipped` (not measured: `message` says why)."""
+    it; a bracket's upper run in `measured_high`), the relative error (measured /
+    reference - 1; none for a bracket) and the status: `pass`, `fail`, `xfail` (failed, as
+    its `expected_failure` says it will), `xpass` (passed although expected to fail),
+    `skipped` (not measured: `message` says why)."""
 
     case: Case
     measured: float | None
     status: Status
     message: str = ""
+    #: A `bracket`'s upper measurement.
+    measured_high: float | None = None
 
     @property
     def error(self) -> float | None:
-        if self.measured is None or self.case.reference == 0:
+        if self.measured is None or self.case.reference == 0 or self.case.check == "bracket":
             return None
         return self.measured / self.case.reference - 1.0
 
@@ -68,6 +71,7 @@ class CaseResult:
         row = asdict(self.case)
         row.update(
             measured=self.measured,
+            measured_high=self.measured_high,
             error=self.error,
             status=self.status,
             message=self.message,
@@ -140,15 +144,16 @@ class Scorecard:
 
         rows = [r.to_dict() for r in self.results]
         columns = [
-            "family", "name", "reference", "source", "measured", "unit", "check", "lower",
-            "tolerance", "relative", "tolerance_text", "error", "status", "reason",
-            "expected_failure", "message", "run", "measure", "x", "series",
+            "family", "name", "reference", "source", "measured", "measured_high", "unit",
+            "check", "lower", "tolerance", "relative", "tolerance_text", "error", "status",
+            "reason", "expected_failure", "message", "run", "measure", "x", "series",
         ]  # fmt: skip
         return pl.DataFrame(
             {c: [row[c] for row in rows] for c in columns},
             schema_overrides={
                 "reference": pl.Float64,
                 "measured": pl.Float64,
+                "measured_high": pl.Float64,
                 "lower": pl.Float64,
                 "tolerance": pl.Float64,
                 "error": pl.Float64,
@@ -247,7 +252,10 @@ def _evaluate(
     value = measured[case.run].get(case.measure)
     if value is None:
         return CaseResult(case, None, "skipped", f"the run does not report {case.measure}")
-    ok = case.passes(value)
+    high = measured[case.run].get(case.measure_high) if case.measure_high else None
+    if case.measure_high and high is None:
+        return CaseResult(case, value, "skipped", f"the run does not report {case.measure_high}")
+    ok = case.passes(value, high)
     if case.expected_failure:
-        return CaseResult(case, value, "xpass" if ok else "xfail", case.expected_failure)
-    return CaseResult(case, value, "pass" if ok else "fail")
+        return CaseResult(case, value, "xpass" if ok else "xfail", case.expected_failure, high)
+    return CaseResult(case, value, "pass" if ok else "fail", measured_high=high)

@@ -29,8 +29,11 @@ else:  # pragma: no cover - Python 3.9 and 3.10
 #: `value`: |measured - reference| within the tolerance;
 #: `upper`: measured at most reference (plus the tolerance): a physical bound;
 #: `lower`: measured at least reference (minus the tolerance);
-#: `range`: between `lower` and the reference (plus the tolerance).
-Check = Literal["value", "upper", "lower", "range"]
+#: `range`: between `lower` and the reference (plus the tolerance);
+#: `bracket`: two measurements on either side of the reference: `measure` at most the
+#: reference plus the tolerance, `measure_high` at least the reference (a stated cause of a
+#: difference checked by experiment: the model with and without it).
+Check = Literal["value", "upper", "lower", "range", "bracket"]
 
 #: Measurements of one run, by name.
 Measurements = dict[str, float]
@@ -76,6 +79,7 @@ class Case:
     x_label: str = ""
     series: str = ""
     expected_failure: str | None = None
+    measure_high: str | None = None
 
     @property
     def tolerance_text(self) -> str:
@@ -83,13 +87,19 @@ class Case:
         if self.relative:
             amount = f"{self.tolerance * 100:.3g}%"
         else:
-            amount = f"{self.tolerance:.3g}{' ' + self.unit if self.unit else ''}"
+            amount = (
+                f"{self.tolerance / 1000:.3g} us"
+                if self.unit == "ns"
+                else f"{self.tolerance:.3g}{' ' + self.unit if self.unit else ''}"
+            )
         if self.check == "value":
             return f"±{amount}"
         if self.check == "upper":
             return f"<= ref +{amount}"
         if self.check == "lower":
             return f">= ref -{amount}"
+        if self.check == "bracket":
+            return f"low <= ref +{amount}, high >= ref"
         assert self.lower is not None
         return f"{self.lower:.4g}..ref +{amount}"
 
@@ -97,10 +107,15 @@ class Case:
         """The tolerance in the unit of the reference."""
         return self.tolerance * abs(self.reference) if self.relative else self.tolerance
 
-    def passes(self, measured: float) -> bool:
+    def passes(self, measured: float, high: float | None = None) -> bool:
+        """Whether `measured` (and, for a `bracket`, `high`) meets the reference."""
         if not math.isfinite(measured):
             return False
         slack = self.slack()
+        if self.check == "bracket":
+            if high is None or not math.isfinite(high):
+                return False
+            return measured <= self.reference + slack and high >= self.reference
         if self.check == "value":
             return abs(measured - self.reference) <= slack
         if self.check == "upper":

@@ -37,6 +37,14 @@ def error_text(r: CaseResult) -> str:
     return "-" if r.error is None else f"{r.error * 100:+.2f}%"
 
 
+def measured_text(r: CaseResult) -> str:
+    """The measured value; a bracket's two, `low .. high`."""
+    text = number(r.measured, r.case.unit)
+    if r.case.check == "bracket":
+        text += " .. " + number(r.measured_high, r.case.unit)
+    return text
+
+
 def rows(card: Scorecard, sources: bool = True) -> list[list[str]]:
     out = []
     for r in card.results:
@@ -47,7 +55,7 @@ def rows(card: Scorecard, sources: bool = True) -> list[list[str]]:
                 c.name,
                 number(c.reference, c.unit),
                 c.source if sources else "",
-                number(r.measured, c.unit),
+                measured_text(r),
                 c.tolerance_text,
                 error_text(r),
                 r.status,
@@ -110,7 +118,12 @@ def plot_family(card: Scorecard, family: str, folder: Path) -> str | None:
         )
         xs = [float(r.case.x or 0) for r in points]
         color = f"C{i % 10}"
-        if ratio:
+        if ratio and points[0].case.check == "bracket":
+            # The two runs that bracket the reference: a vertical bar per case.
+            lows = [(r.measured or 0.0) / r.case.reference for r in points]
+            highs = [(r.measured_high or 0.0) / r.case.reference for r in points]
+            ax.vlines(xs, lows, highs, color=color, linewidth=3, alpha=0.6, label=name)
+        elif ratio:
             ys = [(r.measured or 0.0) / r.case.reference for r in points]
             ax.plot(xs, ys, marker="o", linestyle="-", color=color, label=name)
         else:
