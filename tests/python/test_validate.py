@@ -29,6 +29,16 @@ def test_quick_scorecard_passes(quick: Scorecard) -> None:
         assert r.case.source and r.case.reason, r.case.name
 
 
+def test_quick_checks_md1_standard_deviation(quick: Scorecard) -> None:
+    stdev = [r for r in quick.results if "standard deviation" in r.case.name]
+    assert len(stdev) == 2 and all(r.status == "pass" for r in stdev)
+
+
+def test_md1_standard_errors_shape() -> None:
+    mean_se, q_se, stdev_se = queueing.md1_standard_errors(0.5, 20_000, [0.9], replications=4)
+    assert 0 < mean_se < 0.05 and 0 < stdev_se < 0.1 and len(q_se) == 1
+
+
 def test_full_catalogue_size() -> None:
     _, cases = validation.catalogue(quick=False)
     assert len(cases) >= 30
