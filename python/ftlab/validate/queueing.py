@@ -436,13 +436,6 @@ def _bandwidth(quick: bool) -> tuple[list[Run], list[Case]]:
             continue
         bound = min(channel_bound, die_bound)
         what = "tR + planes x t_x" if read else "planes x t_x + tPROG"
-        expected = None
-        if not read and multi:
-            expected = (
-                "model bug: a plane joining a multi-plane program may transfer in a channel "
-                "gap before the group's first page, during the die's previous tPROG "
-                "(timing.rs, program join: begin ignores die.free); 1.3% over the bound"
-            )
         cases.append(
             Case(
                 family=FAMILY,
@@ -459,7 +452,6 @@ def _bandwidth(quick: bool) -> tuple[list[Run], list[Case]]:
                 x=1 if read else 2,
                 x_label="",
                 series="read" if read else "write",
-                expected_failure=expected,
             )
         )
     return runs, cases
