@@ -162,6 +162,8 @@ def test_effective_spare_formula() -> None:
     }  # fmt: skip
     # Soft threshold 20 blocks: 1000 - 19.5 - 1 blocks hold data; U = 57,600 pages.
     assert gc.effective_spare(cfg) == pytest.approx(979.5 * 64 / 57600)
+    # Foreground GC with its own copy stream holds the hard threshold: 5 blocks.
+    assert gc.effective_spare(cfg, level="hard") == pytest.approx(994.5 * 64 / 57600)
 
 
 def test_md1_formulas() -> None:

@@ -7,10 +7,17 @@ preconditioning stops once the WAF is steady by the PTS rule.
 References: FOB WAF 1 (nothing to collect while free blocks last); FOB IOPS between the
 product-form closed-network throughput and the dies' bound dies / (t_x + tPROG); steady
 WAF the mean-field greedy limit at the configuration's effective spare factor
-(`gc.greedy_wa`, `gc.effective_spare`); steady IOPS the dies' time per host write at that
-WAF: each host write costs its program (t_x + tPROG), WA - 1 copy-backs (tR + tPROG, on
-the die only) and WA / b of an erase, so X = dies / (t_x + tPROG + (WA - 1)(tR + tPROG)
-+ WA tBERS / b).
+(`gc.greedy_wa`, `gc.effective_spare`); steady IOPS at most the dies' time per host write
+at that WAF: each host write costs its program (t_x + tPROG), WA - 1 copy-backs (tR +
+tPROG, on the die only) and WA / b of an erase, so X <= dies / (t_x + tPROG + (WA - 1)(tR
++ tPROG) + WA tBERS / b).
+
+The timed transient runs 8 logical capacities (random writes to a fresh device leave e^-k
+of the logical pages unwritten after k capacities: at 4, 1.8% of them, spare space the
+model does not have, and the WAF is still rising) with foreground GC, which holds the free
+blocks at the hard threshold (`gc.effective_spare`, level "hard"): its reference follows
+from the configuration alone. Background GC in a saturated closed loop holds them between
+the hard and the soft thresholds, wherever its idle time allows: a range case.
 """
 
 from __future__ import annotations
@@ -24,12 +31,8 @@ from ftlab.validate.gc import GREEDY, effective_spare, greedy_wa, logical_pages,
 from ftlab.validate.queueing import _interface, closed_loop_product_form
 
 FAMILY = "steady"
-#: The timed steady state is not yet modelled: see the cases.
-TIMED_STEADY = (
-    "under investigation: in a saturated timed closed loop background GC has no idle time, "
-    "so the free-block level (and the effective a) is not the mapping-only one that "
-    "gc.effective_spare derives; measured WAF 4.5 against 6.1 (256 blocks per unit)"
-)
+#: Logical capacities of random writes in the timed transient.
+CAPACITIES = 8
 SNIA = "SNIA PTS (Solid State Storage Performance Test Specification) v2.0, steady state"
 
 
@@ -97,7 +100,9 @@ def measure_precondition(values: dict[str, Any], overrides: Sequence[str]) -> Me
 def catalogue(quick: bool) -> tuple[list[Run], list[Case]]:
     runs: list[Run] = []
     cases: list[Case] = []
-    # Timed: a fresh device, closed-loop random writes, QD 32, 4 logical capacities.
+    # Timed: a fresh device, closed-loop random writes, QD 32, 8 logical capacities (random
+    # writes to a fresh device leave e^-k of the logical pages unwritten after k capacities,
+    # spare space that the model does not have: 1.8% at 4, 0.03% at 8), foreground GC.
     blocks = 256 if quick else 512
     values = {
         **device(blocks, timed=True),
@@ -105,15 +110,27 @@ def catalogue(quick: bool) -> tuple[list[Run], list[Case]]:
         "precondition.mode": "none",
         "replay.mode": "closed",
         "replay.queue_depth": 32,
+        "gc.mode": "foreground",
     }
     cfg = resolved(None, values)
     pages = logical_pages(cfg)
     window = pages // 8
-    values["workload.requests"] = 4 * pages
+    values["workload.requests"] = CAPACITIES * pages
     values["metrics.sample_every_requests"] = window
     runs.append(Run("transient", FAMILY, functools.partial(measure_transient, values, window), 2))
-    a = effective_spare(cfg)
+    background = {**values, "gc.mode": "background"}
+    runs.append(
+        Run(
+            "transient-background",
+            FAMILY,
+            functools.partial(measure_transient, background, window),
+            2,
+        )
+    )
+    a = effective_spare(cfg, level="hard")
     wa = greedy_wa(a, 64)
+    a_soft = effective_spare(resolved(None, background))
+    wa_soft = greedy_wa(a_soft, 64)
     nand = cfg["nand"]
     t_x = channel_transfer_ns(cfg)
     dies = 4
@@ -121,8 +138,14 @@ def catalogue(quick: bool) -> tuple[list[Run], list[Case]]:
     fob_bound = dies / program * 1e9
     fob_lower = closed_loop_product_form(dies, 32, program) * 1e9
     copy = nand["read_latency_ns"] + nand["program_latency_ns"]
-    steady_iops = dies / (program + (wa - 1) * copy + wa * nand["erase_latency_ns"] / 64) * 1e9
+    gc_time = (wa - 1) * copy + wa * nand["erase_latency_ns"] / 64
+    steady_iops = dies / (program + gc_time) * 1e9
+    # GC never overlapping between dies (each unit's foreground GC holding every request),
+    # the host's programs still spread over the dies.
+    steady_iops_lower = 1 / (program / dies + gc_time) * 1e9
     setup = f"fresh device, {dies} dies, {blocks} x 64-page blocks, OP 10%, QD 32 random writes"
+    phase = "phase (0 FOB, 1 steady)"
+    steady = f"last 3/8 of {CAPACITIES} capacities"
     cases += [
         Case(
             family=FAMILY,
@@ -135,7 +158,7 @@ def catalogue(quick: bool) -> tuple[list[Run], list[Case]]:
             relative=False,
             reason="exact",
             x=0,
-            x_label="phase (0 FOB, 1 steady)",
+            x_label=phase,
             series="WAF",
         ),
         Case(
@@ -157,43 +180,69 @@ def catalogue(quick: bool) -> tuple[list[Run], list[Case]]:
             ),
             unit="IOPS",
             x=0,
-            x_label="phase (0 FOB, 1 steady)",
+            x_label=phase,
             series="IOPS",
         ),
         Case(
             family=FAMILY,
-            name=f"steady WAF, last 3/8 of 4 capacities, {setup} (a_eff={a:.4f})",
+            name=f"steady WAF, foreground GC, {steady}, {setup} (a_eff={a:.4f}, hard level)",
             run="transient",
             measure="steady_waf",
             reference=wa,
-            source=f"{SNIA}; WAF: {GREEDY}",
+            source=f"{SNIA}; WAF: {GREEDY}, free blocks at the hard threshold",
             tolerance=0.04,
             reason=(
                 "4%: 3 windows of 1/8 capacity vary by ~1.5%; 4 units collect apart "
                 "(per-unit occupancy varies) on 256-512 blocks each (greedy's finite-size gain)"
             ),
             x=1,
-            x_label="phase (0 FOB, 1 steady)",
+            x_label=phase,
             series="WAF",
-            expected_failure=TIMED_STEADY,
         ),
         Case(
             family=FAMILY,
-            name=f"steady IOPS, last 3/8 of 4 capacities, {setup}",
+            name=f"steady IOPS, foreground GC, {steady}, {setup}",
             run="transient",
             measure="steady_iops",
             reference=steady_iops,
+            lower=steady_iops_lower,
+            check="range",
             source=(
-                "die time per host write at the greedy WA: dies / (t_x + tPROG + "
-                "(WA-1)(tR + tPROG) + WA tBERS / b)"
+                "die time per host write at the greedy WA: dies / (t_x + tPROG + G), "
+                "G = (WA-1)(tR + tPROG) + WA tBERS / b; lower: GC serial over the dies, "
+                "1 / ((t_x + tPROG) / dies + G)"
             ),
             tolerance=0.05,
-            reason="5%: the WA's own tolerance (4%) and the windows' spread",
+            reason=(
+                "bounds: foreground GC holds the write that needs it, and the closed loop's "
+                "next writes to that die queue behind it, so the dies are not all kept busy; "
+                "5%: the WA's own tolerance (4%) and the windows' spread"
+            ),
             unit="IOPS",
-            expected_failure=TIMED_STEADY,
             x=1,
-            x_label="phase (0 FOB, 1 steady)",
+            x_label=phase,
             series="IOPS",
+        ),
+        Case(
+            family=FAMILY,
+            name=f"steady WAF, background GC, saturated, {steady}, {setup}",
+            run="transient-background",
+            measure="steady_waf",
+            reference=wa_soft,
+            lower=wa,
+            check="range",
+            source=(
+                f"{GREEDY}: between the WA with the free blocks at the hard threshold "
+                f"(a_eff={a:.4f}) and at the soft one (a_eff={a_soft:.4f})"
+            ),
+            tolerance=0.04,
+            reason=(
+                "bounds: a saturated closed loop leaves background GC too little idle time "
+                "to hold the soft threshold, and the hard one holds; 4% as the cases above"
+            ),
+            x=1,
+            x_label=phase,
+            series="WAF (background GC)",
         ),
     ]
     # Mapping-only: steady preconditioning settles by the PTS rule, at the model's WAF.
