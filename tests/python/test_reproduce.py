@@ -247,3 +247,37 @@ def test_reproduce_all_records_a_failure_and_goes_on(
     assert "selective/selective_tradeoff.png" in page
     # Experiments not asked for are listed as not run.
     assert "Not run." in page
+
+
+def test_every_reproduction_names_its_device_model() -> None:
+    for name in reproduce.EXPERIMENTS:
+        model = reproduce.device_model(name)
+        assert model in reproduce.MODELS
+        record = reproduce.model_record(model)
+        assert {"gc", "timing"} <= set(record["validated_by"])
+    # KRAFT is still set up on ftlab 0.1's model; LeaFTL on the current one, which the peer
+    # family (MQSim) validates.
+    assert reproduce.device_model("kraft") == "0.1"
+    assert reproduce.device_model("leaftl") == "current"
+    assert "peer" in reproduce.model_record("current")["validated_by"]
+    assert "peer" not in reproduce.model_record("0.1")["validated_by"]
+
+
+def test_report_links_the_scorecard_and_names_models(tmp_path: Path) -> None:
+    from ftlab import validate
+
+    # A small real scorecard (one family) where `ftlab reproduce all` puts it.
+    validate.validate(quick=True, families=["steady"]).write_report(
+        tmp_path / reproduce.VALIDATION_DIR
+    )
+    folder = tmp_path / "kraft"
+    folder.mkdir()
+    (folder / reproduce.MODEL_FILE).write_text(json.dumps(reproduce.model_record("0.1")))
+    page = report.write(tmp_path, quick=True).read_text()
+    assert 'href="validation/index.html"' in page
+    assert re.search(r"\d+ of \d+ cases passed, 0 failed", page), page[:2000]
+    assert "Runs on model 0.1 (" in page and "families gc, timing" in page
+    # Without a scorecard the page says how to make one.
+    other = tmp_path / "other"
+    other.mkdir()
+    assert "No validation scorecard here" in report.write(other).read_text()

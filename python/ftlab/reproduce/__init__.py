@@ -11,12 +11,17 @@ runs every experiment and gathers their summaries and plots into one HTML report
 A module that sets `DEVICE_MODEL = "current"` runs on the current device model, preparing
 and loading the device as it says (preconditioning, warm-up, unsaturated replays); any
 other runs inside `ftlab.model_0_1()`, the model the first reproductions were set up on.
+`run` writes `model.json` beside the experiment's outputs: which model it ran on and which
+`ftlab validate` families validate that model (`MODELS`); `ftlab reproduce all` runs the
+quick scorecard into `validation/` and links it.
 """
 
 from __future__ import annotations
 
 import importlib
+import json
 from pathlib import Path
+from typing import Any
 
 from ftlab import model_0_1
 
@@ -60,6 +65,51 @@ EXPERIMENTS["amf"] = (
 )
 
 
+#: The device models a reproduction may run on, and the `ftlab validate` families that
+#: check each: the GC closed forms and the timing (queueing, bandwidth) cases hold under
+#: both; the steady-state and peer families run the current model's background GC, write
+#: buffer destaging and host interface (the peer: MQSim's write-back and interface).
+MODELS: dict[str, dict[str, Any]] = {
+    "0.1": {
+        "name": "model 0.1",
+        "description": (
+            "ftlab 0.1's device model (ftlab.model_0_1()): flash operations in issue order "
+            "(no read priority, suspend or multi-plane), foreground GC, a write buffer that "
+            "flushes only when full, no host interface or DRAM time, a fresh device"
+        ),
+        "validated_by": ["gc", "timing"],
+    },
+    "current": {
+        "name": "the current model",
+        "description": (
+            "the current device model: read priority, program/erase suspend, multi-plane "
+            "operations, background GC, watermark destaging of the write buffer, host "
+            "interface and DRAM time"
+        ),
+        "validated_by": ["gc", "timing", "steady", "peer"],
+    },
+}
+#: Written into each experiment's folder by `run`.
+MODEL_FILE = "model.json"
+#: Where `ftlab reproduce all` writes the quick scorecard (relative to its folder).
+VALIDATION_DIR = "validation"
+
+
+def device_model(name: str) -> str:
+    """The device model experiment `name` runs on: "0.1" or "current"."""
+    module = importlib.import_module(EXPERIMENTS[name][0])
+    return "current" if getattr(module, "DEVICE_MODEL", "0.1") == "current" else "0.1"
+
+
+def model_record(model: str) -> dict[str, Any]:
+    """`model.json`'s content for `model`."""
+    return {
+        "device_model": model,
+        **MODELS[model],
+        "scorecard": f"ftlab validate (families {', '.join(MODELS[model]['validated_by'])})",
+    }
+
+
 def run(name: str, out_dir: Path, quick: bool = False) -> None:
     """Runs experiment `name`, writing its outputs into `out_dir`."""
     if name not in EXPERIMENTS:
@@ -67,7 +117,15 @@ def run(name: str, out_dir: Path, quick: bool = False) -> None:
         raise KeyError(f"unknown experiment `{name}`; the experiments are: {known}")
     module = importlib.import_module(EXPERIMENTS[name][0])
     out_dir.mkdir(parents=True, exist_ok=True)
-    if getattr(module, "DEVICE_MODEL", "0.1") == "current":
+    model = device_model(name)
+    record = model_record(model)
+    (out_dir / MODEL_FILE).write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")
+    print(
+        f"{name}: runs on {record['name']}; validated by `ftlab validate` "
+        f"(families {', '.join(record['validated_by'])})",
+        flush=True,
+    )
+    if model == "current":
         module.run(out_dir, quick)
         return
     # Set up and checked against its paper on ftlab 0.1's device model, which it keeps

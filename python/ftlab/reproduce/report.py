@@ -7,7 +7,10 @@ reason wherever they differ by more than 30%), then a section per experiment wit
 headlines, its plots (`*.png`, linked relative to the report) and links to its tables.
 Headlines come from each experiment's `summary.json` (the contract is in `_summary.py`), so
 any experiment registered in `EXPERIMENTS` takes part by writing one; an experiment
-without it, or whose run failed, is listed as such.
+without it, or whose run failed, is listed as such. Each section names the device model
+the experiment ran on (its `model.json`) and the scorecard families that validate it;
+`run_all` also runs the quick `ftlab validate` scorecard into `out_dir/validation`, and the
+page links it with its headline (cases passed, median and worst error).
 
 The page marks whether its plots loaded: a script sets `data-plots` on `<body>` to `ok`,
 or to `broken: ...` naming the images that did not load, and shows a banner then (the
@@ -17,10 +20,12 @@ browser test reads it).
 from __future__ import annotations
 
 import html
+import json
 import traceback
 from pathlib import Path
+from typing import Any
 
-from ftlab.reproduce import EXPERIMENTS, run
+from ftlab.reproduce import EXPERIMENTS, MODEL_FILE, MODELS, VALIDATION_DIR, run
 from ftlab.reproduce._summary import DIFFERENCE, Headline, read
 
 #: Written by `run_all` when an experiment's run raised: its traceback.
@@ -59,9 +64,15 @@ img { max-width: 640px; margin: 0.5em 1em 0.5em 0; border: 1px solid #eee; }
 """
 
 
-def run_all(out_dir: Path, quick: bool, names: list[str] | None = None) -> Path:
+def run_all(
+    out_dir: Path, quick: bool, names: list[str] | None = None, validation: bool | None = None
+) -> Path:
     """Runs the experiments (default: all) into `out_dir/NAME`, each failure recorded in its
-    folder and the others run on, then writes the report; returns `out_dir/index.html`."""
+    folder and the others run on, then (with `validation`; by default when running all) the
+    quick `ftlab validate` scorecard into `out_dir/validation`, and writes the report;
+    returns `out_dir/index.html`."""
+    if validation is None:
+        validation = names is None
     for name in names or sorted(EXPERIMENTS):
         folder = out_dir / name
         folder.mkdir(parents=True, exist_ok=True)
@@ -72,7 +83,72 @@ def run_all(out_dir: Path, quick: bool, names: list[str] | None = None) -> Path:
         except Exception:  # noqa: BLE001 - one experiment's failure is reported, not fatal
             (folder / FAILED).write_text(traceback.format_exc())
             print(f"{name} failed: see {folder / FAILED}", flush=True)
+    if validation:
+        run_validation(out_dir / VALIDATION_DIR)
     return write(out_dir, quick=quick)
+
+
+def run_validation(folder: Path) -> None:
+    """The quick scorecard (`ftlab validate --quick --out folder`); a failure to run it is
+    recorded in `folder/FAILED.txt`, as an experiment's."""
+    from ftlab import validate
+
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / FAILED).unlink(missing_ok=True)
+    print("== validation (ftlab validate --quick)", flush=True)
+    try:
+        validate.validate(quick=True).write_report(folder)
+    except Exception:  # noqa: BLE001 - reported in the page, not fatal
+        (folder / FAILED).write_text(traceback.format_exc())
+        print(f"validation failed: see {folder / FAILED}", flush=True)
+
+
+def _pct(x: float | None) -> str:
+    return "-" if x is None else f"{x * 100:.2f}%"
+
+
+def validation_html(out_dir: Path) -> str:
+    """The scorecard's headline and link, from `out_dir/validation/scorecard.json`."""
+    folder = out_dir / VALIDATION_DIR
+    card = folder / "scorecard.json"
+    run = "<code>ftlab validate --quick --out DIR</code>"
+    if (folder / FAILED).is_file():
+        return (
+            f'<p class="banner">The validation scorecard did not run '
+            f'(<a href="{VALIDATION_DIR}/{FAILED}">traceback</a>); run {run}.</p>'
+        )
+    if not card.is_file():
+        return f'<p class="note">No validation scorecard here: run {run}.</p>'
+    document: dict[str, Any] = json.loads(card.read_text())
+    s = document["summary"]
+    mode = "quick" if document.get("quick") else "full"
+    families = "; ".join(
+        f"{name}: {f['passed']}/{f['cases']} passed, worst {_pct(f['worst_error'])}"
+        for name, f in s["families"].items()
+    )
+    return (
+        f'<p>Validation (<a href="{VALIDATION_DIR}/index.html">{mode} scorecard</a>, '
+        f"ftlab {html.escape(str(document.get('ftlab_version', '')))}): "
+        f"{s['passed']} of {s['cases']} cases passed, {s['failed']} failed"
+        + (f", {s['xfail']} expected failures" if s["xfail"] else "")
+        + f"; |error| median {_pct(s['median_error'])}, worst {_pct(s['worst_error'])}. "
+        f"{html.escape(families)}.</p>"
+    )
+
+
+def model_html(folder: Path) -> str:
+    """The device model an experiment ran on (its `model.json`) and what validates it."""
+    path = folder / MODEL_FILE
+    if not path.is_file():
+        return ""
+    record: dict[str, Any] = json.loads(path.read_text())
+    model = MODELS.get(str(record.get("device_model")), record)
+    families = ", ".join(model["validated_by"])
+    return (
+        f'<p class="note">Runs on {html.escape(model["name"])} '
+        f"({html.escape(model['description'])}), validated by the scorecard families "
+        f'{html.escape(families)} (<a href="{VALIDATION_DIR}/index.html">scorecard</a>).</p>'
+    )
 
 
 def _number(value: float | None, unit: str) -> str:
@@ -127,6 +203,7 @@ def write(out_dir: Path, quick: bool = False) -> Path:
             parts.append('<p class="note">Not run.</p>')
             sections.append("\n".join(parts))
             continue
+        parts.append(model_html(folder))
         if (folder / FAILED).is_file():
             last = (folder / FAILED).read_text().strip().splitlines()[-1:]
             parts.append(
@@ -174,7 +251,9 @@ def write(out_dir: Path, quick: bool = False) -> Path:
 <p>{len(every)} headline numbers from {len(EXPERIMENTS)} experiments ({mode}); {differing}
 differ from the paper's by more than {DIFFERENCE:.0%} (ratio outside
 {1 / (1 + DIFFERENCE):.2f}-{1 + DIFFERENCE:.2f}), each with the reason its reproduction
-gives.</p>
+gives. Each experiment runs on a device model that <code>ftlab validate</code> checks
+against closed forms, physical bounds and a peer simulator; its section names it.</p>
+{validation_html(out_dir)}
 {_table(every, with_paper=True)}
 {"".join(chr(10) + s for s in sections)}
 </body>
