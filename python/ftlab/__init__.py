@@ -161,7 +161,8 @@ def _sets(sets: Sequence[str], mapping_only: bool, precondition: str | None = No
 
 #: Overrides that select ftlab 0.1's device model on any preset: every flash operation
 #: placed in issue order (no read priority, suspend or multi-plane operations), garbage
-#: collection in the foreground, a fresh device. The paper reproductions run on it (with
+#: collection in the foreground, a fresh device, a write buffer that flushes only when a
+#: write finds it full, and no host interface or DRAM time. The paper reproductions run on it (with
 #: the `legacy` device where they named no preset) until they are set up again on the
 #: current model; see the README's Reproductions.
 MODEL_0_1_SETS = [
@@ -171,6 +172,10 @@ MODEL_0_1_SETS = [
     "scheduler.read_priority=false",
     "scheduler.suspend=false",
     "scheduler.multi_plane=false",
+    'buffer.destage="on-full"',
+    "buffer.dram_bytes_per_s=0",
+    "interface.link_bytes_per_s=0",
+    "interface.command_ns=0",
 ]
 _MODEL_0_1: ContextVar[bool] = ContextVar("ftlab_model_0_1", default=False)
 

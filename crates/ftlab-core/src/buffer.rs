@@ -23,7 +23,7 @@
 //! cached by a read may take such a slot without waiting for it: a simplification.)
 
 use crate::config::{BufferConfig, FlushOrder};
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
 
 /// A multiplicative hash folded so that strided keys (every 1024th page) still spread.
@@ -87,11 +87,14 @@ const CLEAN: usize = 1;
 pub struct WriteBuffer {
     slots: Vec<Slot>,
     index: LpaMap<u32>,
-    free: Vec<u32>,
+    /// Free slots, the next to take at the front.
+    free: VecDeque<u32>,
     /// Per slot, when it is free: the transfer time of the page last flushed from it.
     free_at: Vec<u64>,
     newest_of: [u32; 2],
     oldest_of: [u32; 2],
+    /// Dirty pages buffered (the length of the dirty list).
+    dirty: usize,
     cache_reads: bool,
     flush_pages: usize,
     sorted: bool,
@@ -131,10 +134,11 @@ impl WriteBuffer {
                 capacity
             ],
             index,
-            free: (0..capacity as u32).rev().collect(),
+            free: (0..capacity as u32).collect(),
             free_at: vec![0; capacity],
             newest_of: [NIL; 2],
             oldest_of: [NIL; 2],
+            dirty: 0,
             cache_reads: cfg.cache_reads,
             flush_pages,
             sorted,
@@ -167,14 +171,9 @@ impl WriteBuffer {
     }
 
     /// Dirty pages buffered.
+    #[inline]
     pub fn dirty_len(&self) -> usize {
-        let mut n = 0;
-        let mut s = self.oldest_of[DIRTY];
-        while s != NIL {
-            n += 1;
-            s = self.slots[s as usize].newer;
-        }
-        n
+        self.dirty
     }
 
     pub fn contains(&self, lpa: u32) -> bool {
@@ -198,6 +197,7 @@ impl WriteBuffer {
 
     fn unlink(&mut self, s: u32) {
         let list = self.list_of(s);
+        self.dirty -= (list == DIRTY) as usize;
         let Slot { newer, older, .. } = self.slots[s as usize];
         if newer != NIL {
             self.slots[newer as usize].older = older;
@@ -213,6 +213,7 @@ impl WriteBuffer {
 
     fn push_newest(&mut self, s: u32) {
         let list = self.list_of(s);
+        self.dirty += (list == DIRTY) as usize;
         let newest = self.newest_of[list];
         self.slots[s as usize].newer = NIL;
         self.slots[s as usize].older = newest;
@@ -226,7 +227,7 @@ impl WriteBuffer {
 
     /// A slot for a new page: a free one, else the least recently used clean page's.
     fn take_slot(&mut self) -> Option<u32> {
-        if let Some(s) = self.free.pop() {
+        if let Some(s) = self.free.pop_front() {
             return Some(s);
         }
         let s = self.oldest_of[CLEAN];
@@ -259,7 +260,7 @@ impl WriteBuffer {
                 return Buffered::Replaced;
             }
             Entry::Vacant(e) => {
-                if let Some(s) = self.free.pop() {
+                if let Some(s) = self.free.pop_front() {
                     e.insert(s);
                     self.fill(s, lpa, seq, true);
                     return Buffered::Inserted {
@@ -284,7 +285,7 @@ impl WriteBuffer {
     /// the scheme did not program) are free with the last of them.
     #[inline]
     pub fn freed_at(&mut self, transfers: &mut [u64]) {
-        match (&*transfers, &self.batch[..], self.free.last()) {
+        match (&*transfers, &self.batch[..], self.free.front()) {
             // Untimed, or a flush that programmed no host data: nothing to wait for.
             ([], ..) => {}
             // The usual flush: one page, one slot (on top of the free stack).
@@ -299,12 +300,23 @@ impl WriteBuffer {
         let Some(&last) = transfers.last() else {
             return;
         };
-        // The flush pushed its slots onto the free stack; writes pop from the top.
+        // The flush put its slots at the front of the free queue, where writes take them.
         let freed = self.batch.len().min(self.free.len());
-        let top = self.free.len();
         for i in 0..freed {
             let t = transfers.get(i).copied().unwrap_or(last);
-            self.free_at[self.free[top - 1 - i] as usize] = t;
+            self.free_at[self.free[i] as usize] = t;
+        }
+    }
+
+    /// Sends the slots the last [`WriteBuffer::evict`] freed to the back of the free queue,
+    /// behind those free for longer: a background destage's pages may still be waiting for
+    /// their dies, and a write takes the slot that has been free the longest.
+    pub fn defer_freed(&mut self) {
+        let freed = self.batch.len().min(self.free.len());
+        for _ in 0..freed {
+            if let Some(s) = self.free.pop_front() {
+                self.free.push_back(s);
+            }
         }
     }
 
@@ -341,7 +353,7 @@ impl WriteBuffer {
                 self.unlink(s);
                 // A page that never left DRAM: its slot is free now.
                 self.free_at[s as usize] = 0;
-                self.free.push(s);
+                self.free.push_front(s);
                 true
             }
             None => false,
@@ -402,7 +414,7 @@ impl WriteBuffer {
                 let Slot { lpa, seq, .. } = self.slots[s as usize];
                 self.unlink(s);
                 self.index.remove(&lpa);
-                self.free.push(s);
+                self.free.push_front(s);
                 self.batch.push((lpa, seq));
             }
         }
@@ -423,7 +435,7 @@ impl WriteBuffer {
             let Slot { lpa, seq, .. } = self.slots[s as usize];
             self.unlink(s);
             self.index.remove(&lpa);
-            self.free.push(s);
+            self.free.push_front(s);
             self.batch.push((lpa, seq));
         }
         if self.sorted {
@@ -456,6 +468,7 @@ mod tests {
             flush_group_pages: 10,
             flush_group_fill: 0.75,
             cache_reads: false,
+            ..BufferConfig::default()
         };
         let mut b = WriteBuffer::new(&cfg, 4096).unwrap();
         // Groups: 0 -> {1, 2}, 1 -> {11, 12, 13}, 2 -> {25}, 3 -> {31, 32}.

@@ -102,6 +102,17 @@ pub struct GcConfig {
     /// queued behind host work) with foreground GC only at `hard_threshold`, or entirely in
     /// the foreground of the write that needs a block (the behaviour before background GC).
     pub mode: GcMode,
+    /// Where GC writes the valid pages it moves: a block of their own (`gc`), or the host's
+    /// open block (`host`: one write stream, as the closed-form models assume).
+    pub copy_stream: CopyStream,
+}
+
+/// The open block that GC's copies go to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CopyStream {
+    Gc,
+    Host,
 }
 
 /// When garbage collection runs.
@@ -205,6 +216,57 @@ pub struct BufferConfig {
     /// Also keep clean copies of pages read from flash (a data cache, as in LeaFTL's
     /// evaluation); they give way to writes before any dirty page is flushed.
     pub cache_reads: bool,
+    /// When dirty pages are written to flash.
+    pub destage: Destage,
+    /// `watermark`: destaging starts once this share of the buffer's pages is dirty...
+    pub high_watermark: f64,
+    /// ...and stops once at most this share is.
+    pub low_watermark: f64,
+    /// Rate at which data moves into and out of the buffer's DRAM, in bytes per second
+    /// (one transfer at a time); 0: not modelled.
+    #[serde(with = "units::bytes")]
+    pub dram_bytes_per_s: u64,
+}
+
+/// When the write buffer writes its dirty pages to flash.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Destage {
+    /// A controller's write-back: from `high_watermark` of the buffer dirty down to
+    /// `low_watermark`, in the dies' idle time between requests, so that a write waits
+    /// for flash only when it finds the buffer full.
+    Watermark,
+    /// Only when a write finds the buffer full, in that write's path (ftlab 0.2 and
+    /// before).
+    OnFull,
+}
+
+/// The host interface: the command protocol and the link between host and controller
+/// (NVMe over PCIe). Every request pays `command_ns`; its data crosses the link at
+/// `link_bytes_per_s` in its direction (one transfer at a time per direction).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct InterfaceConfig {
+    /// Payload rate of the link, each direction, in bytes per second (lanes x lane rate x
+    /// line-code and packet efficiency); 0: not modelled.
+    #[serde(with = "units::bytes")]
+    pub link_bytes_per_s: u64,
+    /// Fixed time per command: doorbell, command fetch, completion post.
+    #[serde(with = "units::nanos")]
+    pub command_ns: u64,
+}
+
+impl Default for InterfaceConfig {
+    fn default() -> Self {
+        // PCIe 4.0 x4: 16 GT/s x 4 lanes x 128/130 = 7.88 GB/s, less ~9% of packet headers
+        // at a 256-byte payload (24 bytes a packet): 7.2 GB/s. The command: a doorbell
+        // write, a 64-byte command fetch (one PCIe read round trip, ~1 us) and a 16-byte
+        // completion with its interrupt (ftlab's estimate; controllers do not publish it).
+        InterfaceConfig {
+            link_bytes_per_s: 7_200_000_000,
+            command_ns: 2_000,
+        }
+    }
 }
 
 /// DRAM available to the mapping (used by the schemes that cache their map).
@@ -286,6 +348,7 @@ pub struct Config {
     pub dram: DramConfig,
     pub replay: ReplayConfig,
     pub scheduler: SchedulerConfig,
+    pub interface: InterfaceConfig,
     pub precondition: PreconditionConfig,
     pub metrics: MetricsConfig,
     pub workload: WorkloadConfig,
@@ -351,6 +414,7 @@ impl Default for GcConfig {
             threshold: 0.02,
             hard_threshold: 0.005,
             policy: VictimPolicy::Greedy,
+            copy_stream: CopyStream::Gc,
             mode: GcMode::Background,
         }
     }
@@ -392,6 +456,13 @@ impl Default for BufferConfig {
             flush_group_pages: 0,
             flush_group_fill: 0.875,
             cache_reads: false,
+            destage: Destage::Watermark,
+            // ftlab's choice (controllers do not publish theirs): a quarter of the buffer
+            // kept free for bursts, half of it left dirty for overwrites to hit.
+            high_watermark: 0.75,
+            low_watermark: 0.5,
+            // DDR4-2666 on a 32-bit bus: 10.7 GB/s.
+            dram_bytes_per_s: 10_000_000_000,
         }
     }
 }
@@ -426,6 +497,7 @@ impl Default for Config {
             dram: DramConfig::default(),
             replay: ReplayConfig::default(),
             scheduler: SchedulerConfig::default(),
+            interface: InterfaceConfig::default(),
             precondition: PreconditionConfig::default(),
             metrics: MetricsConfig::default(),
             workload: WorkloadConfig::default(),
@@ -910,6 +982,21 @@ impl Config {
             return Err(Error::config(
                 "buffer.flush_bytes",
                 "must be 0 or at least one page",
+            ));
+        }
+        if !(0.0..=1.0).contains(&b.high_watermark) {
+            return Err(Error::config(
+                "buffer.high_watermark",
+                format!("{} is not a fraction in [0, 1]", b.high_watermark),
+            ));
+        }
+        if !(0.0..=1.0).contains(&b.low_watermark) || b.low_watermark > b.high_watermark {
+            return Err(Error::config(
+                "buffer.low_watermark",
+                format!(
+                    "{} must be a fraction no larger than buffer.high_watermark ({})",
+                    b.low_watermark, b.high_watermark
+                ),
             ));
         }
         if !(b.flush_group_fill > 0.0 && b.flush_group_fill <= 1.0) {

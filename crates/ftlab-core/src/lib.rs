@@ -12,6 +12,7 @@ pub mod divide;
 pub mod error;
 pub mod ftl;
 pub mod host;
+pub mod interface;
 pub mod metrics;
 pub mod nand;
 pub mod recovery;

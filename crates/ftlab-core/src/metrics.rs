@@ -30,6 +30,9 @@ pub struct HostCounters {
     pub buffer_read_hits: u64,
     /// Page writes that replaced a copy still in the write buffer.
     pub buffer_write_hits: u64,
+    /// Dirty pages the buffer wrote to flash in the background (`buffer.destage =
+    /// "watermark"`), not in a write's path.
+    pub pages_destaged: u64,
     /// Writes covering part of a page: the rest of the page is read first (read-modify-write).
     pub partial_page_writes: u64,
     /// Requests the host stack issued on its own (cleaning, metadata; see [`crate::host`]),
@@ -128,6 +131,7 @@ pub struct EraseCounts {
 pub struct Latency {
     counts: Vec<u64>,
     sum: u128,
+    sum_squares: u128,
     min: u64,
     max: u64,
 }
@@ -160,6 +164,8 @@ pub const LATENCY_QUANTILES: [f64; 16] = [
 pub struct LatencyStats {
     pub count: u64,
     pub mean_ns: f64,
+    /// Standard deviation (population), exact from the sums of values and squares.
+    pub stdev_ns: f64,
     pub p50_ns: u64,
     pub p99_ns: u64,
     pub p999_ns: u64,
@@ -174,6 +180,7 @@ impl Default for Latency {
         Latency {
             counts: Vec::new(),
             sum: 0,
+            sum_squares: 0,
             min: u64::MAX,
             max: 0,
         }
@@ -189,6 +196,7 @@ impl Latency {
             None => self.grow_to(i),
         }
         self.sum += ns as u128;
+        self.sum_squares += ns as u128 * ns as u128;
         self.min = self.min.min(ns);
         self.max = self.max.max(ns);
     }
@@ -226,13 +234,14 @@ impl Latency {
         };
         let mut cdf: Vec<(f64, u64)> = LATENCY_QUANTILES.iter().map(|&x| (x, q(x))).collect();
         cdf.push((1.0, self.max));
+        let n = count.max(1) as f64;
+        let mean_ns = self.sum as f64 / n;
         LatencyStats {
             count,
-            mean_ns: if count == 0 {
-                0.0
-            } else {
-                self.sum as f64 / count as f64
-            },
+            mean_ns,
+            stdev_ns: (self.sum_squares as f64 / n - mean_ns * mean_ns)
+                .max(0.0)
+                .sqrt(),
             p50_ns: q(0.5),
             p99_ns: q(0.99),
             p999_ns: q(0.999),

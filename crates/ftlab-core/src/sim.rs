@@ -9,16 +9,22 @@
 //!
 //! Timing: in open loop a request arrives at its timestamp times `replay.time_scale`; in
 //! closed loop it is issued as soon as fewer than `replay.queue_depth` requests are
-//! outstanding. A request completes when its page reads are done, its writes are
-//! acknowledged (buffered writes when their buffer slot is free: at once while the buffer
-//! has room, else when the page flushed from that slot has crossed the channel; unbuffered
-//! writes when programmed) and the foreground GC it triggered is over. Trims take no time.
+//! outstanding. Its command takes the host interface's time, and a write's data crosses
+//! the link ([`crate::interface`]). A request completes when its page reads are done and
+//! their data has crossed the link back, its writes are acknowledged (buffered writes once
+//! copied into the buffer's DRAM in a free slot: at once while the buffer has room, else
+//! when the page flushed from that slot has crossed the channel; unbuffered writes when
+//! programmed) and the foreground GC it triggered is over. Trims take only the command.
+//!
+//! The buffer writes back in the background (`buffer.destage = "watermark"`): from its
+//! high watermark down to its low one, in the idle time before each request.
 
 use crate::buffer::{Buffered, WriteBuffer};
-use crate::config::{Config, Layout, PreconditionConfig, PreconditionMode, ReplayMode};
+use crate::config::{Config, Destage, Layout, PreconditionConfig, PreconditionMode, ReplayMode};
 use crate::error::{Error, Result};
 use crate::ftl::Ftl;
 use crate::host::Origin;
+use crate::interface::Front;
 use crate::metrics::{
     DeviceInfo, GcReport, HostCounters, Latency, LatencyReport, LoadReport, Metrics,
     PreconditionReport, Report, Sampler, SourceInfo,
@@ -71,6 +77,14 @@ pub struct Simulator<F: Ftl> {
     flash: Flash,
     ftl: F,
     buffer: Option<WriteBuffer>,
+    /// Watermark destaging (`buffer.destage`): it starts once this many pages are dirty...
+    destage_high: Option<usize>,
+    /// ...and stops once at most this many are.
+    destage_low: usize,
+    /// Destaging has started and not yet reached the low watermark.
+    destaging: bool,
+    /// The host interface and the buffer's DRAM.
+    front: Front,
     /// Verification: the sequence number of the last write to each logical page.
     shadow: Option<Vec<u64>>,
     /// The last host write sequence number given (64 bits: it never wraps; 0 is "never
@@ -197,6 +211,9 @@ impl PageSize {
 
 impl<F: Ftl> Simulator<F> {
     pub fn new(cfg: &Config, layout: &Layout, ftl: F, flash: Flash, verify: bool) -> Self {
+        let buffer = WriteBuffer::new(&cfg.buffer, layout.page_size as u64);
+        let pages = |share: f64| share * buffer.as_ref().map_or(0, |b| b.capacity()) as f64;
+        let watermark = buffer.is_some() && cfg.buffer.destage == Destage::Watermark;
         Simulator {
             layout: *layout,
             page: PageSize::new(layout.page_size),
@@ -206,7 +223,13 @@ impl<F: Ftl> Simulator<F> {
             sample_every: cfg.metrics.sample_every_requests,
             flash,
             ftl,
-            buffer: WriteBuffer::new(&cfg.buffer, layout.page_size as u64),
+            // At least one page dirty, or destaging would never stop.
+            destage_high: watermark
+                .then(|| (pages(cfg.buffer.high_watermark).ceil() as usize).max(1)),
+            destage_low: pages(cfg.buffer.low_watermark).floor() as usize,
+            buffer,
+            destaging: false,
+            front: Front::new(cfg),
             shadow: verify.then(|| vec![0; layout.logical_pages as usize]),
             last_seq: 0,
             host: HostCounters::default(),
@@ -330,13 +353,20 @@ impl<F: Ftl> Simulator<F> {
         if index > 0 && (!timed || arrival > self.last_time) {
             self.fill_idle_gap(arrival)?;
         }
+        // When the command is fetched; a write's flash work also waits for its data.
+        let mut begin = arrival;
         if timed {
             let first = *self.first_arrival.get_or_insert(arrival);
             if self.mode == ReplayMode::Open {
                 self.bursts.arrive(arrival, first, &self.flash);
             }
-            self.flash.begin_request(arrival);
+            begin = self.front.command(arrival);
+            if req.op == Op::Write {
+                begin = self.front.data_in(begin, req.len_bytes as u64);
+            }
+            self.flash.begin_request(begin);
         }
+        let buffer_hits = self.host.buffer_read_hits;
         self.ftl
             .begin_request(first as u32, (last - first) as u32, req.op);
         match req.op {
@@ -371,8 +401,25 @@ impl<F: Ftl> Simulator<F> {
                 }
             }
         }
+        if req.op == Op::Write {
+            self.note_dirty();
+        }
         if timed {
-            let done = self.flash.request_done();
+            let mut done = self.flash.request_done();
+            let bytes = req.len_bytes as u64;
+            match req.op {
+                // Into the buffer's DRAM once its slots are free.
+                Op::Write if self.buffer.is_some() => done = self.front.dram(done, bytes),
+                Op::Write | Op::Trim => {}
+                Op::Read => {
+                    let hits = self.host.buffer_read_hits - buffer_hits;
+                    if hits > 0 {
+                        let dram = self.front.dram(begin, hits * self.page.bytes);
+                        done = done.max(dram);
+                    }
+                    done = self.front.data_out(done, bytes);
+                }
+            }
             let latency = done - arrival;
             if latency > self.bursts.queue_limit_ns {
                 self.bursts.queued += 1;
@@ -405,6 +452,9 @@ impl<F: Ftl> Simulator<F> {
     /// request's cursor; host operations go ahead of what is left.)
     #[inline(always)]
     fn fill_idle_gap(&mut self, arrival: u64) -> Result<()> {
+        if self.destaging {
+            self.destage(arrival)?;
+        }
         if !self.ftl.has_idle_work() {
             return Ok(());
         }
@@ -442,6 +492,49 @@ impl<F: Ftl> Simulator<F> {
         };
         self.flash.set_idle_until(0);
         result
+    }
+
+    /// Starts watermark destaging once the high watermark of the buffer is dirty.
+    #[inline]
+    fn note_dirty(&mut self) {
+        if let (Some(high), Some(buffer)) = (self.destage_high, self.buffer.as_ref()) {
+            self.destaging |= buffer.dirty_len() >= high;
+        }
+    }
+
+    /// Watermark destaging in the gap before a request arriving at `until` (mapping-only
+    /// runs: all of it): flush batches as a full buffer's (`buffer.flush_bytes`),
+    /// programmed as the device's own work (no request waits for them; their slots go to
+    /// the back of the free queue), until at most the low watermark is dirty or, timed, a
+    /// batch's data reaches its die only at or after `until`: the dies are then busy up to
+    /// the next request, and a controller destages in their idle time.
+    #[inline(never)]
+    fn destage(&mut self, until: u64) -> Result<()> {
+        let timed = self.flash.is_timed();
+        let Some(buffer) = self.buffer.as_mut() else {
+            return Ok(());
+        };
+        while buffer.dirty_len() > self.destage_low {
+            if timed {
+                // From the previous request's arrival: the gap's start.
+                self.flash.begin_request(self.last_time);
+            }
+            self.flash.set_flushing(true);
+            let batch = buffer.evict();
+            self.host.pages_destaged += batch.len() as u64;
+            let result = self.ftl.write_batch(batch, &mut self.flash);
+            self.flash.set_flushing(false);
+            result?;
+            let transfers = self.flash.host_transfers();
+            let reached = transfers.iter().copied().max().unwrap_or(0);
+            buffer.freed_at(transfers);
+            buffer.defer_freed();
+            if timed && reached >= until {
+                return Ok(());
+            }
+        }
+        self.destaging = false;
+        Ok(())
     }
 
     /// The scheme's background work after a request (see [`Ftl::idle`]).
@@ -484,6 +577,10 @@ impl<F: Ftl> Simulator<F> {
                 // Through the write buffer, as a host write goes (a scheme sees the flushes
                 // it would see in the run: LeaFTL learns sorted runs).
                 sim.write_page(lpa)?;
+                sim.note_dirty();
+                if sim.destaging {
+                    sim.destage(u64::MAX)?;
+                }
                 sim.idle()?;
                 Ok(0)
             },

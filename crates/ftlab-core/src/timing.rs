@@ -376,7 +376,9 @@ impl Timeline {
             & (die.planes & plane == 0)
             & !background
         {
-            let begin = ready.max(*channel_free);
+            // After the group's last transfer (`die.start`): the channel need not say so
+            // when that transfer began after a gap (`book_channel` keeps gaps open).
+            let begin = ready.max(*channel_free).max(die.start);
             let transferred = begin + transfer_ns;
             let window = transfer_ns * die.planes.count_ones() as u64;
             if transferred <= die.start + window {

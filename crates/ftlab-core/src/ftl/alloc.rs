@@ -22,7 +22,7 @@
 //! translation block, and the translation store updates its directory.
 
 use crate::blocks::{select_victim, FreeBlocks};
-use crate::config::{Config, GcMode, Layout, VictimPolicy};
+use crate::config::{Config, CopyStream, GcMode, Layout, VictimPolicy};
 use crate::divide::DivideBy;
 use crate::error::{Error, Result};
 use crate::ftl::MemoryBreakdown;
@@ -198,6 +198,8 @@ pub struct PageAllocator {
     /// Per block: data or translation (empty when the scheme stores no translation pages).
     kind: Vec<BlockKind>,
     policy: VictimPolicy,
+    /// The stream data copies go to (`gc.copy_stream`).
+    copy_stream: usize,
     soft_free_blocks: usize,
     hard_free_blocks: usize,
     moved_data: Vec<Move>,
@@ -238,6 +240,10 @@ impl PageAllocator {
                 Vec::new()
             },
             policy: cfg.gc.policy,
+            copy_stream: match cfg.gc.copy_stream {
+                CopyStream::Gc => GC,
+                CopyStream::Host => HOST,
+            },
             soft_free_blocks,
             hard_free_blocks,
             moved_data: Vec::new(),
@@ -585,7 +591,7 @@ impl PageAllocator {
             return Ok(false);
         };
         let translation = self.kind.get(victim as usize) == Some(&BlockKind::Translation);
-        let stream = if translation { MAP } else { GC };
+        let stream = if translation { MAP } else { self.copy_stream };
         let mut pages = std::mem::take(&mut self.victim_pages);
         pages.clear();
         pages.extend(

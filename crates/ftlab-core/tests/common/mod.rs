@@ -29,6 +29,13 @@ pub fn small_config(
     g.pages_per_block = pages_per_block;
     cfg.ftl.over_provisioning = op;
     cfg.metrics.sample_every_requests = 97;
+    // The flash alone: no host interface or DRAM time, and a buffer that flushes when full
+    // (the write-back of the default device has its own tests, `destage.rs`), so that the
+    // tests' hand-computed schedules are those of the flash operations.
+    cfg.interface.command_ns = 0;
+    cfg.interface.link_bytes_per_s = 0;
+    cfg.buffer.dram_bytes_per_s = 0;
+    cfg.buffer.destage = ftlab_core::config::Destage::OnFull;
     cfg
 }
 

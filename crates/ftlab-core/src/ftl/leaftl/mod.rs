@@ -312,7 +312,9 @@ impl Scheme for LeaFtl {
     /// The reference flushes its write buffer whole, in logical page order, the 256-page
     /// groups with the most dirty pages first (up to 7/8 of the flush): what it learns are
     /// the runs such flushes give. Evicting one page at a time (the `default` preset's
-    /// buffer) would leave it one single-point segment per write.
+    /// buffer) would leave it one single-point segment per write. The flush starts when the
+    /// buffer is full, as the reference's, but in the background (one batch brings it
+    /// below the low watermark).
     const DEVICE_DEFAULTS: Option<&'static str> = Some(
         r#"
 [buffer]
@@ -320,6 +322,8 @@ flush = "sorted"
 flush_bytes = 0
 flush_group_pages = 256
 flush_group_fill = 0.875
+high_watermark = 1.0
+low_watermark = 0.5
 "#,
     );
 
