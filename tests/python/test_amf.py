@@ -8,6 +8,7 @@ import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -89,20 +90,14 @@ def test_the_reproduction_regenerates_the_papers_tables(
     quick: Callable[[str], Path], traces: Path
 ) -> None:
     assert "amf" in reproduce.EXPERIMENTS
-    # The session's quick run, whose headlines test_reproduce.py pins.
+    # The session's quick run, whose headlines test_reproduce.py checks against the paper.
     folder = quick("amf")
     for name in ("memory", "waf", "throughput", "claims"):
         assert (folder / f"{name}.csv").is_file() and (folder / f"{name}.md").is_file()
     assert (folder / "waf.png").is_file()
-    summary = json.loads((folder / "claims.json").read_text())
-    failed = [c["claim"] for c in summary["claims"] if not c["reproduced"]]
-    differences = summary["order_differences"]
-    # Every claim holds but the order, and the order only where the README and
-    # claims.json say why (AMF against EXT4 + page FTL on the database workloads).
-    assert all(d["explained"] for d in differences)
-    assert {(d["workload"], *d["stacks"]) for d in differences} <= set(amf.EXPLAINED_ORDER)
-    assert all(c.startswith("stacks in the paper's order") for c in failed), failed
-    assert len(failed) == (1 if differences else 0), failed
+    # Every claim of the paper but the order holds (the order: the tests below).
+    failed = [c["claim"] for c in _claims(folder)["claims"] if not c["reproduced"]]
+    assert all(c.startswith(ORDER_CLAIM) for c in failed), failed
     memory = {row[0]: row for row in _csv(folder / "memory.csv")}
     assert float(memory["page-level FTL"][1]) == 512.0
     assert float(memory["AFTL"][3]) == 8.0
@@ -110,6 +105,63 @@ def test_the_reproduction_regenerates_the_papers_tables(
     stacks = {row[1] for row in waf}
     assert {"EXT4+PFTL", "EXT4+DFTL", "F2FS+PFTL", "F2FS+DFTL", "AMF"} <= stacks
     assert {row[0] for row in waf} >= {"FIO(RW)", "Postmark(H)", "OLTP", "TPC-C"}
+
+
+#: The claim in claims.json that the stacks' total WAF follows the paper's order.
+ORDER_CLAIM = "stacks in the paper's order"
+
+
+def _order_cases() -> list[object]:
+    """One case per workload of the paper's WAF table; where the quick run is known to put
+    a pair of stacks in another order, an expected failure whose reason is the cause the
+    reproduction states (amf.ORDER_CAUSES)."""
+    out: list[object] = []
+    for workload in amf.PAPER_WAF:
+        known = [(a, b, c) for (w, a, b), c in amf.EXPLAINED_ORDER.items() if w == workload]
+        marks = []
+        if known:
+            causes = "; ".join(
+                f"{a} vs {b} in the other order than the paper's: {amf.ORDER_CAUSES[c]}"
+                for a, b, c in known
+            )
+            marks.append(
+                pytest.mark.xfail(
+                    strict=True, raises=AssertionError, reason=f"{workload}: {causes}"
+                )
+            )
+        out.append(pytest.param(workload, marks=marks, id=workload))
+    return out
+
+
+@pytest.mark.parametrize("workload", _order_cases())
+def test_stacks_are_in_the_papers_order_of_write_amplification(
+    workload: str, quick: Callable[[str], Path], traces: Path
+) -> None:
+    """Fidelity: the paper's order of the stacks' total WAF on each workload (pairs within
+    amf.TIE of each other in the paper are ties), from the quick run's claims.json."""
+    differences = [
+        d for d in _claims(quick("amf"))["order_differences"] if d["workload"] == workload
+    ]
+    assert not differences, "; ".join(" vs ".join(d["stacks"]) for d in differences)
+
+
+def test_regression_order_differences_are_the_known_ones(
+    quick: Callable[[str], Path], traces: Path
+) -> None:
+    """Regression check, not fidelity: no pair of stacks leaves the paper's order beyond the
+    ones known today (amf.EXPLAINED_ORDER), and each that does carries its cause. It catches
+    unintended changes; the fidelity check of the order is the test above."""
+    summary = _claims(quick("amf"))
+    differences = summary["order_differences"]
+    assert {(d["workload"], *d["stacks"]) for d in differences} <= set(amf.EXPLAINED_ORDER)
+    assert all(d["explained"] for d in differences)
+    order = [c for c in summary["claims"] if c["claim"].startswith(ORDER_CLAIM)]
+    assert len(order) == 1 and order[0]["reproduced"] == (not differences), order
+
+
+def _claims(folder: Path) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((folder / "claims.json").read_text())
+    return data
 
 
 def test_the_stack_list_takes_a_block_ftl_by_name() -> None:
