@@ -356,7 +356,9 @@ REGRESSION_PINS: dict[str, dict[str, float]] = {
         "slimftl_gc": 0.994,
         "slimftl_gc_shift1": 4.50,
         "slimftl_gc_shift8": 1.20,
-        "sftl_vs_slimftl_read_p99": 1.18,
+        # On a cliff of a bimodal distribution in the quick run (reads wait tens of ms):
+        # S-FTL's p99 is 17.6 ms with the host interface's 2 us a command, 287 ms without.
+        "sftl_vs_slimftl_read_p99": 0.0721,
     },
     "selective": {"throughput_at_32_file_1000": 0.0718},
     # gain_default was -26.6 with a buffer that flushed only when full; background
