@@ -5,6 +5,10 @@ from __future__ import annotations
 
 import json
 import math
+import re
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -186,3 +190,57 @@ def test_closed_loop_product_form() -> None:
     assert queueing.closed_loop_product_form(8, 1, 10.0) == pytest.approx(0.1)
     assert queueing.closed_loop_product_form(1, 5, 10.0) == pytest.approx(0.1)
     assert queueing.closed_loop_product_form(8, 10_000, 10.0) == pytest.approx(0.8, rel=1e-3)
+
+
+def test_cli_writes_the_scorecard_and_the_page_opens_in_a_browser(tmp_path: Path) -> None:
+    out, js = tmp_path / "validation", tmp_path / "scorecard.json"
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "ftlab",
+            "validate",
+            "--quick",
+            "--out",
+            str(out),
+            "--json",
+            str(js),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    assert "median" in result.stdout
+    document = json.loads(js.read_text())
+    assert document["cases"] and all(c["status"] != "fail" for c in document["cases"])
+    index = out / "index.html"
+    images = re.findall(r'<img src="([^"]+)"', index.read_text())
+    assert images and all((out / src).is_file() for src in images)
+    browser = next(
+        (shutil.which(n) for n in ("chromium", "chromium-browser") if shutil.which(n)), None
+    )
+    if browser is None:
+        pytest.skip("no Chromium: install Debian's `chromium` (scripts/install-deps.sh does)")
+    shown = subprocess.run(
+        [
+            browser,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--allow-file-access-from-files",
+            "--enable-logging=stderr",
+            "--v=0",
+            "--virtual-time-budget=10000",
+            "--dump-dom",
+            index.as_uri(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert shown.returncode == 0, shown.stderr[-2000:]
+    assert f'data-images="{len(images)}"' in shown.stdout
+    assert 'data-plots="ok"' in shown.stdout
+    console = [line for line in shown.stderr.splitlines() if "CONSOLE" in line]
+    assert not [line for line in console if "error" in line.lower()], console
