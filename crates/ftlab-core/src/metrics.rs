@@ -164,7 +164,7 @@ pub const LATENCY_QUANTILES: [f64; 16] = [
 pub struct LatencyStats {
     pub count: u64,
     pub mean_ns: f64,
-    /// Standard deviation (population), exact from the sums of values and squares.
+    /// Standard deviation (population), from the exact sums of values and squares.
     pub stdev_ns: f64,
     pub p50_ns: u64,
     pub p99_ns: u64,
@@ -196,7 +196,8 @@ impl Latency {
             None => self.grow_to(i),
         }
         self.sum += ns as u128;
-        self.sum_squares += ns as u128 * ns as u128;
+        // Exact up to 2^128 (values of centuries); saturates, never wraps, beyond.
+        self.sum_squares = self.sum_squares.saturating_add(ns as u128 * ns as u128);
         self.min = self.min.min(ns);
         self.max = self.max.max(ns);
     }
