@@ -288,7 +288,7 @@ impl WriteBuffer {
         match (&*transfers, &self.batch[..], self.free.front()) {
             // Untimed, or a flush that programmed no host data: nothing to wait for.
             ([], ..) => {}
-            // The usual flush: one page, one slot (on top of the free stack).
+            // The usual flush: one page, one slot (at the front of the free queue).
             ([t], [_], Some(&s)) => self.free_at[s as usize] = *t,
             _ => self.freed_at_sorted(transfers),
         }
