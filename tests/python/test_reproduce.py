@@ -22,12 +22,11 @@ from __future__ import annotations
 import csv
 import json
 import re
-import shutil
-import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from browser_helpers import check_page_in_browser
 
 from ftlab import reproduce
 from ftlab.reproduce import _summary, report
@@ -475,14 +474,6 @@ def test_summary_json_contract(tmp_path: Path) -> None:
         _summary.read(path)
 
 
-def _chromium() -> str | None:
-    for name in ("chromium", "chromium-browser", "google-chrome", "chrome"):
-        found = shutil.which(name)
-        if found:
-            return found
-    return None
-
-
 def test_report_in_a_headless_browser(
     quick: Callable[[str], Path], quick_dir: Path, request: pytest.FixtureRequest
 ) -> None:
@@ -497,36 +488,7 @@ def test_report_in_a_headless_browser(
     assert "no reason given" not in page
     images = re.findall(r'<img src="([^"]+)"', page)
     assert images and all((quick_dir / src).is_file() for src in images)
-    browser = _chromium()
-    if browser is None:
-        pytest.skip(
-            "no Chromium: install Debian's `chromium` (scripts/install-deps.sh does) to open "
-            "the report in a headless browser"
-        )
-    result = subprocess.run(
-        [
-            browser,
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--allow-file-access-from-files",
-            "--enable-logging=stderr",
-            "--v=0",
-            "--virtual-time-budget=10000",
-            "--dump-dom",
-            index.as_uri(),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert result.returncode == 0, result.stderr[-2000:]
-    dom = result.stdout
-    assert f'data-images="{len(images)}"' in dom, dom[:500]
-    assert 'data-plots="ok"' in dom, re.findall(r'data-plots="[^"]*"', dom)
-    console = [line for line in result.stderr.splitlines() if "CONSOLE" in line]
-    errors = [line for line in console if "ERROR" in line or "error" in line.lower()]
-    assert not errors, errors
+    check_page_in_browser(index, len(images))
 
 
 def test_reproduce_all_records_a_failure_and_goes_on(

@@ -6,12 +6,12 @@ from __future__ import annotations
 import json
 import math
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from browser_helpers import check_page_in_browser
 
 import ftlab.validate as validation
 from ftlab.validate import Scorecard, gc, peer, queueing
@@ -217,30 +217,4 @@ def test_cli_writes_the_scorecard_and_the_page_opens_in_a_browser(tmp_path: Path
     index = out / "index.html"
     images = re.findall(r'<img src="([^"]+)"', index.read_text())
     assert images and all((out / src).is_file() for src in images)
-    browser = next(
-        (shutil.which(n) for n in ("chromium", "chromium-browser") if shutil.which(n)), None
-    )
-    if browser is None:
-        pytest.skip("no Chromium: install Debian's `chromium` (scripts/install-deps.sh does)")
-    shown = subprocess.run(
-        [
-            browser,
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--allow-file-access-from-files",
-            "--enable-logging=stderr",
-            "--v=0",
-            "--virtual-time-budget=10000",
-            "--dump-dom",
-            index.as_uri(),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert shown.returncode == 0, shown.stderr[-2000:]
-    assert f'data-images="{len(images)}"' in shown.stdout
-    assert 'data-plots="ok"' in shown.stdout
-    console = [line for line in shown.stderr.splitlines() if "CONSOLE" in line]
-    assert not [line for line in console if "error" in line.lower()], console
+    check_page_in_browser(index, len(images))
