@@ -8,14 +8,11 @@ use common::*;
 use ftlab_core::config::{Config, Destage};
 use ftlab_core::Request;
 
-/// One die, 1 us per page on the channel, 2 us per command, 1 us per 4 KiB on the link,
-/// 0.5 us per 4 KiB in DRAM; an 8-page buffer destaging from 4 dirty pages down to 2.
+/// One die ([`one_die_config`]: 1 us per page on the channel), 2 us per command, 1 us per
+/// 4 KiB on the link, 0.5 us per 4 KiB in DRAM; an 8-page buffer destaging from 4 dirty
+/// pages down to 2.
 fn device() -> Config {
-    let mut cfg = small_config((1, 1, 1, 1), 32, 16, 0.25);
-    cfg.nand.read_latency_ns = 50_000;
-    cfg.nand.program_latency_ns = 500_000;
-    cfg.nand.erase_latency_ns = 3_000_000;
-    cfg.nand.channel_bytes_per_s = (4096 + 128) * 1_000_000;
+    let mut cfg = one_die_config(1);
     cfg.interface.command_ns = 2_000;
     cfg.interface.link_bytes_per_s = 4_096_000_000;
     cfg.buffer.dram_bytes_per_s = 8_192_000_000;

@@ -15,11 +15,7 @@ use ftlab_core::Request;
 /// One channel, one die, `planes` planes, round numbers: tR 50 us, tPROG 500 us, tBERS
 /// 3 ms, 1 us to move a page; FIFO scheduling, nothing else on.
 fn one_die(planes: u32) -> Config {
-    let mut cfg = small_config((1, 1, 1, planes), 32, 16, 0.25);
-    cfg.nand.read_latency_ns = 50_000;
-    cfg.nand.program_latency_ns = 500_000;
-    cfg.nand.erase_latency_ns = 3_000_000;
-    cfg.nand.channel_bytes_per_s = (4096 + 128) * 1_000_000;
+    let mut cfg = one_die_config(planes);
     cfg.scheduler.read_priority = false;
     cfg.scheduler.suspend = false;
     cfg.scheduler.multi_plane = false;

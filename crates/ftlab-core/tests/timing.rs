@@ -9,13 +9,7 @@ use ftlab_core::Request;
 
 /// One channel, one die: every operation serialises, so latencies are exact sums.
 fn one_die() -> Config {
-    let mut cfg = small_config((1, 1, 1, 1), 32, 16, 0.25);
-    cfg.nand.read_latency_ns = 50_000;
-    cfg.nand.program_latency_ns = 500_000;
-    cfg.nand.erase_latency_ns = 3_000_000;
-    // 1 us to move a 4 KiB page and its 128-byte OOB.
-    cfg.nand.channel_bytes_per_s = (4096 + 128) * 1_000_000;
-    cfg
+    one_die_config(1)
 }
 
 /// The write latencies of a timed run.

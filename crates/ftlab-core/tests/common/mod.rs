@@ -39,6 +39,18 @@ pub fn small_config(
     cfg
 }
 
+/// One channel, one die of `planes` planes, round timings so that schedules can be
+/// computed by hand: tR 50 us, tPROG 500 us, tBERS 3 ms, 1 us to move a 4 KiB page and its
+/// 128-byte OOB.
+pub fn one_die_config(planes: u32) -> Config {
+    let mut cfg = small_config((1, 1, 1, planes), 32, 16, 0.25);
+    cfg.nand.read_latency_ns = 50_000;
+    cfg.nand.program_latency_ns = 500_000;
+    cfg.nand.erase_latency_ns = 3_000_000;
+    cfg.nand.channel_bytes_per_s = (4096 + 128) * 1_000_000;
+    cfg
+}
+
 pub fn write(offset_page: u64, pages: u32, page: u32) -> Request {
     Request {
         time_ns: 0,
