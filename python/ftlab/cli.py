@@ -1015,7 +1015,13 @@ def bench(
     help="Output folder (default: reproduce/NAME; for `all`, reproduce).",
 )
 @click.option("--quick", is_flag=True, help="Small workloads: seconds instead of minutes.")
-def reproduce(name: str | None, out: Path | None, quick: bool) -> None:
+@click.option(
+    "--why",
+    is_flag=True,
+    help="Check the causes NAME states for its misses: each experiment changes the one thing "
+    "a cause names and measures the headline again (OUT/why.json).",
+)
+def reproduce(name: str | None, out: Path | None, quick: bool, why: bool) -> None:
     """Regenerate a paper's figures as tables and plots (no NAME: list them; `all`: every
     one, and one HTML report of them, OUT/index.html)."""
     from ftlab import reproduce as experiments
@@ -1026,6 +1032,8 @@ def reproduce(name: str | None, out: Path | None, quick: bool) -> None:
         print_pairs(pairs, ("experiment", "description"))
         return
     if name == "all":
+        if why:
+            fail("--why takes one experiment's NAME, not `all`")
         from ftlab.reproduce import report
 
         folder = out or Path("reproduce")
@@ -1037,7 +1045,7 @@ def reproduce(name: str | None, out: Path | None, quick: bool) -> None:
     if name in experiments.EXPERIMENTS:  # else the error is the unknown name
         check_output("--out", folder, folder=True)
     try:
-        run_core(lambda: experiments.run(name, folder, quick))
+        run_core(lambda: experiments.run(name, folder, quick, why))
     except KeyError as e:
         fail(str(e.args[0]))
 

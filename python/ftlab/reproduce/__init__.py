@@ -110,12 +110,25 @@ def model_record(model: str) -> dict[str, Any]:
     }
 
 
-def run(name: str, out_dir: Path, quick: bool = False) -> None:
-    """Runs experiment `name`, writing its outputs into `out_dir`."""
+def _module(name: str) -> Any:
     if name not in EXPERIMENTS:
         known = ", ".join(sorted(EXPERIMENTS)) or "none yet"
         raise KeyError(f"unknown experiment `{name}`; the experiments are: {known}")
-    module = importlib.import_module(EXPERIMENTS[name][0])
+    return importlib.import_module(EXPERIMENTS[name][0])
+
+
+def has_why(name: str) -> bool:
+    """Whether experiment `name` checks its stated causes (`_why.py`)."""
+    return callable(getattr(_module(name), "why", None))
+
+
+def run(name: str, out_dir: Path, quick: bool = False, why: bool = False) -> None:
+    """Runs experiment `name`, writing its outputs into `out_dir`; with `why`, runs the
+    experiments behind its stated causes instead and writes `why.json` (`_why.py`)."""
+    module = _module(name)
+    if why:
+        _run_why(name, module, out_dir, quick)
+        return
     out_dir.mkdir(parents=True, exist_ok=True)
     model = device_model(name)
     record = model_record(model)
@@ -132,3 +145,19 @@ def run(name: str, out_dir: Path, quick: bool = False) -> None:
     # until it is redone on the current one (README, Reproductions).
     with model_0_1():
         module.run(out_dir, quick)
+
+
+def _run_why(name: str, module: Any, out_dir: Path, quick: bool) -> None:
+    from ftlab.reproduce import _why
+
+    if not callable(getattr(module, "why", None)):
+        raise KeyError(f"experiment `{name}` states no cause to check (it has no `why`)")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    if device_model(name) == "current":
+        experiments = module.why(out_dir, quick)
+    else:
+        with model_0_1():
+            experiments = module.why(out_dir, quick)
+    path = _why.write(out_dir, experiments)
+    print(_why.table(experiments), flush=True)
+    print(f"{name}: {len(experiments)} causes checked: {path}", flush=True)

@@ -1,0 +1,43 @@
+"""The `why.json` contract (`ftlab.reproduce._why`): the verdict of an experiment that
+changes the one thing a stated cause names."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from ftlab.cli import main
+from ftlab.reproduce import _why
+
+
+def _exp(before: float, after: float, paper: float = 1.0) -> _why.Experiment:
+    return _why.Experiment("k", "a cause", "one change", before, after, paper)
+
+
+def test_a_change_toward_the_paper_confirms_the_cause() -> None:
+    assert _exp(3.0, 1.1).verdict == "explains the miss"
+    assert _exp(3.0, 2.0).verdict == "explains part of the miss"
+    # Half and double are as far: 0.5 -> 1.9 moves away in log ratio.
+    assert _exp(0.5, 2.1).verdict == "refuted"
+    assert _exp(3.0, 3.0).verdict == "refuted"
+    assert _exp(0.0, 0.5).moves_toward_paper
+
+
+def test_why_json_round_trips(tmp_path: Path) -> None:
+    experiments = [_exp(3.0, 1.1), _exp(0.5, 0.4, paper=2.0)]
+    path = _why.write(tmp_path, experiments)
+    assert _why.read(path) == experiments
+    assert "refuted" in path.read_text()
+    (tmp_path / "bad.json").write_text('[{"key": "k"}]')
+    with pytest.raises(ValueError, match=r"bad\.json: entry 0"):
+        _why.read(tmp_path / "bad.json")
+
+
+def test_why_refuses_all_and_unknown_names(tmp_path: Path) -> None:
+    runner = CliRunner()
+    result = runner.invoke(main, ["reproduce", "all", "--why", "--out", str(tmp_path)])
+    assert result.exit_code != 0 and "--why takes one experiment" in result.output
+    result = runner.invoke(main, ["reproduce", "nope", "--why", "--out", str(tmp_path / "x")])
+    assert result.exit_code != 0 and "unknown experiment" in result.output
