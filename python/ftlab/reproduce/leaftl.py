@@ -48,7 +48,24 @@ LeaFTL never maps.
   16 pages per unit, which keeps every die busy and lets approximate segments predict
   within the chunk their page was written in. Block placement is shown beside them.
 
-The quick mode (tests) replays the two traces that write least on a smaller device.
+The quick mode (tests) keeps the full run's setup where it is cheap and scales down only
+where it is not, so that its headlines mean what the full run's do:
+
+- memory, γ and lookup levels: every trace, on the full run's device (mapping only on a
+  fresh device: seconds), γ in {0, 16} only, without the columns no headline reads (the
+  tables without warm-up and with stripe placement): these headlines are the full run's;
+- latency: the two traces that write least among those the full headline averages (a
+  working set at least `MIN_WORKING_SET_OVER_DRAM` times the DRAM of the full run's
+  device), on a device of `QUICK_BLOCKS_PER_PLANE` blocks per plane (filling a 2^24-page
+  device for each of six variants is what takes the full run minutes).
+
+Before, the quick mode ran everything on the small device and the two traces that write
+least: the small device's logical space is smaller than the traces' address spans, so their
+addresses were compacted (`trace.compact`), which packs pages the trace wrote far apart
+into one translation page and one segment's range (S-FTL / LeaFTL memory on Financial1
+1.94x instead of 9.25x, on CloudPhysics 1.35x instead of 4.52x); and its DRAM, scaled to
+the small device, made the Apress trace's working set 33 times the DRAM where on the full
+device it nearly fits, so the latency average took a trace the full run leaves out.
 """
 
 from __future__ import annotations
@@ -63,7 +80,7 @@ import ftlab
 from ftlab import Precondition
 from ftlab._bench import shared_dir
 from ftlab._format import latency_table, render_table
-from ftlab.reproduce import _summary
+from ftlab.reproduce import _summary, _why
 from ftlab.reproduce._summary import Headline, geomean
 
 DEVICE_MODEL = "current"
@@ -79,6 +96,8 @@ QUICK_BLOCKS_PER_PLANE = 24
 QUICK_TRACES = 2
 MIN_PAGE_WRITES = 4096
 GAMMAS = [0, 1, 4, 8, 16]
+#: The quick mode's γ sweep: the two values the headlines compare.
+QUICK_GAMMAS = [0, 16]
 SCHEMES = ["dftl", "sftl", "leaftl"]
 CLOSED_LOOP = ["replay.mode=closed", "replay.queue_depth=1"]
 # The artifact's DRAM: 1 GiB for 2 TiB; DFTL's data cache 8 MiB of it.
@@ -252,23 +271,35 @@ def _ratio(a: float, b: float) -> float | None:
     return a / b if a > 0 and b > 0 else None
 
 
+def full_scale_working_set_over_dram(info: dict[str, Any]) -> float:
+    """The trace's working set over the DRAM of the full run's device (the `working set /
+    DRAM` column of the full run, from the device's nominal logical capacity)."""
+    blocks = int(device_sets(info, quick=False)[0].split("=")[1])
+    logical = UNITS * PAGES_PER_BLOCK * blocks * (1 - OVER_PROVISIONING)
+    return int(info["footprint_pages"]) / (logical * DRAM_PER_CAPACITY)
+
+
 class _Trace:
-    """One trace's runs."""
+    """One trace's runs: mapping-only runs on the full run's device, timed runs on the
+    quick device in quick mode (module docstring)."""
 
     def __init__(self, path: Path, info: dict[str, Any], quick: bool) -> None:
         self.path = path
         self.info = info
+        self.quick = quick
         self.name = f"{path.parent.name}/{path.name}"
-        self.base = [*device_sets(info, quick), *CLOSED_LOOP]
+        self.mapping_base = [*device_sets(info, quick=False), *CLOSED_LOOP]
+        self.timed_base = [*device_sets(info, quick), *CLOSED_LOOP]
 
     def simulate(
         self, scheme: str, sets: list[str], timed: bool, precondition: Precondition
     ) -> dict[str, Any]:
+        base = self.timed_base if timed or precondition != "none" else self.mapping_base
         return ftlab.simulate(
             scheme,
             trace=self.path,
             preset=PRESET,
-            sets=[*self.base, *sets],
+            sets=[*base, *sets],
             mapping_only=not timed,
             precondition=precondition,
         ).report
@@ -283,10 +314,13 @@ def run(out_dir: Path, quick: bool) -> None:
         _summary.write(out_dir, [])
         return
     chosen, notes = select_traces(traces_dir)
+    timed = chosen
     if quick:
-        # The two that write least (seconds on the small device, where they cause no GC).
-        chosen = sorted(chosen, key=lambda c: (c[1]["page_writes"], c[0].name))[:QUICK_TRACES]
-        chosen.sort(key=lambda c: (c[0].parent.name, c[0].name))
+        # The two that write least among the traces the full latency headline averages.
+        counted = [
+            c for c in chosen if full_scale_working_set_over_dram(c[1]) >= MIN_WORKING_SET_OVER_DRAM
+        ]
+        timed = sorted(counted, key=lambda c: (c[1]["page_writes"], c[0].name))[:QUICK_TRACES]
     memory_rows, gamma_rows, latency_rows, level_rows = [], [], [], []
     level_curves: dict[str, list[float]] = {}
     for path, info in chosen:
@@ -298,7 +332,8 @@ def run(out_dir: Path, quick: bool) -> None:
         shares = levels(whole)
         level_curves[t.name] = shares
         level_rows.append(_level_row(t.name, shares))
-        latency_rows.append(_latency(t))
+        if (path, info) in timed:
+            latency_rows.append(_latency(t))
 
     tables = _tables(memory_rows, gamma_rows, latency_rows, level_rows)
     for title, (header, rows) in tables.items():
@@ -322,6 +357,17 @@ def _memory(t: _Trace) -> list[Any]:
         s: mapping_bytes(t.simulate(s, ["dram.budget_bytes=0", *scheme_sets(s)], False, "none"))
         for s in SCHEMES
     }
+    lea = max(with_warmup["leaftl"], 1)
+    if t.quick:  # no headline reads the other columns
+        return [
+            t.name,
+            *(with_warmup[s] for s in SCHEMES),
+            _fmt(with_warmup["dftl"] / lea),
+            _fmt(with_warmup["sftl"] / lea),
+            "-",
+            "-",
+            "-",
+        ]
     without = {
         s: mapping_bytes(
             t.simulate(
@@ -334,7 +380,6 @@ def _memory(t: _Trace) -> list[Any]:
         for s in SCHEMES
     }
     striped = mapping_bytes(t.simulate("leaftl", ["dram.budget_bytes=0", STRIPE], False, "none"))
-    lea = max(with_warmup["leaftl"], 1)
     return [
         t.name,
         with_warmup["dftl"],
@@ -351,7 +396,7 @@ def _memory(t: _Trace) -> list[Any]:
 def _gammas(t: _Trace) -> tuple[list[list[Any]], dict[str, Any]]:
     reports = {
         g: t.simulate("leaftl", ["dram.budget_bytes=0", f"leaftl.gamma={g}"], False, "none")
-        for g in GAMMAS
+        for g in (QUICK_GAMMAS if t.quick else GAMMAS)
     }
     base = reports[0]["metrics"]["scheme"]["mapping_table_bytes"]
     rows = []
@@ -387,6 +432,45 @@ def _level_row(name: str, shares: list[float]) -> list[Any]:
     return [name, _fmt(100 * shares[0], 1), depth(0.99), depth(0.9999), int(sum(shares) > 0)]
 
 
+def _timed(
+    t: _Trace, scheme: str, sets: list[str], cache: int | None = None
+) -> tuple[int, int, float, float]:
+    """One variant on the filled device with one DRAM, split as the module docstring says
+    (or with a data cache of `cache` bytes and the rest for the map): the DRAM, the data
+    cache, the mean latency (us) and the data cache's share of page reads."""
+    measure = t.simulate(scheme, ["dram.budget_bytes=0", *sets], False, "fill")
+    logical = int(measure["device"]["logical_pages"])
+    dram = int(logical * PAGE_BYTES * DRAM_PER_CAPACITY)
+    floor_cache = max(PAGE_BYTES, int(dram * DFTL_DATA_CACHE_SHARE))
+    if cache is not None:
+        budget = dram - cache
+    elif scheme == "dftl":
+        budget = dram - floor_cache
+    else:
+        budget = min(mapping_bytes(measure, peak=True), dram - floor_cache)
+    cache = dram - budget
+    report = t.simulate(
+        scheme,
+        [
+            f"dram.budget_bytes={budget}",
+            f"buffer.size_bytes={cache}",
+            f"buffer.flush_bytes={min(FLUSH_BYTES, cache)}",
+            "buffer.cache_reads=true",
+            *sets,
+        ],
+        True,
+        "fill",
+    )
+    if saturated(report):
+        raise RuntimeError(f"{t.name}: {scheme} saturated the device in a closed loop")
+    # Page reads the data cache served, of all page reads (the host's and those of
+    # partial-page writes): from the cache or from flash.
+    served = report["metrics"]["host"].get("buffer_read_hits") or 0
+    from_flash = report["metrics"]["flash"]["reads"]["host"]
+    hit = served / (served + from_flash) if served + from_flash else 0.0
+    return dram, cache, latency_mean_us(report), hit
+
+
 def _latency(t: _Trace) -> list[Any]:
     """One DRAM, split as the module docstring says, on the filled device, timed."""
     means: dict[str, float] = {}
@@ -394,36 +478,7 @@ def _latency(t: _Trace) -> list[Any]:
     dram = 0
     hits: dict[str, float] = {}
     for label, scheme, sets in VARIANTS:
-        measure = t.simulate(scheme, ["dram.budget_bytes=0", *sets], False, "fill")
-        logical = int(measure["device"]["logical_pages"])
-        dram = int(logical * PAGE_BYTES * DRAM_PER_CAPACITY)
-        floor_cache = max(PAGE_BYTES, int(dram * DFTL_DATA_CACHE_SHARE))
-        if scheme == "dftl":
-            budget = dram - floor_cache
-        else:
-            budget = min(mapping_bytes(measure, peak=True), dram - floor_cache)
-        cache = dram - budget
-        caches[label] = cache
-        report = t.simulate(
-            scheme,
-            [
-                f"dram.budget_bytes={budget}",
-                f"buffer.size_bytes={cache}",
-                f"buffer.flush_bytes={min(FLUSH_BYTES, cache)}",
-                "buffer.cache_reads=true",
-                *sets,
-            ],
-            True,
-            "fill",
-        )
-        if saturated(report):
-            raise RuntimeError(f"{t.name}: {label} saturated the device in a closed loop")
-        means[label] = latency_mean_us(report)
-        # Page reads the data cache served, of all page reads (the host's and those of
-        # partial-page writes): from the cache or from flash.
-        served = report["metrics"]["host"].get("buffer_read_hits") or 0
-        from_flash = report["metrics"]["flash"]["reads"]["host"]
-        hits[label] = served / (served + from_flash) if served + from_flash else 0.0
+        dram, caches[label], means[label], hits[label] = _timed(t, scheme, sets)
     working_set = int(t.info["footprint_pages"]) * PAGE_BYTES
     labels = [label for label, _, _ in VARIANTS]
     return [
@@ -434,6 +489,82 @@ def _latency(t: _Trace) -> list[Any]:
         *(round(means[s], 1) for s in labels),
         *(_fmt(100 * hits[s], 1) for s in labels),
     ]
+
+
+#: The excerpts of the paper's own trace families (MSR Cambridge, FIU), which write too few
+#: pages for the headline set (`MIN_PAGE_WRITES`): the sequentiality experiment's traces.
+PAPER_FAMILY_TRACES = [
+    "msr_cambridge_caffeine_sample/msr-cambridge1-sample.csv",
+    "fiu_mail_excerpt/DERIVED_cheetah.cs.fiu.edu-110108-113008.1.head10000.blkparse",
+]
+
+
+def _timed_traces(chosen: list[tuple[Path, dict[str, Any]]], quick: bool) -> list[_Trace]:
+    """The traces whose latency the headlines average, as `run` times them."""
+    counted = [
+        c for c in chosen if full_scale_working_set_over_dram(c[1]) >= MIN_WORKING_SET_OVER_DRAM
+    ]
+    if quick:
+        counted = sorted(counted, key=lambda c: (c[1]["page_writes"], c[0].name))[:QUICK_TRACES]
+    return [_Trace(path, info, quick) for path, info in counted]
+
+
+def why(out_dir: Path, quick: bool) -> list[_why.Experiment]:
+    """The experiments behind the stated causes (`_why.py`): each changes one thing."""
+    shared = shared_dir()
+    traces_dir = shared / "traces" if shared else None
+    if traces_dir is None or not traces_dir.is_dir():
+        return []
+    chosen, _ = select_traces(traces_dir)
+    out = []
+
+    # DFTL / LeaFTL memory: the excerpts' sequentiality. Change the traces for the paper's
+    # families' (MSR, FIU), everything else as in the headline.
+    def dftl_over_leaftl(traces: list[tuple[Path, dict[str, Any]]]) -> float:
+        rows = [_memory(_Trace(path, info, quick=True)) for path, info in traces]
+        return geomean([_num(r[4]) for r in rows]) or 0.0
+
+    family = [
+        (traces_dir / name, ftlab.trace_info(traces_dir / name).info)
+        for name in PAPER_FAMILY_TRACES
+        if (traces_dir / name).exists()
+    ]
+    if family:
+        out.append(
+            _why.Experiment(
+                key="memory_dftl_vs_leaftl",
+                cause=REASONS["memory_dftl_vs_leaftl"],
+                change="the MSR and FIU excerpts (the artifact's trace families) instead of the "
+                "headline's traces",
+                before=dftl_over_leaftl(chosen),
+                after=dftl_over_leaftl(family),
+                paper_value=PAPER_VALUES["memory_dftl_vs_leaftl"],
+            )
+        )
+
+    # DFTL / LeaFTL latency: DFTL's small data cache. Give DFTL the data cache LeaFTL has
+    # (the rest of the DRAM for its mapping cache), everything else as in the headline.
+    before, after = [], []
+    lea_label, lea_scheme, lea_sets = next(v for v in VARIANTS if v[0] == "LeaFTL")
+    for t in _timed_traces(chosen, quick):
+        _, lea_cache, lea_mean, _ = _timed(t, lea_scheme, lea_sets)
+        _, _, dftl_mean, _ = _timed(t, "dftl", [])
+        _, _, dftl_big_cache, _ = _timed(t, "dftl", [], cache=lea_cache)
+        before.append(_ratio(dftl_mean, lea_mean) or 0.0)
+        after.append(_ratio(dftl_big_cache, lea_mean) or 0.0)
+    if before:
+        out.append(
+            _why.Experiment(
+                key="latency_dftl_vs_leaftl",
+                cause=REASONS["latency_dftl_vs_leaftl"],
+                change="DFTL's data cache as large as LeaFTL's (the rest of the DRAM for its "
+                "mapping cache)",
+                before=geomean(before) or 0.0,
+                after=geomean(after) or 0.0,
+                paper_value=PAPER_VALUES["latency_dftl_vs_leaftl"],
+            )
+        )
+    return out
 
 
 # The columns of each table that hold mean latencies in microseconds.
@@ -595,8 +726,8 @@ REASONS = {
         "as LeaFTL learns them), unlike the paper's MSR and FIU traces"
     ),
     "memory_dftl_vs_leaftl": (
-        "the excerpts are more sequential than the artifact's MSR and FIU traces: LeaFTL "
-        "learns long runs as one segment where DFTL pays 8 bytes a page"
+        "cause not yet measured; not the excerpts' sequentiality: on the MSR and FIU excerpts, "
+        "the artifact's trace families, DFTL / LeaFTL is 21x (`--why`)"
     ),
     "misprediction_gamma16": (
         "the paper's figure is an upper bound; the excerpts' runs are mostly exact, so "
@@ -610,9 +741,8 @@ REASONS = {
         "LeaFTL frees is a small share of the data cache, which changes the hit ratio little"
     ),
     "latency_dftl_vs_leaftl": (
-        "DFTL's data cache (1/128 of the DRAM) absorbs few writes, each write-back of a dirty "
-        "translation page is in a request's path, and on the filled device the excerpts' "
-        "first touches miss its mapping cache"
+        "DFTL's data cache is 1/128 of the DRAM: with a data cache as large as LeaFTL's, DFTL / "
+        "LeaFTL halves (15x to 7.3x quick, `--why`); the rest is not yet measured"
     ),
     "latency_gamma0_vs_gamma16": (
         "both tables fit in the DRAM with room to spare: what γ = 16 saves barely grows the "
@@ -684,16 +814,19 @@ def _plots(
     ax2.set_title("memory (artifact's formula)")
     ax1.set_xlabel("γ")
     ax1.set_ylabel("misprediction ratio (%)")
-    ax1.set_xticks(GAMMAS)
+    ax1.set_xticks(sorted({r[1] for r in gamma_rows}))
     ax2.set_xlabel("γ")
     ax2.set_ylabel("memory / memory at γ = 0")
-    ax2.set_xticks(GAMMAS)
+    ax2.set_xticks(sorted({r[1] for r in gamma_rows}))
     ax1.legend(fontsize=7)
     save(fig, "gamma")
 
     # Mean latencies in microseconds, on a log scale: a run served entirely from DRAM has
     # a mean of 0, which is marked as such rather than drawn as a number.
     labels = [label for label, _, _ in VARIANTS]
+    # The quick mode times fewer traces than it maps.
+    names = [r[0].split("/")[-1] for r in latency_rows]
+    x = list(range(len(names)))
     fig, ax = plt.subplots(figsize=(max(7, 1.6 * len(names)), 4.5))
     width = 0.8 / len(labels)
     for i, label in enumerate(labels):
