@@ -3,7 +3,8 @@
 Where a headline misses the paper, the reproduction states a cause (the headline's
 `reason`, `_summary.py`). A cause is a claim about our model or our setup, and a claim is
 checked by an experiment: change that one thing, measure the headline again, and see
-whether it moves toward the paper's value. `ftlab reproduce NAME --why` runs them.
+whether it moves toward the paper's value (closing at least a tenth of the gap, in log
+ratio). `ftlab reproduce NAME --why` runs them.
 
 A reproduction that states causes defines
 
@@ -27,6 +28,9 @@ from typing import Any
 from ftlab.reproduce._summary import DIFFERENCE, _round
 
 WHY_FILE = "why.json"
+#: The share of the gap (in log ratio) a change must close to count as moving the headline
+#: toward the paper's.
+MIN_SHARE_CLOSED = 0.1
 
 
 @dataclass(frozen=True)
@@ -52,10 +56,13 @@ class Experiment:
 
     @property
     def moves_toward_paper(self) -> bool:
-        """The change brings the headline closer to the paper's value: the cause holds."""
+        """The change closes at least `MIN_SHARE_CLOSED` of the distance to the paper's value
+        (a change that barely moves the headline does not show a cause)."""
         before = self._distance(self.before, self.paper_value)
         after = self._distance(self.after, self.paper_value)
-        return after < before
+        return after < before and (
+            math.isinf(before) or before - after >= MIN_SHARE_CLOSED * before
+        )
 
     @property
     def closes_the_gap(self) -> bool:
