@@ -17,7 +17,11 @@
 //!   and goes to its own offset, keeping the block serial, when that fill is cheap (at most
 //!   `fill_max_fraction` of a block to copy); otherwise it is appended.
 //! - A logical block without one: the log block of lowest associativity with room takes it
-//!   (balancing). If even that one is at K, a victim is merged first: the most-filled serial
+//!   (balancing), among those that are not serial: a serial log block has associativity 1,
+//!   the lowest of any in use, so balancing over all of them would hand every new logical
+//!   block to a serial log and end its seriality at once, where the paper keeps serial logs
+//!   "as much as possible" (its Algorithm 1 marks the one write that breaks seriality, line
+//!   12, and its lines 19-32 mark none: L_Log is free or not serial). If even that one is at K, a victim is merged first: the most-filled serial
 //!   log block (a switch), else the least recently written one (a full merge, "less
 //!   recently used blocks are likely to hold fewer valid pages"), and the write goes to the
 //!   freed block. A write at offset 0 to a free log block starts a serial run; at another
@@ -193,11 +197,11 @@ impl Kraft {
         }
     }
 
-    /// Algorithm 1, lines 19-32: the log block of lowest associativity, after a merge if
-    /// it is at K.
+    /// Algorithm 1, lines 19-32: the log block of lowest associativity that is not serial,
+    /// after a merge if it is at K.
     fn write_unassociated(&mut self, lpa: u32, seq: u64, flash: &mut Flash) -> Result<()> {
         let core = &mut self.core;
-        let s = match core.lowest_assoc_with_room() {
+        let s = match core.lowest_assoc_nonserial_with_room() {
             Some((s, assoc)) if assoc < self.k => s,
             _ => {
                 let v = match core.most_filled_serial() {
