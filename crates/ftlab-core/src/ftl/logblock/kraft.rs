@@ -368,6 +368,33 @@ mod tests {
     }
 
     #[test]
+    fn a_new_logical_block_does_not_end_a_serial_run() {
+        let mut h = Harness::<Kraft>::new(&["kraft.log_blocks=3", "kraft.max_associativity=4"]);
+        h.fill();
+        let ppb = h.ppb();
+        // Block 2 starts a serial run in one log block; block 3's overwrite at offset 5 is
+        // too dear to fill (default: no gap filled above 1/16 of a block), so it takes a
+        // second log block, not serial.
+        h.write(2 * ppb);
+        h.write(3 * ppb + 5);
+        // Blocks 4 and 5 are new to the log: balancing over all log blocks would give one
+        // of them block 2's serial log (associativity 1, the lowest in use); they go to
+        // the non-serial ones.
+        h.write(4 * ppb + 7);
+        h.write(5 * ppb + 9);
+        // Block 2's run goes on to fill its block: still serial, reclaimed by a switch.
+        for o in 1..ppb {
+            h.write(2 * ppb + o);
+        }
+        h.write(2 * ppb + 3);
+        h.check_all();
+        let c = h.counters();
+        assert_eq!(c["merges_switch"], 1.0, "{c:?}");
+        assert_eq!(c["merges_full"], 0.0, "{c:?}");
+        assert_eq!(h.flash.stats.programs[Cause::MergeSwitch as usize], 0);
+    }
+
+    #[test]
     fn associativity_stays_within_k() {
         for k in [1, 3, 8] {
             let set = format!("kraft.max_associativity={k}");
