@@ -733,23 +733,27 @@ def _plots(
     fig = figure(9.0, 4.0)
     width = 0.8 / len(SCHEMES)
     ours = {
-        (paper, s): _merge_us(reports[label, s]) / 1000
-        for label, _, paper, _ in written
+        (label, s): _merge_us(reports[label, s]) / 1000
+        for label, _, _, _ in written
         for s in SCHEMES
     }
-    theirs = {(paper, s): PAPER[paper][s][0] for _, _, paper, _ in written for s in SCHEMES}
+    theirs = {(label, s): PAPER[paper][s][0] for label, _, paper, _ in written for s in SCHEMES}
+    ticks = [
+        "OLTP stand-in\n(paper: OLTP1)" if label == STANDIN_LABEL else paper
+        for label, _, paper, _ in written
+    ]
     for p, (title, value) in enumerate((("ours (measured)", ours), ("paper (Table 2)", theirs))):
         ax = fig.add_subplot(1, 2, p + 1)
         for i, scheme in enumerate(SCHEMES):
-            values = [value[paper, scheme] for _, _, paper, _ in written]
+            values = [value[label, scheme] for label, _, _, _ in written]
             xs = [x + (i - (len(SCHEMES) - 1) / 2) * width for x in range(len(written))]
             ax.bar(xs, values, width, label=scheme.upper())
         ax.set_xticks(range(len(written)))
-        ax.set_xticklabels([t[2] for t in written])
+        ax.set_xticklabels(ticks)
         ax.set_ylabel("mean merge response time (ms)")
         ax.set_title(title)
         ax.legend(loc="best")
-    fig.suptitle("Figure 4: merge cost on write-dominant traces")
+    fig.suptitle("Figure 4: merge cost on write-dominant sources")
     save_figure(fig, out_dir, "figure4")
 
     fig = figure(9.0, 4.0)
