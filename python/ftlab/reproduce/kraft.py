@@ -84,7 +84,7 @@ LOG_BLOCKS = {"fast": 128, "kast": 128, "fftl": 128, "kraft": 256}
 # The paper's device starts fresh (nothing says it was filled): first writes go in place;
 # the pages a source reads before it writes them are written first (warm-up), so that its
 # reads find data, as on the device the trace was taken from.
-PRECONDITION = "none"
+PRECONDITION: ftlab.Precondition = "none"
 FRESH_SETS = ["precondition.warmup=true"]
 # (label, file below ../shared/traces, the paper's column, write-dominant)
 TRACES = [
@@ -169,14 +169,14 @@ def _run(
     trace: Path | None,
     sets: list[str],
     mapping_only: bool = False,
-    precondition: str = PRECONDITION,
+    precondition: ftlab.Precondition = PRECONDITION,
     workload: str = STANDIN,
 ) -> Report:
     source: dict[str, Any] = {"trace": trace} if trace is not None else {"workload": workload}
     result = ftlab.simulate(
         scheme,
         preset=PRESET,
-        precondition=precondition,  # type: ignore[arg-type]
+        precondition=precondition,
         sets=sets,
         mapping_only=mapping_only,
         **source,
@@ -196,9 +196,9 @@ def flash_time_us(report: Report) -> float:
     nand = report["config"]["nand"]
     flash = report["metrics"]["flash"]
     ns = (
-        flash["reads"]["total"] * nand["read_latency_ns"]
-        + flash["programs"]["total"] * nand["program_latency_ns"]
-        + flash["erases"]["total"] * nand["erase_latency_ns"]
+        int(flash["reads"]["total"]) * int(nand["read_latency_ns"])
+        + int(flash["programs"]["total"]) * int(nand["program_latency_ns"])
+        + int(flash["erases"]["total"]) * int(nand["erase_latency_ns"])
     )
     return ns / 1000.0
 
@@ -208,14 +208,14 @@ def flash_us_per_sector(report: Report) -> float | None:
     512 B sector the host read or wrote, where every sector read costs a page read (tR)
     and writes cost the programs, copies and erases they caused; the host's own page reads
     (read-modify-writes of partial pages included) are replaced by the sector reads."""
-    nand = report["config"]["nand"]
+    t_read_us = int(report["config"]["nand"]["read_latency_ns"]) / 1000
     host = report["metrics"]["host"]
-    read_sectors = host["bytes_read"] / SECTOR
-    sectors = read_sectors + host["bytes_written"] / SECTOR
+    read_sectors = int(host["bytes_read"]) / SECTOR
+    sectors = read_sectors + int(host["bytes_written"]) / SECTOR
     if not sectors:
         return None
-    page_reads_us = report["metrics"]["flash"]["reads"]["host"] * nand["read_latency_ns"] / 1000
-    sector_reads_us = read_sectors * nand["read_latency_ns"] / 1000
+    page_reads_us = int(report["metrics"]["flash"]["reads"]["host"]) * t_read_us
+    sector_reads_us = read_sectors * t_read_us
     return (flash_time_us(report) - page_reads_us + sector_reads_us) / sectors
 
 
