@@ -553,10 +553,11 @@ def test_kraft_why_checks_its_stated_causes(
     """KRAFT's `--why` (quick, about 3 s): each latency cause it states is checked by
     replacing the excerpt with a synthetic stand-in of the paper's trace, and neither is
     refuted; each experiment's cause is the reason the summary gives."""
-    from ftlab.reproduce import kraft
+    from ftlab.reproduce import _why
 
     found = _summary.by_key(_summary.read(quick("kraft") / "summary.json"))
-    experiments = {e.key: e for e in kraft.why(tmp_path, quick=True)}
+    reproduce.run("kraft", tmp_path, quick=True, why=True)
+    experiments = {e.key: e for e in _why.read(tmp_path / _why.WHY_FILE)}
     assert set(experiments) == {"latency_reduction_oltp1", "latency_reduction_web"}
     for key, e in experiments.items():
         assert e.cause == found[key].reason, key
