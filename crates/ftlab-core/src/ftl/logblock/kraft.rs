@@ -17,7 +17,11 @@
 //!   and goes to its own offset, keeping the block serial, when that fill is cheap (at most
 //!   `fill_max_fraction` of a block to copy); otherwise it is appended.
 //! - A logical block without one: the log block of lowest associativity with room takes it
-//!   (balancing). If even that one is at K, a victim is merged first: the most-filled serial
+//!   (balancing), among those that are not serial: a serial log block has associativity 1,
+//!   the lowest of any in use, so balancing over all of them would hand every new logical
+//!   block to a serial log and end its seriality at once, where the paper keeps serial logs
+//!   "as much as possible" (its Algorithm 1 marks the one write that breaks seriality, line
+//!   12, and its lines 19-32 mark none: L_Log is free or not serial). If even that one is at K, a victim is merged first: the most-filled serial
 //!   log block (a switch), else the least recently written one (a full merge, "less
 //!   recently used blocks are likely to hold fewer valid pages"), and the write goes to the
 //!   freed block. A write at offset 0 to a free log block starts a serial run; at another
@@ -193,11 +197,11 @@ impl Kraft {
         }
     }
 
-    /// Algorithm 1, lines 19-32: the log block of lowest associativity, after a merge if
-    /// it is at K.
+    /// Algorithm 1, lines 19-32: the log block of lowest associativity that is not serial,
+    /// after a merge if it is at K.
     fn write_unassociated(&mut self, lpa: u32, seq: u64, flash: &mut Flash) -> Result<()> {
         let core = &mut self.core;
-        let s = match core.lowest_assoc_with_room() {
+        let s = match core.lowest_assoc_nonserial_with_room() {
             Some((s, assoc)) if assoc < self.k => s,
             _ => {
                 let v = match core.most_filled_serial() {
@@ -361,6 +365,33 @@ mod tests {
         // partial merge (its pages 1..N copied in); block 2's log, no longer serial, stays.
         assert_eq!(c["victims_serial"], 1.0);
         assert_eq!(c["merges_partial"], 1.0);
+    }
+
+    #[test]
+    fn a_new_logical_block_does_not_end_a_serial_run() {
+        let mut h = Harness::<Kraft>::new(&["kraft.log_blocks=3", "kraft.max_associativity=4"]);
+        h.fill();
+        let ppb = h.ppb();
+        // Block 2 starts a serial run in one log block; block 3's overwrite at offset 5 is
+        // too dear to fill (default: no gap filled above 1/16 of a block), so it takes a
+        // second log block, not serial.
+        h.write(2 * ppb);
+        h.write(3 * ppb + 5);
+        // Blocks 4 and 5 are new to the log: balancing over all log blocks would give one
+        // of them block 2's serial log (associativity 1, the lowest in use); they go to
+        // the non-serial ones.
+        h.write(4 * ppb + 7);
+        h.write(5 * ppb + 9);
+        // Block 2's run goes on to fill its block: still serial, reclaimed by a switch.
+        for o in 1..ppb {
+            h.write(2 * ppb + o);
+        }
+        h.write(2 * ppb + 3);
+        h.check_all();
+        let c = h.counters();
+        assert_eq!(c["merges_switch"], 1.0, "{c:?}");
+        assert_eq!(c["merges_full"], 0.0, "{c:?}");
+        assert_eq!(h.flash.stats.programs[Cause::MergeSwitch as usize], 0);
     }
 
     #[test]

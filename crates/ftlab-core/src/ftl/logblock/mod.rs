@@ -709,6 +709,22 @@ impl Core {
         None
     }
 
+    /// As [`Core::lowest_assoc_with_room`], among the slots that are not serial (KRAFT: a
+    /// page of another LBN would end a serial log's seriality).
+    pub fn lowest_assoc_nonserial_with_room(&self) -> Option<(u32, u32)> {
+        for (i, list) in self.room.iter().enumerate() {
+            let mut s = list.tail;
+            while s != NIL {
+                if self.slots[s as usize].serial == NONE {
+                    let assoc = if i == FREE_LIST { 0 } else { i as u32 - 1 };
+                    return Some((s, assoc));
+                }
+                s = self.room_links.prev(s);
+            }
+        }
+        None
+    }
+
     /// Random slots in use, least recently written (or oldest allocated) first.
     pub fn lru_iter(&self) -> impl Iterator<Item = u32> + '_ {
         std::iter::successors((self.lru.tail != NIL).then_some(self.lru.tail), move |&s| {
