@@ -1015,11 +1015,8 @@ impl Flash {
         self.stats.reads[self.counter(cause)] += 1;
         let mut done = ready;
         if self.timeline.is_some() {
-            let command = self
-                .command
-                .as_mut()
-                .filter(|_| cause == Cause::Translation);
-            if let Some(first) = command.as_ref().and_then(|c| c.read) {
+            let in_command = cause == Cause::Translation && self.command.is_some();
+            if let Some(first) = self.command.and_then(|c| c.read).filter(|_| in_command) {
                 // A later page of a vector command: it ends with the command's first read.
                 done = first.max(ready);
             } else {
@@ -1028,12 +1025,10 @@ impl Flash {
                 if let Some(t) = self.timeline.as_mut() {
                     done = t.read(place, ready, background).done;
                 }
-                if let Some(c) = self
-                    .command
-                    .as_mut()
-                    .filter(|_| cause == Cause::Translation)
-                {
-                    c.read = Some(done);
+                if in_command {
+                    if let Some(c) = self.command.as_mut() {
+                        c.read = Some(done);
+                    }
                 }
             }
             self.waits_for(done);
