@@ -389,6 +389,16 @@ pub struct Flash {
     /// entries), kept only while a sink is attached.
     content: Vec<u8>,
     has_content: bool,
+    /// The vector command in progress, if any ([`Flash::begin_command`]).
+    command: Option<Command>,
+}
+
+/// A vector command in progress ([`Flash::begin_command`]): when its first read and its
+/// first program ended, which its later pages share.
+#[derive(Clone, Copy, Debug, Default)]
+struct Command {
+    read: Option<u64>,
+    program: Option<Span>,
 }
 
 #[inline]
@@ -549,6 +559,7 @@ impl Flash {
             last_read: NONE,
             content: Vec::new(),
             has_content: false,
+            command: None,
         })
     }
 
@@ -773,6 +784,26 @@ impl Flash {
         self.background = on;
     }
 
+    /// Starts a vector command (one command carrying several pages, as an open-channel
+    /// SSD's vector read or write): until [`Flash::end_command`], the reads and the
+    /// programs of [`Cause::Translation`] are the pages of one command, whose time is its
+    /// first read's and its first program's. The later pages are read or programmed as
+    /// usual (the NAND rules, the page state and the counters are unchanged) but take no
+    /// die or channel time of their own: they end when the first did. This models a device
+    /// whose cost is per command (an emulator bound by the host's work per command), not
+    /// one whose dies do the work of every page. Operations of other causes (GC that a
+    /// program triggers) are timed as usual. Without the timing model it changes nothing.
+    #[inline]
+    pub fn begin_command(&mut self) {
+        self.command = Some(Command::default());
+    }
+
+    /// Ends the vector command started by [`Flash::begin_command`].
+    #[inline]
+    pub fn end_command(&mut self) {
+        self.command = None;
+    }
+
     /// Background work issued from now on may fill the dies' idle time up to `t`, the next
     /// request's arrival (0: only up to the cursor, as after a request).
     #[inline]
@@ -984,10 +1015,21 @@ impl Flash {
         self.stats.reads[self.counter(cause)] += 1;
         let mut done = ready;
         if self.timeline.is_some() {
-            let place = self.place(ppn);
-            let background = self.background;
-            if let Some(t) = self.timeline.as_mut() {
-                done = t.read(place, ready, background).done;
+            let in_command = cause == Cause::Translation && self.command.is_some();
+            if let Some(first) = self.command.and_then(|c| c.read).filter(|_| in_command) {
+                // A later page of a vector command: it ends with the command's first read.
+                done = first.max(ready);
+            } else {
+                let place = self.place(ppn);
+                let background = self.background;
+                if let Some(t) = self.timeline.as_mut() {
+                    done = t.read(place, ready, background).done;
+                }
+                if in_command {
+                    if let Some(c) = self.command.as_mut() {
+                        c.read = Some(done);
+                    }
+                }
             }
             self.waits_for(done);
         }
@@ -1036,10 +1078,25 @@ impl Flash {
         self.program_state(ppn, oob, extra)?;
         self.stats.programs[self.counter(cause)] += 1;
         if self.timeline.is_some() {
+            let in_command = cause == Cause::Translation && self.command.is_some();
+            if let Some(first) = self.command.and_then(|c| c.program).filter(|_| in_command) {
+                // A later page of a vector command: it ends with the command's first program.
+                let span = Span {
+                    transferred: first.transferred.max(ready),
+                    done: first.done.max(ready),
+                };
+                self.programmed(cause, host_data, span);
+                return Ok(());
+            }
             let place = self.place(ppn);
             let background = self.background;
             if let Some(t) = self.timeline.as_mut() {
                 let span = t.program(place, ready, background);
+                if in_command {
+                    if let Some(c) = self.command.as_mut() {
+                        c.program = Some(span);
+                    }
+                }
                 self.programmed(cause, host_data, span);
             }
         }

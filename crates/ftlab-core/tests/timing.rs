@@ -141,3 +141,64 @@ fn a_flushed_page_frees_its_slot_after_the_fillers_it_needs() {
     // then page 3 crosses the channel at 1,504 us, and only then is its slot free.
     assert_eq!(w.max_ns, 3 * 501_000 + 1_000);
 }
+
+/// A vector command (`Flash::begin_command`) takes the time of its first page: the later
+/// pages of translation are programmed and read, and counted, as usual but end with the
+/// first; an operation of another cause inside the command is timed on its own.
+#[test]
+fn a_vector_command_takes_one_page_time() {
+    use ftlab_core::nand::{Cause, Flash, Oob};
+    let cfg = one_die();
+    let layout = cfg.validate().unwrap();
+    let (tr, tprog) = (cfg.nand.read_latency_ns, cfg.nand.program_latency_ns);
+    let mut work = Vec::new();
+    for command in [false, true] {
+        let mut flash = Flash::new(&cfg, &layout, 0, true).unwrap();
+        flash.begin_request(0);
+        if command {
+            flash.begin_command();
+        }
+        for k in 0..4 {
+            flash
+                .program(k, Oob::translation(k), &[], Cause::Translation)
+                .unwrap();
+        }
+        for k in 0..4 {
+            assert_eq!(
+                flash.read(k, Cause::Translation).unwrap(),
+                Oob::translation(k)
+            );
+        }
+        if command {
+            flash.end_command();
+        }
+        assert_eq!(flash.stats.programs[Cause::Translation as usize], 4);
+        assert_eq!(flash.stats.reads[Cause::Translation as usize], 4);
+        let die: u64 = flash.die_work_ns().iter().sum();
+        // Page transfers are 1 us each way.
+        let expected = if command {
+            tprog + tr + 2_000
+        } else {
+            4 * (tprog + tr) + 8_000
+        };
+        assert_eq!(die, expected, "command = {command}");
+        // Inside a command, a GC program is its own operation.
+        if command {
+            flash.begin_command();
+            flash
+                .program(4, Oob::translation(4), &[], Cause::Translation)
+                .unwrap();
+            flash
+                .program(5, Oob { lpa: 0, seq: 1 }, &[], Cause::Gc)
+                .unwrap();
+            flash
+                .program(6, Oob::translation(6), &[], Cause::Translation)
+                .unwrap();
+            flash.end_command();
+            let after: u64 = flash.die_work_ns().iter().sum();
+            assert_eq!(after - die, 2 * tprog + 2_000);
+        }
+        work.push(die);
+    }
+    assert!(work[1] < work[0]);
+}

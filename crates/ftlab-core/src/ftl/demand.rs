@@ -69,6 +69,9 @@ pub struct OnFlashTable {
     /// Whole-unit write-backs run in the background: the request that evicts does not wait
     /// for them (they still take their dies' time).
     background_writeback: bool,
+    /// A unit's pages are read and written as one vector command each
+    /// ([`Flash::begin_command`]): one command's time, not one per page.
+    unit_command: bool,
     /// Units holding staged GC updates, and their marks.
     staged: Vec<u32>,
     staged_mark: Vec<bool>,
@@ -118,6 +121,7 @@ impl OnFlashTable {
             ppa_bytes,
             timed: cfg.replay.timing,
             background_writeback: false,
+            unit_command: false,
             staged: Vec::new(),
             staged_mark: vec![false; units as usize],
             stats: DemandStats::default(),
@@ -128,6 +132,13 @@ impl OnFlashTable {
     /// thread does them.
     pub fn set_background_writeback(&mut self, on: bool) {
         self.background_writeback = on;
+    }
+
+    /// Makes each read and each write of a whole unit one vector command
+    /// ([`Flash::begin_command`]): its pages are still read and programmed, but the unit
+    /// takes one command's time.
+    pub fn set_unit_command(&mut self, on: bool) {
+        self.unit_command = on;
     }
 
     /// Number of translation units.
@@ -177,30 +188,55 @@ impl OnFlashTable {
 
     /// Reads the pages of unit `u`, all issued at once (they sit on different parallel
     /// units when the unit spans several pages); returns the number of pages read.
+    /// With [`Self::set_unit_command`], they are one vector command.
     fn read_unit(&mut self, u: u32, flash: &mut Flash) -> Result<u64> {
-        let mut read = 0;
-        for p in 0..self.unit_pages {
-            read += self.store.read(u * self.unit_pages + p, flash)? as u64;
+        if self.unit_command {
+            flash.begin_command();
         }
-        Ok(read)
+        let mut read = 0;
+        let mut result = Ok(());
+        for p in 0..self.unit_pages {
+            match self.store.read(u * self.unit_pages + p, flash) {
+                Ok(r) => read += r as u64,
+                Err(e) => {
+                    result = Err(e);
+                    break;
+                }
+            }
+        }
+        if self.unit_command {
+            flash.end_command();
+        }
+        result.map(|()| read)
     }
 
     /// Writes every page of unit `u` (striped over the parallel units by the allocator),
-    /// each holding its entries ([`encode_entries`]).
+    /// each holding its entries ([`encode_entries`]); with [`Self::set_unit_command`], as
+    /// one vector command (GC that the allocation triggers is timed on its own).
     fn write_unit(&mut self, u: u32, flash: &mut Flash) -> Result<u64> {
         let range = self.unit_range(u);
         let per_page = (self.unit_entries / self.unit_pages) as usize;
+        if self.unit_command {
+            flash.begin_command();
+        }
+        let mut result = Ok(());
         for p in 0..self.unit_pages {
             let entries = self.flash_table[range.start as usize..range.end as usize]
                 .chunks(per_page)
                 .nth(p as usize)
                 .unwrap_or(&[]);
             let width = self.ppa_bytes as usize;
-            self.store.write(u * self.unit_pages + p, flash, |buf| {
+            result = self.store.write(u * self.unit_pages + p, flash, |buf| {
                 encode_entries(entries, width, buf)
-            })?;
+            });
+            if result.is_err() {
+                break;
+            }
         }
-        Ok(self.unit_pages as u64)
+        if self.unit_command {
+            flash.end_command();
+        }
+        result.map(|()| self.unit_pages as u64)
     }
 
     /// Starts timing miss handling.

@@ -23,6 +23,11 @@
 //! forgotten. `hints = false` types nothing (the paper's "no journal separation"): hot
 //! ranges are then only counted.
 //!
+//! A mapping block is read and written as its pages, one operation each
+//! (`mapping_block_io = "pages"`), or as one vector command that takes one page's time
+//! (`"command"`: a device whose cost is per command, as the paper's emulator is; the
+//! pages are still read and programmed, and counted, one by one).
+//!
 //! A dirty victim is written back in the background (`background_writeback`, as
 //! pblk-trans's evict thread does): its programs take their dies' time, but the request
 //! whose miss evicted it waits only for the load.
@@ -87,6 +92,25 @@ pub struct SelectiveConfig {
     /// Write-backs run in the background, as pblk-trans's evict thread does them: the
     /// request whose miss evicts waits only for the load.
     pub background_writeback: bool,
+    /// How a mapping block is read and written: `"pages"`, each of its pages its own
+    /// operation, striped over the parallel units (a device whose dies do each page's
+    /// work); `"command"`, one vector command carrying its pages, which takes one
+    /// command's time (a device whose cost is per command: the paper's emulator).
+    pub mapping_block_io: MappingBlockIo,
+}
+
+/// How a mapping block's pages reach the device ([`SelectiveConfig::mapping_block_io`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MappingBlockIo {
+    /// One operation per page, striped over the parallel units: a load reads them in
+    /// parallel (one page time of latency), but every page takes its unit's time.
+    #[default]
+    Pages,
+    /// One vector command: the pages are still read and programmed where the allocator
+    /// places them (striped), but the block takes the time of one page's operation
+    /// ([`crate::nand::Flash::begin_command`]).
+    Command,
 }
 
 impl Default for SelectiveConfig {
@@ -105,6 +129,7 @@ impl Default for SelectiveConfig {
             hints: true,
             directory_entry_bytes: 40,
             background_writeback: true,
+            mapping_block_io: MappingBlockIo::Pages,
         }
     }
 }
@@ -162,6 +187,7 @@ impl Scheme for Selective {
         let block_pages = (c.mapping_block_bytes / page) as u32;
         let mut table = OnFlashTable::new(cfg, layout, block_pages)?;
         table.set_background_writeback(c.background_writeback);
+        table.set_unit_command(c.mapping_block_io == MappingBlockIo::Command);
         let blocks = table.units();
         let budget = cfg.dram.budget(layout);
         let slots = if budget == 0 {
