@@ -25,6 +25,11 @@ def test_a_change_toward_the_paper_confirms_the_cause() -> None:
     # Closing under a tenth of the gap shows nothing.
     assert _exp(3.0, 2.95).verdict == "refuted"
     assert _exp(0.0, 0.5).moves_toward_paper
+    # A signed quantity (a gain in %) is measured on a linear scale: -22 -> -1 moves toward
+    # +10 (on the log scale both are infinitely far).
+    gain = _why.Experiment("g", "c", "x", -22.0, -1.0, 10.0, unit="%", scale="linear")
+    assert gain.verdict == "explains part of the miss"
+    assert _why.Experiment("g", "c", "x", -22.0, 11.0, 10.0, scale="linear").closes_the_gap
 
 
 def test_why_json_round_trips(tmp_path: Path) -> None:

@@ -45,21 +45,29 @@ class Experiment:
     after: float
     paper_value: float
     unit: str = "x"
+    #: "log" for ratios and other positive quantities (half and double are as far);
+    #: "linear" for signed ones, such as a gain in percent that may be negative.
+    scale: str = "log"
 
     @staticmethod
-    def _distance(value: float, paper: float) -> float:
-        """How far `value` is from the paper's, as |log(value / paper)| (inf if either is
-        not positive): half and double are as far."""
+    def _log_distance(value: float, paper: float) -> float:
+        """|log(value / paper)| (inf if either is not positive)."""
         if value <= 0 or paper <= 0:
             return math.inf if value != paper else 0.0
         return abs(math.log(value / paper))
+
+    def _distance(self, value: float) -> float:
+        """How far `value` is from the paper's, on the experiment's scale."""
+        if self.scale == "linear":
+            return abs(value - self.paper_value)
+        return self._log_distance(value, self.paper_value)
 
     @property
     def moves_toward_paper(self) -> bool:
         """The change closes at least `MIN_SHARE_CLOSED` of the distance to the paper's value
         (a change that barely moves the headline does not show a cause)."""
-        before = self._distance(self.before, self.paper_value)
-        after = self._distance(self.after, self.paper_value)
+        before = self._distance(self.before)
+        after = self._distance(self.after)
         return after < before and (
             math.isinf(before) or before - after >= MIN_SHARE_CLOSED * before
         )
@@ -67,7 +75,7 @@ class Experiment:
     @property
     def closes_the_gap(self) -> bool:
         """With the change, the headline is within the report's band of the paper's."""
-        return self._distance(self.after, self.paper_value) <= math.log(1 + DIFFERENCE)
+        return self._log_distance(self.after, self.paper_value) <= math.log(1 + DIFFERENCE)
 
     @property
     def verdict(self) -> str:
@@ -112,6 +120,7 @@ def read(path: Path) -> list[Experiment]:
                     after=float(row["after"]),
                     paper_value=float(row["paper_value"]),
                     unit=str(row.get("unit", "x")),
+                    scale=str(row.get("scale", "log")),
                 )
             )
         except (KeyError, TypeError, ValueError) as e:
