@@ -273,17 +273,17 @@ def _keys(rows: tuple[str, ...], labels: tuple[str, ...]) -> tuple[str, ...]:
 #: before F2FS discarded at checkpoints, is kept as an experiment only: it is refuted
 #: (putting F2FS back without discard moves its WAF away from the paper's).
 WHY_EXPERIMENTS: dict[str, tuple[tuple[str, ...], Setup, str, bool]] = {
+    "cleaning": (
+        _keys(("OLTP", "TPC-C"), ("F2FS+PFTL", "F2FS+DFTL", "AMF")),
+        Setup(lfs_victim="cost-benefit"),
+        'F2FS and ALFS clean cost-benefit victims (lfs.victim = "cost-benefit", not greedy)',
+        True,
+    ),
     "dftl": (
         _keys(("FIO(RW)", "Postmark(H)", "OLTP", "TPC-C"), ("EXT4+DFTL",))
         + _keys(("OLTP", "TPC-C"), ("F2FS+DFTL",)),
         Setup(dftl_budget=1.0),
         "the DFTL's cache holds the whole table (dram.budget_fraction 1.0, not 0.125)",
-        True,
-    ),
-    "cleaning": (
-        _keys(("OLTP", "TPC-C"), ("F2FS+PFTL", "F2FS+DFTL", "AMF")),
-        Setup(lfs_victim="cost-benefit"),
-        'F2FS and ALFS clean cost-benefit victims (lfs.victim = "cost-benefit", not greedy)',
         True,
     ),
     "f2fs_blocks": (
