@@ -17,7 +17,9 @@
 //! file system cleans in the foreground: the victim (`lfs.victim`, greedy by default) has
 //! its summary blocks (SSA) read, its valid blocks read and rewritten to the cold log, its
 //! nodes' addresses updated, and is then free; `alfs` (and `f2fs` with `lfs.discard`)
-//! trims the whole section, which an AFTL device erases without copies. When the
+//! trims the whole section, which an AFTL device erases without copies. With
+//! `lfs.checkpoint_discard`, `f2fs` trims at each checkpoint every block invalidated since
+//! the previous one that is still invalid (F2FS's `discard`). When the
 //! application is idle for `lfs.idle_ns` (by its timestamps, so that timed and
 //! mapping-only runs decide alike), one victim (`lfs.idle_victim`, cost-benefit) is
 //! cleaned per `idle_ns` of the gap while fewer than `lfs.idle_free_fraction` of the
