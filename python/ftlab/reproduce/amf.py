@@ -26,6 +26,9 @@ Setup, as the paper gives it and where it does not:
   speeds). The WAF table uses its geometry with the paper's 128-page blocks (16 MiB AMF
   segments; F2FS's sections 2 MiB) at 8 GiB of logical space (quick: 2 GiB) in
   mapping-only runs; the throughput table 512 GB (quick: 2 GiB), timed.
+  A conventional FTL keeps 7% of the flash spare; AFTL, which collects no garbage, keeps
+  only the three blocks per unit the simulator's geometry rules ask for: the same raw
+  flash, as in the paper.
 - EXT4 (`inplace` stack) with its footprint (`host.ext4_footprint`): inode tables of
   mke2fs's default (a 256-byte inode per 16 KiB, 1.6% of the device) and its default
   journal (32-64 MiB here), written at mkfs and kept valid; each write or trim dirties its
@@ -36,9 +39,8 @@ Setup, as the paper gives it and where it does not:
 - F2FS with discard as F2FS does it (`lfs.checkpoint_discard`): at each checkpoint the
   blocks invalidated since the last one are trimmed (on FIO(RW) and TPC-C no checkpoint
   falls in the measured window, 60 s of the application's time).
-  A conventional FTL keeps 7% of the flash spare; AFTL, which collects no garbage, keeps
-  only the three blocks per unit the simulator's geometry rules ask for: the same raw
-  flash, as in the paper.
+- The throughput runs keep the file systems as they were (no EXT4 footprint, no F2FS
+  discard): they compare the FTLs' speed under FIO, not the WAF table's setup.
 - Every stack runs the same requests: the working sets are shares of the smallest capacity
   any stack gives the application. Each run is preconditioned by its own workload (SNIA PTS's
   workload-dependent preconditioning, `precondition.workload_requests`: the files laid out,
