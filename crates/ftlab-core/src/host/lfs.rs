@@ -17,7 +17,9 @@
 //! file system cleans in the foreground: the victim (`lfs.victim`, greedy by default) has
 //! its summary blocks (SSA) read, its valid blocks read and rewritten to the cold log, its
 //! nodes' addresses updated, and is then free; `alfs` (and `f2fs` with `lfs.discard`)
-//! trims the whole section, which an AFTL device erases without copies. When the
+//! trims the whole section, which an AFTL device erases without copies. With
+//! `lfs.checkpoint_discard`, `f2fs` trims at each checkpoint every block invalidated since
+//! the previous one that is still invalid (F2FS's `discard`). When the
 //! application is idle for `lfs.idle_ns` (by its timestamps, so that timed and
 //! mapping-only runs decide alike), one victim (`lfs.idle_victim`, cost-benefit) is
 //! cleaned per `idle_ns` of the gap while fewer than `lfs.idle_free_fraction` of the
@@ -98,9 +100,12 @@ pub struct LfsConfig {
     /// one (F2FS's `cp_interval`, 60 s; 0: by pages only).
     #[serde(with = "units::nanos")]
     pub checkpoint_interval_ns: u64,
-    /// `f2fs`: trim the sections cleaning frees (F2FS's `discard` mount option); `alfs`
-    /// always does.
+    /// `f2fs`: trim each section when it becomes free, whole (`alfs` always does).
     pub discard: bool,
+    /// `f2fs`: at each checkpoint, trim every block invalidated since the previous one
+    /// and still invalid (F2FS's `discard` mount option, which discards the blocks a
+    /// checkpoint has made invalid, not only whole free sections).
+    pub checkpoint_discard: bool,
 }
 
 impl Default for LfsConfig {
@@ -116,6 +121,7 @@ impl Default for LfsConfig {
             checkpoint_every_pages: 0,
             checkpoint_interval_ns: 60_000_000_000,
             discard: false,
+            checkpoint_discard: false,
         }
     }
 }
@@ -493,6 +499,7 @@ struct Counters {
     checkpoints: u64,
     fsyncs: u64,
     sections_trimmed: u64,
+    blocks_discarded: u64,
     timb_pages_written: u64,
 }
 
@@ -501,6 +508,10 @@ pub struct Lfs {
     l: FsLayout,
     alfs: bool,
     trim_freed: bool,
+    /// `f2fs` with `lfs.checkpoint_discard`: main-area blocks (relative) invalidated since
+    /// the last checkpoint, trimmed at the next if still invalid.
+    checkpoint_discard: bool,
+    pending_discard: Vec<u32>,
     page_bytes: u64,
     victim: VictimPolicy,
     idle_victim: VictimPolicy,
@@ -608,6 +619,8 @@ impl Lfs {
         Ok(Lfs {
             alfs,
             trim_freed: alfs || lfs.discard,
+            checkpoint_discard: !alfs && lfs.checkpoint_discard,
+            pending_discard: Vec::new(),
             page_bytes: l.page_size as u64,
             victim: lfs.victim,
             idle_victim: lfs.idle_victim,
@@ -759,6 +772,9 @@ impl Lfs {
         let rel = (block - self.l.main_start) as usize;
         debug_assert!(self.owner[rel] != NONE);
         self.owner[rel] = NONE;
+        if self.checkpoint_discard {
+            self.pending_discard.push(rel as u32);
+        }
         let sec = self.section_of(block);
         self.valid[sec as usize] -= 1;
         self.valid_blocks -= 1;
@@ -923,6 +939,9 @@ impl Lfs {
             };
             self.owner[(new - self.l.main_start) as usize] = owner;
             self.owner[(old - self.l.main_start) as usize] = NONE;
+            if self.checkpoint_discard {
+                self.pending_discard.push((old - self.l.main_start) as u32);
+            }
             self.valid[victim as usize] -= 1;
             self.valid_blocks -= 1;
             self.mark_sit(old);
@@ -1227,8 +1246,28 @@ impl Lfs {
             self.timb_dirty = dirty;
             result?;
         }
+        if self.checkpoint_discard {
+            self.discard_invalidated(out);
+        }
         self.c.checkpoints += 1;
         Ok(())
+    }
+
+    /// Trims the blocks invalidated since the last checkpoint that are still invalid (a
+    /// block of a section freed and written again since holds live data and is kept).
+    fn discard_invalidated(&mut self, out: &mut Vec<(Request, Origin)>) {
+        let mut pending = std::mem::take(&mut self.pending_discard);
+        pending.sort_unstable();
+        pending.dedup();
+        for &rel in &pending {
+            if self.owner[rel as usize] == NONE {
+                let block = self.l.main_start + rel as u64;
+                self.emit(out, Op::Trim, Origin::HostCleaning, block, None);
+                self.c.blocks_discarded += 1;
+            }
+        }
+        pending.clear();
+        self.pending_discard = pending;
     }
 
     // ----- application requests -----
@@ -1521,6 +1560,7 @@ impl HostStack for Lfs {
             ("checkpoints", c.checkpoints),
             ("fsyncs", c.fsyncs),
             ("sections_trimmed", c.sections_trimmed),
+            ("blocks_discarded", c.blocks_discarded),
             ("timb_pages_written", c.timb_pages_written),
             ("metalog_pages_moved", self.metalog.moved),
             ("metalog_sections_trimmed", self.metalog.trimmed),

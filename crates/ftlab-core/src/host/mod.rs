@@ -10,7 +10,8 @@
 //!
 //! The stacks (`host.stack`):
 //! - `inplace` ([`PassThrough`]): the trace as it is, as an in-place-update file system
-//!   (ext4) issues it;
+//!   (ext4) issues it; with `host.ext4_footprint` ([`ext4::Ext4`]) also ext4's inode tables
+//!   and journal, which take their share of the device and are rewritten in place;
 //! - `f2fs` and `alfs` ([`lfs::Lfs`]): a log-structured file system in the F2FS style, with
 //!   its own cleaning; `alfs` is AMF's (FAST'16), whose every write appends to a segment of
 //!   an append-only device (`aftl`) and which trims segments it has cleaned;
@@ -20,6 +21,7 @@
 //! Latencies stay per device request: a stack that splits an application request into
 //! several reports each of them.
 
+pub mod ext4;
 pub mod lfs;
 
 use crate::config::{Config, Layout};
@@ -122,12 +124,26 @@ impl StackKind {
 pub struct HostConfig {
     /// `auto`, `inplace`, `f2fs` or `alfs`.
     pub stack: StackKind,
+    /// `inplace`: model ext4's own footprint ([`ext4`]): inode tables (1/64 of the
+    /// device) and `mke2fs`'s default journal in front of the application's data, inode
+    /// blocks journaled at each commit and written back in place. Off: the trace as it is.
+    pub ext4_footprint: bool,
+    /// ext4's journal commit interval (`commit=`, 5 s), of the application's time.
+    #[serde(with = "crate::units::nanos")]
+    pub ext4_commit_interval_ns: u64,
+    /// ext4's files: the application's space is a row of files of this size, each write
+    /// or trim dirtying its file's inode (16 KiB: `mke2fs`'s `inode_ratio`).
+    #[serde(with = "crate::units::bytes")]
+    pub ext4_file_bytes: u64,
 }
 
 impl Default for HostConfig {
     fn default() -> Self {
         HostConfig {
             stack: StackKind::Auto,
+            ext4_footprint: false,
+            ext4_commit_interval_ns: 5_000_000_000,
+            ext4_file_bytes: 16384,
         }
     }
 }
@@ -207,6 +223,9 @@ impl HostStack for PassThrough {
 /// (`host.stack` resolved: `auto` counts as `inplace`).
 pub fn app_pages(cfg: &Config, layout: &Layout) -> Result<u64> {
     match cfg.host.stack {
+        StackKind::Auto | StackKind::Inplace if cfg.host.ext4_footprint => {
+            ext4::Ext4Layout::new(layout).map(|l| l.app_pages)
+        }
         StackKind::Auto | StackKind::Inplace => Ok(layout.logical_pages),
         StackKind::F2fs | StackKind::Alfs => {
             lfs::FsLayout::new(cfg, layout, cfg.host.stack).map(|l| l.app_pages)
@@ -376,6 +395,10 @@ pub fn with_stack<F: Ftl, V: StackVisitor>(
     visitor: V,
 ) -> Result<V::Output> {
     match cfg.host.stack.resolve(ftl) {
+        StackKind::Inplace if cfg.host.ext4_footprint => {
+            let stack = ext4::Ext4::new(cfg, sim.layout())?;
+            Ok(visitor.visit(Stacked::new(stack, sim)))
+        }
         StackKind::Inplace => Ok(visitor.visit(Stacked::new(PassThrough, sim))),
         kind @ (StackKind::F2fs | StackKind::Alfs) => {
             let stack = lfs::Lfs::new(cfg, sim.layout(), kind, verify)?;
