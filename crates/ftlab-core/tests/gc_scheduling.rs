@@ -9,7 +9,16 @@ use ftlab_core::config::GcMode;
 use ftlab_core::ftl::SCHEMES;
 
 /// The schemes with an idle hook: they collect in the background when asked to.
-const BACKGROUND: [&str; 6] = ["page", "dftl", "selective", "sftl", "tpftl", "leaftl"];
+const BACKGROUND: [&str; 8] = [
+    "page",
+    "dftl",
+    "selective",
+    "sftl",
+    "tpftl",
+    "leaftl",
+    "hpftl",
+    "slimftl",
+];
 
 #[test]
 fn every_report_states_the_gc_scheduling_of_its_scheme() {
