@@ -225,7 +225,8 @@ KNOWN_MISSES: dict[tuple[str, str], str] = {
     ),
     ("slimftl", "slimftl_superblocks_iops_real"): (
         "background GC by a unit's free pages compacts blocks that the traces' hot rows do "
-        "not reach (TPC-C: WAF 21 against 1.5 with GC in the foreground for every scheme); "
+        "not reach (TPC-C, quick run: WAF 21 against 1.5 with GC in the foreground for every "
+        "scheme); "
         "the rest not yet measured"
     ),
     ("slimftl", "slimftl_gc_shift1"): (
