@@ -113,6 +113,10 @@ pub struct GcReport {
     pub invocations: u64,
     /// Valid pages relocated.
     pub pages_moved: u64,
+    /// When the scheme collects: `"background"` (in idle time, below the soft threshold,
+    /// and in the foreground only when free space runs short) or `"foreground"` (in the
+    /// path of the writes that need it); see [`crate::ftl::Ftl::background_gc`].
+    pub scheduling: &'static str,
 }
 
 #[derive(Clone, Debug, Serialize)]

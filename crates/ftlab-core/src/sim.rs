@@ -942,6 +942,11 @@ impl<F: Ftl> Simulator<F> {
             gc: GcReport {
                 invocations: flash.stats.gc_invocations,
                 pages_moved: flash.stats.gc_pages_moved,
+                scheduling: if self.ftl.background_gc() {
+                    "background"
+                } else {
+                    "foreground"
+                },
             },
             erase_count: Metrics::erase_counts(flash),
             memory_bytes: self.sampler.memory.clone(),

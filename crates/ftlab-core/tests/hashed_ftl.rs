@@ -295,10 +295,13 @@ fn identical_inputs_give_identical_json() {
     }
 }
 
+/// With foreground GC, whatever the timing (no gaps here); background GC takes the same
+/// decisions when the gaps leave it time enough (`hashed_background_gc.rs`).
 #[test]
 fn mapping_only_mode_takes_the_same_decisions() {
     for scheme in SCHEMES {
         let mut cfg = small_config((2, 1, 2, 1), 32, 16, 0.15);
+        cfg.gc.mode = ftlab_core::config::GcMode::Foreground;
         let layout = cfg.validate().unwrap();
         let reqs = fill_and_churn(layout.logical_pages, layout.page_size, 3, 2, 2);
         let timed = run(scheme, &cfg, &reqs, true).unwrap();

@@ -572,6 +572,12 @@ impl PageAllocator {
         self.gc_wake_min = 0;
     }
 
+    /// Whether units below the soft threshold wait for [`PageAllocator::idle_gc`]
+    /// (`gc.mode = "background"`) rather than collecting in the write's path.
+    pub fn background_gc(&self) -> bool {
+        self.background_gc
+    }
+
     /// Whether [`PageAllocator::idle_gc`] may have work, or GC left moves to settle: false
     /// after most requests, when the scheme's idle hook would do nothing.
     #[inline]

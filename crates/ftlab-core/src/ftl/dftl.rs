@@ -184,6 +184,10 @@ impl Ftl for Dftl {
         demand::has_idle_work(self)
     }
 
+    fn background_gc(&self) -> bool {
+        self.table.store.alloc.background_gc()
+    }
+
     fn reset_counters(&mut self) {
         self.table.stats = Default::default();
     }

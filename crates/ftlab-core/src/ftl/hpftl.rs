@@ -20,6 +20,17 @@
 //!   and filled with the secondary-table pages that one of their hash functions maps to it,
 //!   which move back to the primary table.
 //!
+//! Background GC (`gc.mode = "background"`, the default; the thesis and the paper collect
+//! in the write's path): the soft threshold's collections move to the idle hook. While the
+//! hashed blocks' free pages are under `gc.threshold`, each idle turn collects the victim
+//! (the same choice as in the foreground) if its die has no background work queued, and
+//! while the secondary table is at its reclaim point, reclaims once if the die of the pool
+//! block it would take has none, both issued as background flash work that no request
+//! waits for. A write still collects in its own path at or under `gc.hard_threshold`, when
+//! the pool runs short, or reclaims when the secondary table is at its reclaim point
+//! because the idle time did not suffice. With `gc.mode = "foreground"` the write collects
+//! one victim under the soft threshold, as before.
+//!
 //! Choices where the thesis is silent (README, `## Schemes`): a few erased blocks are kept
 //! out of the hash range as a pool for log blocks and reclaims; GC runs when the free pages
 //! of the hashed blocks fall under `gc.threshold` (and until they are above
@@ -27,7 +38,7 @@
 //! valid pages, device-wide.
 
 use crate::blocks::{FreeBlocks, GreedyIndex};
-use crate::config::{Config, Layout};
+use crate::config::{Config, GcMode, Layout};
 use crate::error::{Error, Result};
 use crate::ftl::hashed::{self, EncodedTable, Md5Hasher};
 use crate::ftl::{Ftl, MemoryBreakdown, Scheme};
@@ -125,6 +136,8 @@ pub struct HpFtl {
     secondary_hid: u32,
     layout: Layout,
     counters: Counters,
+    /// Background GC (`gc.mode = "background"`).
+    background: bool,
 }
 
 impl Scheme for HpFtl {
@@ -201,6 +214,7 @@ impl Scheme for HpFtl {
             secondary_hid: hash_functions + 1,
             layout: *layout,
             counters: Counters::default(),
+            background: cfg.gc.mode == GcMode::Background,
         })
     }
 }
@@ -402,18 +416,35 @@ impl HpFtl {
         }
     }
 
+    /// The next GC victim: the full block with the fewest valid pages, hashed or log (block,
+    /// valid pages).
+    fn next_victim(&mut self) -> Option<(u32, u32)> {
+        let ppb = self.layout.pages_per_block;
+        let hashed = self.hashed_victims.min_below(ppb);
+        let log = self.log_victims.min_below(ppb);
+        match (hashed, log) {
+            (Some(h), Some(l)) if h.1 < l.1 => Some(h),
+            (Some(h), None) => Some(h),
+            (_, Some(l)) => Some(l),
+            (None, None) => None,
+        }
+    }
+
+    /// The unit whose pool block the next reclaim would take (`None`: the pool is empty).
+    fn next_pool_unit(&self) -> Option<u32> {
+        let units = self.layout.units;
+        (0..units)
+            .map(|i| (self.next_unit + i) % units)
+            .find(|&u| self.pool.count(u) > 0)
+    }
+
     /// Collects the full block with the fewest valid pages (a hashed block only if its
     /// valid pages fit in the secondary table). False if no block has an invalid page.
     fn collect_one(&mut self, flash: &mut Flash) -> Result<bool> {
         let ppb = self.layout.pages_per_block;
         let room = self.capacity - self.secondary_len;
-        let hashed = self.hashed_victims.min_below(ppb);
-        let log = self.log_victims.min_below(ppb);
-        let victim = match (hashed, log) {
-            (Some(h), Some(l)) if h.1 < l.1 => h,
-            (Some(h), None) => h,
-            (_, Some(l)) => l,
-            (None, None) => return Ok(false),
+        let Some(victim) = self.next_victim() else {
+            return Ok(false);
         };
         if self.role[victim.0 as usize] == Role::Hashed && victim.1 as u64 > room {
             // The secondary table cannot take the victim's valid pages.
@@ -551,7 +582,7 @@ impl HpFtl {
             }
             let short = self.pool.total() < POOL_MIN
                 || self.hashed_free <= self.hard_pages
-                || (!collected && self.hashed_free < self.soft_pages);
+                || (!self.background && !collected && self.hashed_free < self.soft_pages);
             if !short || !self.collect_one(flash)? {
                 break;
             }
@@ -628,6 +659,38 @@ impl Ftl for HpFtl {
 
     fn reset_counters(&mut self) {
         self.counters = Counters::default();
+    }
+
+    /// Background GC: one reclaim while the secondary table is at its reclaim point and one
+    /// collection while the hashed blocks' free pages are under the soft threshold, each
+    /// only if the die it starts on has no background work queued (the simulator calls the
+    /// hook again while it collects, and sets [`Flash::set_background`]).
+    fn idle(&mut self, flash: &mut Flash) -> Result<()> {
+        if self.secondary_len >= self.reclaim_at && self.pool.total() > 1 {
+            if let Some(unit) = self.next_pool_unit() {
+                if !flash.background_busy(unit) {
+                    self.reclaim_any(flash)?;
+                }
+            }
+        }
+        if self.hashed_free < self.soft_pages && self.pool.total() >= POOL_MIN {
+            if let Some((victim, _)) = self.next_victim() {
+                if !flash.background_busy(self.layout.unit_of_block(victim)) {
+                    self.collect_one(flash)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    #[inline]
+    fn has_idle_work(&mut self) -> bool {
+        self.background
+            && (self.hashed_free < self.soft_pages || self.secondary_len >= self.reclaim_at)
+    }
+
+    fn background_gc(&self) -> bool {
+        self.background
     }
 
     fn trim(&mut self, lpa: u32, flash: &mut Flash) -> Result<()> {

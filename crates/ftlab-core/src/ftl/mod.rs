@@ -76,6 +76,15 @@ pub trait Ftl: 'static + Send {
         Ok(())
     }
 
+    /// Whether the scheme collects garbage in the background (in idle time, through
+    /// [`Ftl::idle`]) under the run's configuration, or only in the path of the writes that
+    /// need it. Static: it is read once for the run's report (`metrics.gc.scheduling`), so
+    /// that a comparison can check that its schemes are scheduled alike. The default,
+    /// foreground, is right for every scheme without an idle hook.
+    fn background_gc(&self) -> bool {
+        false
+    }
+
     /// False when [`Ftl::idle`] would do nothing: the simulator then skips it (and the
     /// gap-filling around it), as it does after most requests.
     fn has_idle_work(&mut self) -> bool {

@@ -131,6 +131,10 @@ impl Ftl for PageFtl {
         self.alloc.has_idle_work()
     }
 
+    fn background_gc(&self) -> bool {
+        self.alloc.background_gc()
+    }
+
     /// The table is the OOB scan's; the allocator is rebuilt around it.
     fn recover(&mut self, found: &crate::recovery::Found, flash: &mut Flash) -> Result<()> {
         crate::recovery::revalidate_live(found, flash)?;

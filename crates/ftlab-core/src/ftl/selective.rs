@@ -399,6 +399,10 @@ impl Ftl for Selective {
         demand::has_idle_work(self)
     }
 
+    fn background_gc(&self) -> bool {
+        self.table.store.alloc.background_gc()
+    }
+
     fn reset_counters(&mut self) {
         self.table.stats = Default::default();
         self.hinted_translations = 0;

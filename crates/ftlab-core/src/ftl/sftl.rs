@@ -446,6 +446,10 @@ impl Ftl for Sftl {
         demand::has_idle_work(self)
     }
 
+    fn background_gc(&self) -> bool {
+        self.table.store.alloc.background_gc()
+    }
+
     fn reset_counters(&mut self) {
         self.table.stats = Default::default();
         self.buffered_evictions = 0;

@@ -26,6 +26,22 @@
 //! and probing moves to the next row in the same unit. The thesis's one-block virtual
 //! blocks (`"block"`) are the default.
 //!
+//! Background GC (`gc.mode = "background"`, the default; not the thesis's, which collects
+//! only in the write that needs it): the analogue of the page FTL's soft threshold on the
+//! free pages of a parallel unit. A unit whose free pages (the erased pages of its virtual
+//! blocks' physical blocks, and of its free blocks beyond the spare) fall under
+//! `gc.threshold` of its blocks, in pages ([`crate::ftl::alloc::gc_thresholds`], so the same
+//! counts as the page FTL's), waits for the idle hook: while its die has no background work
+//! queued, it compacts the full virtual block with the most invalid pages on the unit
+//! (greedy, as its foreground victims), one per turn, as background flash work that no
+//! request waits for, until the unit is back above the threshold. At or under
+//! `gc.hard_threshold` the write that notices collects on its unit in the foreground, and a
+//! write whose every reachable virtual block is full still collects one of them, as in the
+//! thesis; in background mode neither makes the request's other dies wait (as with the page
+//! FTL, only the unit's die orders it). Finding a victim's virtual block takes a reverse
+//! table (block -> VBA, 4 bytes a block, counted as `gc_block_owner`). With
+//! `gc.mode = "foreground"` nothing of this runs: GC is the thesis's alone.
+//!
 //! Choices where the thesis is silent (README, `## Schemes`): there are as many VBAs as
 //! physical blocks minus one spare block per parallel unit, so that GC always has a fresh
 //! block; a VBA keeps the parallel unit of its first block (GC copies within the unit); a
@@ -33,8 +49,8 @@
 //! of each 32-bit VBT entry above the physical block number count the live pages that were
 //! shared out of that VBA, so that overwriting a page of a VBA with none needs no probe.
 
-use crate::blocks::FreeBlocks;
-use crate::config::{Config, Layout};
+use crate::blocks::{select_victim, FreeBlocks};
+use crate::config::{Config, GcMode, Layout, VictimPolicy};
 use crate::error::{Error, Result};
 use crate::ftl::hashed::{self, EncodedTable, Md5Hasher};
 use crate::ftl::{Ftl, MemoryBreakdown, Scheme};
@@ -105,6 +121,21 @@ pub struct SlimFtl {
     stripe: Option<Vec<u32>>,
     layout: Layout,
     counters: Counters,
+    /// Background GC (`gc.mode = "background"`); the rest of these fields serve it.
+    background: bool,
+    /// Per unit: pages written into the physical blocks its virtual blocks hold.
+    written: Vec<u64>,
+    /// Pages a unit can hold outside its spare blocks.
+    unit_pages: u64,
+    /// Free pages under which a unit waits for background GC, and at or under which the
+    /// write that notices collects in the foreground.
+    soft_pages: u64,
+    hard_pages: u64,
+    /// Per physical block: the VBA pointing at it (`NONE`: free).
+    owner: Vec<u32>,
+    /// Units waiting for background GC, and whether each is in the list.
+    pending: Vec<u32>,
+    pending_flag: Vec<bool>,
 }
 
 impl Scheme for SlimFtl {
@@ -144,6 +175,7 @@ impl Scheme for SlimFtl {
         } else {
             (1u32 << (32 - block_bits)) - 1
         };
+        let (soft, hard) = crate::ftl::alloc::gc_thresholds(cfg, layout);
         Ok(SlimFtl {
             primary: EncodedTable::new(layout.logical_pages, c.hid_bits, c.ppid_bits),
             vbt: vec![NONE; vbas as usize],
@@ -157,6 +189,15 @@ impl Scheme for SlimFtl {
             stripe,
             layout: *layout,
             counters: Counters::default(),
+            background: cfg.gc.mode == GcMode::Background,
+            written: vec![0; layout.units as usize],
+            unit_pages: (layout.blocks_per_unit as u64 - SPARE_BLOCKS_PER_UNIT as u64)
+                * layout.pages_per_block as u64,
+            soft_pages: soft as u64 * layout.pages_per_block as u64,
+            hard_pages: hard as u64 * layout.pages_per_block as u64,
+            owner: vec![NONE; layout.total_blocks as usize],
+            pending: Vec::new(),
+            pending_flag: vec![false; layout.units as usize],
         })
     }
 }
@@ -297,6 +338,7 @@ impl SlimFtl {
             message: "SlimFTL has no free block for a new virtual block".into(),
         })?;
         self.vbt[vba as usize] = pba;
+        self.owner[pba as usize] = vba;
         self.counters.vbas_allocated += 1;
         Ok(pba)
     }
@@ -312,6 +354,7 @@ impl SlimFtl {
             ),
         })?;
         let (first, dst) = (flash.first_page(old), flash.first_page(new));
+        let written = flash.write_pointer(old);
         let mut moved = 0;
         for ppn in first..first + self.layout.pages_per_block {
             if !flash.is_valid(ppn) {
@@ -322,13 +365,83 @@ impl SlimFtl {
             self.primary.set_ppid(oob.lpa, moved);
             moved += 1;
         }
-        flash.chain();
+        self.gc_chain(flash);
         flash.erase(old, Cause::Gc)?;
         self.free.push(&self.layout, old);
         self.vbt[vba as usize] = new;
+        self.owner[old as usize] = NONE;
+        self.owner[new as usize] = vba;
+        self.written[unit as usize] -= (written - moved) as u64;
         flash.stats.gc_invocations += 1;
         flash.stats.gc_pages_moved += moved as u64;
         Ok(())
+    }
+
+    /// After GC in a write's path: with foreground GC the request's later operations, on
+    /// any die, wait for it (the thesis's model); with background GC only the unit's die
+    /// orders it, as the page FTL's.
+    #[inline]
+    fn gc_chain(&self, flash: &mut Flash) {
+        if !self.background {
+            flash.chain();
+        }
+    }
+
+    /// Free pages of a unit: erased pages of its virtual blocks' blocks and of its free
+    /// blocks beyond the spare.
+    #[inline]
+    fn free_pages(&self, unit: u32) -> u64 {
+        self.unit_pages - self.written[unit as usize]
+    }
+
+    /// Collects the full block of `unit` with the most invalid pages (greedy); false
+    /// if no full block has an invalid page.
+    fn collect_victim(&mut self, unit: u32, flash: &mut Flash) -> Result<bool> {
+        let Some(victim) = select_victim(flash, unit, VictimPolicy::Greedy, &[]) else {
+            return Ok(false);
+        };
+        let vba = self.owner[victim as usize];
+        if vba == NONE {
+            return Err(Error::Usage(format!(
+                "internal error: SlimFTL GC victim block {victim} has no virtual block"
+            )));
+        }
+        self.collect(vba, flash)?;
+        Ok(true)
+    }
+
+    /// With background GC, before a host program into a block of `unit` that has room: at
+    /// or under the hard threshold the write collects on the unit until it is above (the
+    /// victims are full blocks, never the one about to be programmed).
+    #[inline]
+    fn hard_gc(&mut self, unit: u32, flash: &mut Flash) -> Result<()> {
+        let mut collected = false;
+        while self.free_pages(unit) <= self.hard_pages && self.collect_victim(unit, flash)? {
+            collected = true;
+        }
+        if collected {
+            self.gc_chain(flash);
+        }
+        Ok(())
+    }
+
+    /// With background GC, after a host program on `unit`: under the soft threshold the
+    /// unit waits for the idle hook.
+    #[inline]
+    fn want_gc(&mut self, unit: u32) {
+        if self.free_pages(unit) < self.soft_pages && !self.pending_flag[unit as usize] {
+            self.pending_flag[unit as usize] = true;
+            self.pending.push(unit);
+        }
+    }
+
+    /// One unit's turn in a background GC round: whether it stays pending (still under the
+    /// soft threshold after compacting a victim, or its die still busy with earlier
+    /// background work).
+    fn stays_pending(&mut self, unit: u32, flash: &mut Flash) -> Result<bool> {
+        let low = |s: &Self| s.free_pages(unit) < s.soft_pages;
+        Ok(low(self)
+            && (flash.background_busy(unit) || (self.collect_victim(unit, flash)? && low(self))))
     }
 
     /// Programs `lpa` at the write pointer of `vba`'s block (allocating or collecting it
@@ -341,6 +454,11 @@ impl SlimFtl {
             self.collect(vba, flash)?;
             pba = self.vbt[vba as usize];
         }
+        let unit = self.layout.unit_of_block(pba);
+        if self.background && self.free_pages(unit) <= self.hard_pages {
+            self.hard_gc(unit, flash)?;
+        }
+        self.written[unit as usize] += 1;
         let ppid = flash.write_pointer(pba);
         flash.program(
             pba * self.layout.pages_per_block + ppid,
@@ -348,6 +466,9 @@ impl SlimFtl {
             &[],
             Cause::Host,
         )?;
+        if self.background {
+            self.want_gc(unit);
+        }
         Ok(ppid)
     }
 }
@@ -384,7 +505,7 @@ impl Ftl for SlimFtl {
             if invalid > 0 {
                 // Every reachable VBA is full: collect the one with the most invalid pages.
                 let ppid = self.program_into(vba, lpa, seq, flash)?;
-                flash.chain();
+                self.gc_chain(flash);
                 self.primary.set(lpa, hid, ppid);
                 return Ok(());
             }
@@ -396,7 +517,7 @@ impl Ftl for SlimFtl {
         while vba != origin {
             if self.has_room(flash, vba) || self.invalid_pages(flash, vba) > 0 {
                 let ppid = self.program_into(vba, lpa, seq, flash)?;
-                flash.chain();
+                self.gc_chain(flash);
                 self.primary.set(lpa, 1, ppid);
                 let count = &mut self.shared_out[origin as usize];
                 if *count != self.shared_out_max {
@@ -416,6 +537,34 @@ impl Ftl for SlimFtl {
 
     fn reset_counters(&mut self) {
         self.counters = Counters::default();
+    }
+
+    /// Background GC: each pending unit whose die has no background work queued compacts
+    /// one victim, issued as background work (the simulator sets [`Flash::set_background`]).
+    fn idle(&mut self, flash: &mut Flash) -> Result<()> {
+        let mut pending = std::mem::take(&mut self.pending);
+        let mut result = Ok(());
+        pending.retain(|&unit| {
+            let stays = result.is_err()
+                || self.stays_pending(unit, flash).unwrap_or_else(|e| {
+                    result = Err(e);
+                    true
+                });
+            self.pending_flag[unit as usize] = stays;
+            stays
+        });
+        debug_assert!(self.pending.is_empty());
+        self.pending = pending;
+        result
+    }
+
+    #[inline]
+    fn has_idle_work(&mut self) -> bool {
+        !self.pending.is_empty()
+    }
+
+    fn background_gc(&self) -> bool {
+        self.background
     }
 
     fn trim(&mut self, lpa: u32, flash: &mut Flash) -> Result<()> {
@@ -545,12 +694,31 @@ impl Ftl for SlimFtl {
                 self.free.push(&self.layout, b);
             }
         }
+        // Background GC's bookkeeping: block owners, pages written per unit, pending units.
+        self.owner.fill(NONE);
+        self.written.fill(0);
+        for vba in 0..self.vbas {
+            let b = self.vbt[vba as usize];
+            if b != NONE {
+                self.owner[b as usize] = vba;
+                self.written[self.layout.unit_of_block(b) as usize] +=
+                    flash.write_pointer(b) as u64;
+            }
+        }
+        if self.background {
+            for unit in 0..self.layout.units {
+                self.want_gc(unit);
+            }
+        }
         Ok(())
     }
 
     fn memory(&self, out: &mut MemoryBreakdown) {
         out.push(("primary_table", self.primary.bytes()));
         out.push(("virtual_block_table", self.vbas as u64 * 4));
+        if self.background {
+            out.push(("gc_block_owner", self.layout.total_blocks as u64 * 4));
+        }
         hashed::bookkeeping_memory(&self.layout, out);
     }
 

@@ -361,6 +361,10 @@ impl Ftl for Tpftl {
         demand::has_idle_work(self)
     }
 
+    fn background_gc(&self) -> bool {
+        self.table.store.alloc.background_gc()
+    }
+
     fn reset_counters(&mut self) {
         self.table.stats = Default::default();
     }

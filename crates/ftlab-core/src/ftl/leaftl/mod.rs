@@ -1092,6 +1092,13 @@ impl Ftl for LeaFtl {
         Ok(())
     }
 
+    fn background_gc(&self) -> bool {
+        match &self.backing {
+            Backing::Dram(a) => a.background_gc(),
+            Backing::Flash(s) => s.alloc.background_gc(),
+        }
+    }
+
     fn reset_counters(&mut self) {
         self.counters = Counters {
             levels: vec![0; LEVEL_BUCKETS + 1],
