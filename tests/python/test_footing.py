@@ -3,6 +3,8 @@ scheduling, which every report states (`metrics.gc.scheduling`)."""
 
 from __future__ import annotations
 
+import importlib
+import inspect
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -11,6 +13,7 @@ from typing import Any
 import pytest
 
 import ftlab
+from ftlab import reproduce
 from ftlab.reproduce import _footing, slimftl
 
 SMALL = ["replay.timing=false", "workload.requests=200"]
@@ -54,3 +57,34 @@ def test_slimftl_quick_run_compares_on_one_scheduling(quick: Callable[[str], Pat
     note = _footing.setup_note(slimftl.GC_MODE)
     assert slimftl.GC_MODE == "background"
     assert headlines and all(note in h["setup"] for h in headlines), [h["setup"] for h in headlines]
+
+
+#: Every reproduction that compares schemes, and the GC scheduling it compares them on (the
+#: selective reproductions compare one scheme with itself).
+COMPARISONS = {
+    "amf": "background",
+    "dftl": "background",
+    "demand-hit-ratio": "background",
+    "kraft": "foreground",
+    "leaftl": "background",
+    "slimftl": "background",
+}
+
+
+@pytest.mark.parametrize("name", sorted(COMPARISONS))
+def test_every_comparison_states_one_scheduling(
+    name: str, quick: Callable[[str], Path], request: pytest.FixtureRequest
+) -> None:
+    """Each reproduction checks its comparisons with `_footing.common_scheduling` (its quick
+    run fails on unequal footing) and states the mode in the setup of the headlines its
+    timed or GC-dependent comparisons give."""
+    if name != "slimftl":
+        request.getfixturevalue("traces")  # these replay ../shared/traces
+    module = importlib.import_module(reproduce.EXPERIMENTS[name][0])
+    assert "_footing.common_scheduling" in inspect.getsource(module)
+    headlines = json.loads((quick(name) / "summary.json").read_text())
+    note = _footing.setup_note(COMPARISONS[name])
+    stated = [h["key"] for h in headlines if note in h.get("setup", "")]
+    assert stated, f"{name}: no headline states {note!r}"
+    other = "foreground" if COMPARISONS[name] == "background" else "background"
+    assert not any(_footing.setup_note(other) in h.get("setup", "") for h in headlines)

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import ftlab
-from ftlab.reproduce import _summary, _why
+from ftlab.reproduce import _footing, _summary, _why
 from ftlab.reproduce._demand_common import (
     available_traces,
     figure,
@@ -79,6 +79,8 @@ class _Measured:
         #: Response time TPFTL saves against DFTL-2009 and against the batching DFTL.
         self.latency_savings: list[float] = []
         self.latency_savings_vs_batching: list[float] = []
+        #: The GC scheduling every comparison shared (`_footing`).
+        self.gc_modes: set[str] = set()
 
     @property
     def translation_writes_saved(self) -> float | None:
@@ -107,6 +109,10 @@ def _measure(
                 budget = [f"dram.budget_bytes={int(table * fraction * cache_scale)}"]
                 scale, runs = _unsaturated(once, twice, [*sets, *budget], precondition)
                 passes = {label: second_pass(*runs[label]) for label, _, _ in SCHEMES}
+                reports = [r for pair in runs.values() for r in pair]
+                out.gc_modes.add(
+                    _footing.common_scheduling(reports, f"dftl: {name} at {fraction:.0%}")
+                )
                 writes = [passes[label]["translation_writes"] for label, _, _ in SCHEMES]
                 latency = [passes[label]["mean_latency_us"] for label, _, _ in SCHEMES]
 
@@ -173,7 +179,8 @@ def run(out_dir: Path, quick: bool) -> None:
         latency_columns=(9, 10, 11),
     )
     setup = (
-        "filled device, second pass of each trace (warm caches), open loop slowed until unsaturated"
+        "filled device, second pass of each trace (warm caches), open loop slowed until "
+        "unsaturated; " + ", ".join(_footing.setup_note(m) for m in sorted(measured.gc_modes))
     )
     headlines = [
         Headline(

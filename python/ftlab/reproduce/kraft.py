@@ -73,6 +73,7 @@ from typing import Any
 
 import ftlab
 from ftlab._bench import shared_dir
+from ftlab.reproduce import _footing
 from ftlab.reproduce import _summary as _summary_file
 from ftlab.reproduce._demand_common import figure, fmt, save_figure, write_table
 from ftlab.reproduce._summary import Headline
@@ -245,6 +246,8 @@ def unsaturated(runs: Mapping[Any, Run]) -> tuple[float, dict[Any, Report]]:
             if saturated(r)
         ]
         if not needed:
+            # The schemes compared on one GC (merge) scheduling (`_footing`).
+            _footing.common_scheduling(reports.values(), f"kraft: {sorted(map(str, runs))}")
             return scale, reports
         scale = float(max(math.ceil(max(needed)), math.floor(scale) + 1))
     raise ftlab.FtlabError(
@@ -658,7 +661,9 @@ def _summary(
 
 SETUP = (
     "fresh device; traces at their smallest unsaturated time scale, the OLTP stand-in "
-    "closed loop QD 1; LATE = serial flash time per 512 B sector (0.1 model)"
+    "closed loop QD 1; LATE = serial flash time per 512 B sector (0.1 model); "
+    + _footing.setup_note("foreground")
+    + " (merges in the write's path: no log-block scheme has an idle hook)"
 )
 LATENCY_REASONS = {
     "oltp1": (
@@ -796,6 +801,7 @@ def _reduction(
         group = {s: _run(s, path, [*sets, *_pool(s)], precondition=precondition) for s in SCHEMES}
     else:
         _, group = unsaturated({s: (s, path, [*sets, *_pool(s)]) for s in SCHEMES})
+    _footing.common_scheduling(group.values(), f"kraft why: {path or workload}")
     ours = reduction({s: flash_us_per_sector(group[s]) for s in SCHEMES})
     return None if ours is None else 100 * ours
 

@@ -80,7 +80,7 @@ import ftlab
 from ftlab import Precondition
 from ftlab._bench import shared_dir
 from ftlab._format import latency_table, render_table
-from ftlab.reproduce import _summary, _why
+from ftlab.reproduce import _footing, _summary, _why
 from ftlab.reproduce._summary import Headline, geomean
 
 DEVICE_MODEL = "current"
@@ -434,10 +434,10 @@ def _level_row(name: str, shares: list[float]) -> list[Any]:
 
 def _timed(
     t: _Trace, scheme: str, sets: list[str], cache: int | None = None
-) -> tuple[int, int, float, float]:
+) -> tuple[int, int, float, float, dict[str, Any]]:
     """One variant on the filled device with one DRAM, split as the module docstring says
     (or with a data cache of `cache` bytes and the rest for the map): the DRAM, the data
-    cache, the mean latency (us) and the data cache's share of page reads."""
+    cache, the mean latency (us), the data cache's share of page reads and the report."""
     measure = t.simulate(scheme, ["dram.budget_bytes=0", *sets], False, "fill")
     logical = int(measure["device"]["logical_pages"])
     dram = int(logical * PAGE_BYTES * DRAM_PER_CAPACITY)
@@ -468,7 +468,7 @@ def _timed(
     served = report["metrics"]["host"].get("buffer_read_hits") or 0
     from_flash = report["metrics"]["flash"]["reads"]["host"]
     hit = served / (served + from_flash) if served + from_flash else 0.0
-    return dram, cache, latency_mean_us(report), hit
+    return dram, cache, latency_mean_us(report), hit, report
 
 
 def _latency(t: _Trace) -> list[Any]:
@@ -477,8 +477,12 @@ def _latency(t: _Trace) -> list[Any]:
     caches: dict[str, int] = {}
     dram = 0
     hits: dict[str, float] = {}
+    reports = []
     for label, scheme, sets in VARIANTS:
-        dram, caches[label], means[label], hits[label] = _timed(t, scheme, sets)
+        dram, caches[label], means[label], hits[label], report = _timed(t, scheme, sets)
+        reports.append(report)
+    # The schemes compared on one GC scheduling (`_footing`).
+    gc = _footing.common_scheduling(reports, f"leaftl latency on {t.name}")
     working_set = int(t.info["footprint_pages"]) * PAGE_BYTES
     labels = [label for label, _, _ in VARIANTS]
     return [
@@ -488,6 +492,7 @@ def _latency(t: _Trace) -> list[Any]:
         *(caches[s] for s in labels),
         *(round(means[s], 1) for s in labels),
         *(_fmt(100 * hits[s], 1) for s in labels),
+        gc,
     ]
 
 
@@ -547,9 +552,9 @@ def why(out_dir: Path, quick: bool) -> list[_why.Experiment]:
     before, after = [], []
     lea_label, lea_scheme, lea_sets = next(v for v in VARIANTS if v[0] == "LeaFTL")
     for t in _timed_traces(chosen, quick):
-        _, lea_cache, lea_mean, _ = _timed(t, lea_scheme, lea_sets)
-        _, _, dftl_mean, _ = _timed(t, "dftl", [])
-        _, _, dftl_big_cache, _ = _timed(t, "dftl", [], cache=lea_cache)
+        _, lea_cache, lea_mean, _, _ = _timed(t, lea_scheme, lea_sets)
+        _, _, dftl_mean, _, _ = _timed(t, "dftl", [])
+        _, _, dftl_big_cache, _, _ = _timed(t, "dftl", [], cache=lea_cache)
         before.append(_ratio(dftl_mean, lea_mean) or 0.0)
         after.append(_ratio(dftl_big_cache, lea_mean) or 0.0)
     if before:
@@ -616,6 +621,7 @@ def _tables(
                 *(f"{s} data cache" for s in labels),
                 *(f"{s} mean us" for s in labels),
                 *(f"{s} read hit %" for s in labels),
+                "GC scheduling",
             ],
             latency_rows,
         ),
@@ -643,6 +649,11 @@ def headline_numbers(
     latency_setup = (
         "filled device, closed loop at queue depth 1 (unsaturated), 1 GiB of DRAM per 2 TiB"
     )
+    modes = {r[-1] for r in latency_rows}
+    if len(modes) > 1:
+        raise _footing.UnequalFooting(f"leaftl: the traces' GC scheduling differs: {modes}")
+    if modes:
+        latency_setup += f"; {_footing.setup_note(modes.pop())}"
     out = []
 
     def add(key: str, metric: str, ours: float | None, unit: str, setup: str) -> None:
