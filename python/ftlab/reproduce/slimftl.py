@@ -648,7 +648,10 @@ def headline_numbers(
         striped = shift_striped.get(shift)
         if striped is not None:
             reasons[f"slimftl_gc_shift{shift}"] = (
-                "normalised to the page FTL that keeps runs together, the faster on the "
+                # At shift 8 the striped normalisation moves ours away from the thesis's
+                # (`why`: refuted), so it is no cause there.
+                ("cause not yet measured; " if shift == 8 else "")
+                + "normalised to the page FTL that keeps runs together, the faster on the "
                 f"sequential stand-in; against the striped page FTL it is {striped:.2f}x"
             )
     out = []
@@ -746,6 +749,14 @@ def why(out_dir: Path, quick: bool) -> list[_why.Experiment]:
             base["slimftl_gc_shift1"],
             striped[1],
             2.6,
+        ),
+        _why.Experiment(
+            "slimftl_gc_shift8",
+            "normalised to the page FTL that keeps runs together",
+            "normalised to the striped page FTL",
+            base["slimftl_gc_shift8"],
+            striped[8],
+            0.87,
         ),
     ]
 
