@@ -672,10 +672,9 @@ def headline_numbers(
 #: by `why` (an experiment that changes the one thing it names).
 REASONS = {
     "hpftl_iops": (
-        "every page HPFTL's GC copies goes to the secondary table and is copied again by "
-        "reclaim (WAF 26-29 on the stand-ins), but a secondary table four times larger, "
-        "reclaiming less often, recovers only a small part; not the GC trigger (at 5% free "
-        "instead of 1% the ratio does not move); the rest of the cause not yet measured"
+        "cause not yet measured: HPFTL's WAF is 26-29 on the stand-ins, but neither a "
+        "secondary table four times larger (0.033 to 0.036) nor GC at 5% free instead of 1% "
+        "closes a tenth of the gap (`--why`: both refuted)"
     ),
     "slimftl_iops_real": (
         "neighbouring pages hash into one block on one die, so the traces' requests queue "
