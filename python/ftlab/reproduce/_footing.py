@@ -35,9 +35,17 @@ def scheduling(report: Mapping[str, Any]) -> str:
 def common_scheduling(reports: Iterable[Mapping[str, Any]], comparison: str) -> str:
     """The GC scheduling every run of `comparison` shares; `UnequalFooting`, naming each
     scheme's, when they differ (or ValueError when there is no run)."""
+    return common_mode(
+        ((str(report.get("ftl", "?")), scheduling(report)) for report in reports), comparison
+    )
+
+
+def common_mode(runs: Iterable[tuple[str, str]], comparison: str) -> str:
+    """As `common_scheduling`, from (scheme, GC scheduling) pairs, for a reproduction that
+    keeps a run's scheduling rather than its report."""
     by_scheme: dict[str, set[str]] = {}
-    for report in reports:
-        by_scheme.setdefault(str(report.get("ftl", "?")), set()).add(scheduling(report))
+    for scheme, mode in runs:
+        by_scheme.setdefault(scheme, set()).add(mode)
     modes = set().union(*by_scheme.values()) if by_scheme else set()
     if not modes:
         raise ValueError(f"{comparison}: no runs to compare")

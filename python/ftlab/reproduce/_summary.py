@@ -79,20 +79,31 @@ def write(out_dir: Path, headlines: list[Headline]) -> Path:
         for k in ("ours", "paper_value"):
             row[k] = _round(row[k])
         rows.append(row)
-    path = out_dir / "summary.json"
+    return write_json(out_dir / "summary.json", rows)
+
+
+def write_json(path: Path, rows: list[dict[str, Any]]) -> Path:
+    """Writes `rows` as the reproductions' JSON files are written: indented, keys sorted."""
     path.write_text(json.dumps(rows, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
     return path
 
 
-def read(path: Path) -> list[Headline]:
-    """The headlines of a `summary.json`; raises ValueError naming the file and the entry
-    that breaks the contract above."""
+def read_json_list(path: Path, what: str) -> list[Any]:
+    """The JSON list in `path`; ValueError naming the file when it is not JSON or not a
+    list (of `what`)."""
     try:
         data = json.loads(path.read_text())
     except json.JSONDecodeError as e:
         raise ValueError(f"{path}: not JSON ({e})") from e
     if not isinstance(data, list):
-        raise ValueError(f"{path}: a list of headlines expected, not {type(data).__name__}")
+        raise ValueError(f"{path}: a list of {what} expected, not {type(data).__name__}")
+    return data
+
+
+def read(path: Path) -> list[Headline]:
+    """The headlines of a `summary.json`; raises ValueError naming the file and the entry
+    that breaks the contract above."""
+    data = read_json_list(path, "headlines")
     out = []
     for i, row in enumerate(data):
         if not isinstance(row, dict):

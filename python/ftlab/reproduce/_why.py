@@ -19,13 +19,12 @@ reproduction's reasons, not kept beside the experiment that contradicts it.
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from ftlab.reproduce._summary import DIFFERENCE, _round
+from ftlab.reproduce._summary import DIFFERENCE, _round, read_json_list, write_json
 
 WHY_FILE = "why.json"
 #: The share of the gap (in log ratio) a change must close to count as moving the headline
@@ -95,19 +94,12 @@ def write(out_dir: Path, experiments: list[Experiment]) -> Path:
             row[k] = _round(row[k])
         row["verdict"] = e.verdict
         rows.append(row)
-    path = out_dir / WHY_FILE
-    path.write_text(json.dumps(rows, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
-    return path
+    return write_json(out_dir / WHY_FILE, rows)
 
 
 def read(path: Path) -> list[Experiment]:
     """The experiments of a `why.json` (ValueError naming the file on a bad entry)."""
-    try:
-        data = json.loads(path.read_text())
-    except json.JSONDecodeError as e:
-        raise ValueError(f"{path}: not JSON ({e})") from e
-    if not isinstance(data, list):
-        raise ValueError(f"{path}: a list of experiments expected")
+    data = read_json_list(path, "experiments")
     out = []
     for i, row in enumerate(data):
         try:

@@ -636,12 +636,9 @@ def waf_results(
                 )
                 results[row][label] = _waf(name, sets, builtin, trace)
             # The page-level device FTLs compared on one GC scheduling (`_footing`).
-            _footing.common_scheduling(
-                (
-                    {"ftl": label, "metrics": {"gc": {"scheduling": r["gc"]}}}
-                    for label, r in results[row].items()
-                    if label not in NO_DEVICE_GC
-                ),
+            compared = results[row].items()
+            _footing.common_mode(
+                ((label, r["gc"]) for label, r in compared if label not in NO_DEVICE_GC),
                 f"amf: {row}",
             )
     return results

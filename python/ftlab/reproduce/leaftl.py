@@ -279,6 +279,19 @@ def full_scale_working_set_over_dram(info: dict[str, Any]) -> float:
     return int(info["footprint_pages"]) / (logical * DRAM_PER_CAPACITY)
 
 
+def timed_sources(
+    chosen: list[tuple[Path, dict[str, Any]]], quick: bool
+) -> list[tuple[Path, dict[str, Any]]]:
+    """The traces `run` times: every one in the full run; in quick mode the two that write
+    least among those the full latency headline averages."""
+    if not quick:
+        return chosen
+    counted = [
+        c for c in chosen if full_scale_working_set_over_dram(c[1]) >= MIN_WORKING_SET_OVER_DRAM
+    ]
+    return sorted(counted, key=lambda c: (c[1]["page_writes"], c[0].name))[:QUICK_TRACES]
+
+
 class _Trace:
     """One trace's runs: mapping-only runs on the full run's device, timed runs on the
     quick device in quick mode (module docstring)."""
@@ -314,13 +327,7 @@ def run(out_dir: Path, quick: bool) -> None:
         _summary.write(out_dir, [])
         return
     chosen, notes = select_traces(traces_dir)
-    timed = chosen
-    if quick:
-        # The two that write least among the traces the full latency headline averages.
-        counted = [
-            c for c in chosen if full_scale_working_set_over_dram(c[1]) >= MIN_WORKING_SET_OVER_DRAM
-        ]
-        timed = sorted(counted, key=lambda c: (c[1]["page_writes"], c[0].name))[:QUICK_TRACES]
+    timed = timed_sources(chosen, quick)
     memory_rows, gamma_rows, latency_rows, level_rows = [], [], [], []
     level_curves: dict[str, list[float]] = {}
     for path, info in chosen:
@@ -504,16 +511,6 @@ PAPER_FAMILY_TRACES = [
 ]
 
 
-def _timed_traces(chosen: list[tuple[Path, dict[str, Any]]], quick: bool) -> list[_Trace]:
-    """The traces whose latency the headlines average, as `run` times them."""
-    counted = [
-        c for c in chosen if full_scale_working_set_over_dram(c[1]) >= MIN_WORKING_SET_OVER_DRAM
-    ]
-    if quick:
-        counted = sorted(counted, key=lambda c: (c[1]["page_writes"], c[0].name))[:QUICK_TRACES]
-    return [_Trace(path, info, quick) for path, info in counted]
-
-
 def why(out_dir: Path, quick: bool) -> list[_why.Experiment]:
     """The experiments behind the stated causes (`_why.py`): each changes one thing."""
     shared = shared_dir()
@@ -550,8 +547,12 @@ def why(out_dir: Path, quick: bool) -> list[_why.Experiment]:
     # DFTL / LeaFTL latency: DFTL's small data cache. Give DFTL the data cache LeaFTL has
     # (the rest of the DRAM for its mapping cache), everything else as in the headline.
     before, after = [], []
-    lea_label, lea_scheme, lea_sets = next(v for v in VARIANTS if v[0] == "LeaFTL")
-    for t in _timed_traces(chosen, quick):
+    _, lea_scheme, lea_sets = next(v for v in VARIANTS if v[0] == "LeaFTL")
+    for path, info in timed_sources(chosen, quick):
+        # The traces the headline averages.
+        if full_scale_working_set_over_dram(info) < MIN_WORKING_SET_OVER_DRAM:
+            continue
+        t = _Trace(path, info, quick)
         _, lea_cache, lea_mean, _, _ = _timed(t, lea_scheme, lea_sets)
         _, _, dftl_mean, _, _ = _timed(t, "dftl", [])
         _, _, dftl_big_cache, _, _ = _timed(t, "dftl", [], cache=lea_cache)

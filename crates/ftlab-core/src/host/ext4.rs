@@ -32,7 +32,7 @@
 
 use crate::config::{Config, Layout};
 use crate::error::{Error, Result};
-use crate::host::{HostStack, Origin};
+use crate::host::{clear_bit, test_and_set, HostStack, Origin};
 use crate::request::{Op, Request};
 
 /// `mke2fs`'s defaults: bytes of the device per inode, bytes of an inode.
@@ -128,14 +128,6 @@ pub struct Ext4 {
     c: Counters,
 }
 
-#[inline]
-fn test_and_set(bits: &mut [u64], i: u32) -> bool {
-    let (w, m) = ((i >> 6) as usize, 1u64 << (i & 63));
-    let was = bits[w] & m != 0;
-    bits[w] |= m;
-    was
-}
-
 impl Ext4 {
     pub fn new(cfg: &Config, layout: &Layout) -> Result<Ext4> {
         let l = Ext4Layout::new(layout)?;
@@ -217,7 +209,7 @@ impl Ext4 {
             }
             self.c.journal_pages_written += blocks;
             for &b in &self.dirty {
-                self.dirty_bits[(b >> 6) as usize] &= !(1u64 << (b & 63));
+                clear_bit(&mut self.dirty_bits, b);
                 if !test_and_set(&mut self.unwritten_bits, b) {
                     self.unwritten.push((b, time));
                 }
@@ -240,7 +232,7 @@ impl Ext4 {
             });
             due.sort_unstable();
             for &b in &due {
-                self.unwritten_bits[(b >> 6) as usize] &= !(1u64 << (b & 63));
+                clear_bit(&mut self.unwritten_bits, b);
                 self.emit(out, time, b as u64);
             }
             self.c.inode_table_pages_written += due.len() as u64;

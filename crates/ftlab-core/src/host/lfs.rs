@@ -62,7 +62,7 @@ use crate::blocks::{cost_benefit, GreedyIndex};
 use crate::config::{Config, Layout, VictimPolicy};
 use crate::error::{Error, Result};
 use crate::ftl::MemoryBreakdown;
-use crate::host::{HostStack, Origin, StackKind};
+use crate::host::{clear_bit, test_and_set, HostStack, Origin, StackKind};
 use crate::nand::NONE;
 use crate::request::{Op, Request};
 use crate::units;
@@ -569,19 +569,6 @@ pub struct Lfs {
     verify: Option<Verify>,
     app_request: u64,
     c: Counters,
-}
-
-#[inline]
-fn test_and_set(bits: &mut [u64], i: u32) -> bool {
-    let (w, m) = ((i >> 6) as usize, 1u64 << (i & 63));
-    let was = bits[w] & m != 0;
-    bits[w] |= m;
-    was
-}
-
-#[inline]
-fn clear_bit(bits: &mut [u64], i: u32) {
-    bits[(i >> 6) as usize] &= !(1u64 << (i & 63));
 }
 
 #[inline]

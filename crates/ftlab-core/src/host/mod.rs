@@ -33,6 +33,21 @@ use crate::request::{Op, Request};
 use crate::sim::Simulator;
 use serde::{Deserialize, Serialize};
 
+/// Sets bit `i` of a bitmap (dirty-block sets of the host stacks); whether it was set.
+#[inline]
+fn test_and_set(bits: &mut [u64], i: u32) -> bool {
+    let (w, m) = ((i >> 6) as usize, 1u64 << (i & 63));
+    let was = bits[w] & m != 0;
+    bits[w] |= m;
+    was
+}
+
+/// Clears bit `i` of a bitmap.
+#[inline]
+fn clear_bit(bits: &mut [u64], i: u32) {
+    bits[(i >> 6) as usize] &= !(1u64 << (i & 63));
+}
+
 /// Who a device request comes from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Origin {
