@@ -25,6 +25,15 @@ from typing import TYPE_CHECKING, Any, Callable, Literal, Union
 
 from ftlab import _core
 from ftlab._core import FtlabError
+from ftlab._scheme import (
+    Device,
+    Flash,
+    Scheme,
+    SchemeConfigError,
+    load_entry_points,
+    register_scheme,
+    unregister_scheme,
+)
 
 if TYPE_CHECKING:
     import polars
@@ -36,9 +45,13 @@ __version__: str = _core.__version__
 
 __all__ = [
     "CompareResult",
+    "Device",
+    "Flash",
     "FtlabError",
     "Precondition",
     "Result",
+    "Scheme",
+    "SchemeConfigError",
     "TraceInfo",
     "__version__",
     "advise",
@@ -50,6 +63,7 @@ __all__ = [
     "plot_lines",
     "plot_pareto",
     "presets",
+    "register_scheme",
     "schemes",
     "simulate",
     "split_stack",
@@ -59,6 +73,7 @@ __all__ = [
     "sweep_means",
     "trace_formats",
     "trace_info",
+    "unregister_scheme",
     "workloads",
 ]
 
@@ -241,6 +256,7 @@ def simulate(
     share done). Raises FtlabError with a message naming the key, file, line or request
     at fault.
     """
+    load_entry_points()
     preset, overrides = _model(preset, _stack_sets(stack) + _sets(sets, mapping_only, precondition))
     text, wall = _core.run(
         ftl,
@@ -595,7 +611,9 @@ def stacks() -> list[tuple[str, str]]:
 
 
 def schemes() -> list[tuple[str, str]]:
-    """(name, description) of each FTL scheme, as the core registers them."""
+    """(name, description) of each FTL scheme, as the core registers them: the built-in
+    ones, then the registered ones (`register_scheme`, installed plugins)."""
+    load_entry_points()
     return list(_core.schemes())
 
 

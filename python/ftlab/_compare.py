@@ -13,13 +13,15 @@ from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wai
 from multiprocessing import get_context
 from typing import Any, Callable
 
-from ftlab import FtlabError, Result, _core
+from ftlab import FtlabError, Result, _core, split_stack
+from ftlab._scheme import in_process_only, load_entry_points
 
 
 def _run_one(ftl: str, common: dict[str, Any]) -> tuple[str, str, float]:
     """Runs one scheme; returns (status, JSON or error message, wall seconds). Errors are
     returned as text: the core's exception type does not cross process boundaries."""
     try:
+        load_entry_points()
         text, wall = _core.run(ftl, **common)
     except _core.FtlabError as e:
         return ("error", str(e), 0.0)
@@ -48,15 +50,21 @@ def run_all(
         if on_done is not None:
             on_done(name, results[name])
 
-    if jobs == 1 or len(names) == 1:
+    # A Python scheme registered by the caller (not by a plugin that a worker loads too)
+    # can only run in this process: it runs here while the workers run the others.
+    here = [n for n in names if in_process_only(split_stack(n)[1])]
+    there = [n for n in names if n not in here]
+    if jobs == 1 or len(there) <= 1:
         for name in names:
             finish(name, _run_one(name, common))
         return results
     with ProcessPoolExecutor(max_workers=jobs, mp_context=get_context("spawn")) as pool:
         pending: dict[Future[tuple[str, str, float]], str] = {
-            pool.submit(_run_one, name, common): name for name in names
+            pool.submit(_run_one, name, common): name for name in there
         }
         try:
+            for name in here:
+                finish(name, _run_one(name, common))
             while pending:
                 done, _ = wait(pending, return_when=FIRST_COMPLETED)
                 for future in sorted(done, key=lambda f: names.index(pending[f])):

@@ -374,8 +374,24 @@ def warn_bad_lines(report: dict[str, Any]) -> None:
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(ftlab.__version__, prog_name="ftlab")
-def main() -> None:
+@click.option(
+    "--plugin",
+    "plugins",
+    multiple=True,
+    metavar="FILE.py|MODULE",
+    help="Import a Python file or module that registers schemes (ftlab.register_scheme); "
+    "repeatable. Installed packages' schemes (entry points `ftlab.schemes`) need none.",
+)
+def main(plugins: tuple[str, ...]) -> None:
     """ftlab: replay block I/O traces through simulated SSDs running FTL schemes."""
+    from ftlab._scheme import load_entry_points, load_plugin
+
+    try:
+        load_entry_points()
+        for plugin in plugins:
+            load_plugin(plugin)
+    except ftlab.FtlabError as e:
+        raise click.ClickException(str(e)) from e
 
 
 @main.command()

@@ -115,7 +115,7 @@ fn resolve_layers(opts: &RunOptions) -> Result<(Config, Vec<String>)> {
     // What the scheme's design assumes of the device, over the preset, under the user's
     // files and keys.
     if let Some(text) = crate::ftl::scheme_device_defaults(&opts.ftl) {
-        let layer: toml::Table = toml::from_str(text)
+        let layer: toml::Table = toml::from_str(&text)
             .map_err(|e| Error::Usage(format!("internal: {}'s device defaults: {e}", opts.ftl)))?;
         extra.get_or_insert_with(toml::Table::new).extend(layer);
     }

@@ -8,6 +8,8 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use std::path::PathBuf;
 
+mod scheme;
+
 pyo3::create_exception!(
     _core,
     FtlabError,
@@ -143,7 +145,7 @@ fn presets() -> Vec<(String, String)> {
 /// (name, description) of each FTL scheme.
 #[pyfunction]
 fn schemes() -> Vec<(String, String)> {
-    pairs(ftl::SCHEMES)
+    ftl::scheme_list()
 }
 
 /// (name, description) of each host stack (`host.stack`).
@@ -399,5 +401,11 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(fitted_blocks_per_plane, m)?)?;
     m.add_function(wrap_pyfunction!(trace_requests, m)?)?;
     m.add_function(wrap_pyfunction!(serve, m)?)?;
+    m.add_function(wrap_pyfunction!(scheme::register_scheme, m)?)?;
+    m.add_function(wrap_pyfunction!(scheme::unregister_scheme, m)?)?;
+    m.add_class::<scheme::FlashHandle>()?;
+    m.add_class::<scheme::Device>()?;
+    m.add_class::<scheme::PageAllocator>()?;
+    m.add_class::<scheme::TranslationStore>()?;
     Ok(())
 }

@@ -11,11 +11,14 @@
 //! description, section type, constructor, extra OOB bytes), and one line in the
 //! `schemes!` list at the end of this file. Everything else (the `--ftl` names, the
 //! configuration defaults, `ftlab schemes`, the Python front) follows from that list.
+//! Schemes from outside the core (Python, other crates) register at run time
+//! ([`external`]) and are looked up after the built-in ones by the same functions.
 
 pub mod aftl;
 pub mod alloc;
 pub mod demand;
 pub mod dftl;
+pub mod external;
 pub mod hashed;
 pub mod hpftl;
 pub mod leaftl;
@@ -32,6 +35,7 @@ use crate::config::{Config, Layout};
 use crate::error::{Error, Result};
 use crate::nand::{Flash, Oob};
 use crate::request::Op;
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 /// DRAM the scheme holds, by component, in bytes.
@@ -214,10 +218,11 @@ macro_rules! schemes {
                     return <$scheme as Scheme>::APPEND_ONLY;
                 }
             )+
-            false
+            external::get(name).is_some_and(|s| s.append_only)
         }
 
-        /// Default configuration sections of the schemes that have one, by scheme name.
+        /// Default configuration sections of the schemes that have one, by scheme name
+        /// (registered external schemes included).
         pub fn scheme_defaults() -> BTreeMap<String, toml::Table> {
             let mut sections = BTreeMap::new();
             $(
@@ -225,17 +230,22 @@ macro_rules! schemes {
                     sections.insert(<$scheme as Scheme>::NAME.to_string(), table);
                 }
             )+
+            for scheme in external::all() {
+                if let Some(table) = scheme.section {
+                    sections.insert(scheme.name, table);
+                }
+            }
             sections
         }
 
         /// The [`Scheme::DEVICE_DEFAULTS`] of scheme `name`, if it has any.
-        pub fn scheme_device_defaults(name: &str) -> Option<&'static str> {
+        pub fn scheme_device_defaults(name: &str) -> Option<Cow<'static, str>> {
             $(
                 if name == <$scheme as Scheme>::NAME {
-                    return <$scheme as Scheme>::DEVICE_DEFAULTS;
+                    return <$scheme as Scheme>::DEVICE_DEFAULTS.map(Cow::Borrowed);
                 }
             )+
-            None
+            external::get(name).and_then(|s| s.device_defaults).map(Cow::Owned)
         }
 
         /// Builds scheme `name` over a fresh device and hands it to `visitor`.
@@ -250,13 +260,26 @@ macro_rules! schemes {
                     return build_scheme::<$scheme, V>(cfg, layout, visitor);
                 }
             )+
-            let names: Vec<&str> = SCHEMES.iter().map(|(n, _)| *n).collect();
+            if let Some(scheme) = external::get(name) {
+                return external::build(&scheme, cfg, layout, visitor);
+            }
+            let names: Vec<String> = scheme_list().into_iter().map(|(n, _)| n).collect();
             Err(Error::Usage(format!(
                 "unknown FTL scheme `{name}`; the schemes are: {}",
                 names.join(", ")
             )))
         }
     };
+}
+
+/// Every scheme's name and description: the built-in ones in registry order, then the
+/// registered external ones by name.
+pub fn scheme_list() -> Vec<(String, String)> {
+    SCHEMES
+        .iter()
+        .map(|(n, d)| (n.to_string(), d.to_string()))
+        .chain(external::all().into_iter().map(|s| (s.name, s.description)))
+        .collect()
 }
 
 // The registry: one line per scheme, in the order `ftlab schemes` lists them.

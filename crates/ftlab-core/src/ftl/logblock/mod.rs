@@ -1749,4 +1749,4 @@ impl Core {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
