@@ -11,7 +11,7 @@ python3 -m pip install --quiet ".[test]"
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --quiet -- -D warnings
 cargo test --workspace --quiet
-python3 -m ruff check python tests
-python3 -m ruff format --check python tests
-python3 -m mypy python tests/python
+python3 -m ruff check python tests examples
+python3 -m ruff format --check python tests examples
+python3 -m mypy python tests/python examples
 python3 -m pytest -q

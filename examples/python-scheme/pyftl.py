@@ -101,7 +101,9 @@ class ClockFtl(ftlab.Scheme):
 
     def free_frame(self, flash: ftlab.Flash) -> int:
         if len(self.frames) < self.config["cache_pages"]:
-            self.frames.append(-1), self.referenced.append(False), self.dirty.append(False)
+            self.frames.append(-1)
+            self.referenced.append(False)
+            self.dirty.append(False)
             return len(self.frames) - 1
         while self.referenced[self.hand]:  # CLOCK: a second chance for referenced pages
             self.referenced[self.hand] = False
@@ -119,14 +121,17 @@ class ClockFtl(ftlab.Scheme):
         self.follow_moves(flash)
 
     def follow_moves(self, flash: ftlab.Flash) -> None:
+        stale = set()
         for lpa, to in self.store.take_moves():
             self.map[lpa] = to
             tpage = lpa // self.per_page
             if (frame := self.frame_of.get(tpage)) is not None:
                 self.dirty[frame] = True
-            else:  # not cached: update it on flash (read, then write a new version)
-                self.store.read(tpage, flash)
-                self.write_back(tpage, flash)
+            else:
+                stale.add(tpage)
+        for tpage in sorted(stale):  # not cached: update on flash (read, write a new version)
+            self.store.read(tpage, flash)
+            self.write_back(tpage, flash)
 
     def read(self, lpa: int, flash: ftlab.Flash) -> int | None:
         self.cached(lpa // self.per_page, flash, dirty=False)

@@ -9,11 +9,13 @@ import json
 import sys
 
 from ftlab import _core
+from ftlab._scheme import load_entry_points
 
 
 def main() -> None:
     case = json.loads(sys.argv[1])
     try:
+        load_entry_points()  # Python schemes of plugins (FTLAB_PLUGINS, entry points)
         text = _core.bench(
             case["ftl"],
             trace=case.get("trace"),

@@ -210,7 +210,9 @@ def _section(key: str) -> str:
 
 
 def scheme_names() -> list[str]:
-    return [name for name, _ in _core.schemes()]
+    from ftlab import schemes
+
+    return [name for name, _ in schemes()]
 
 
 # --- the spec -------------------------------------------------------------------------
@@ -652,8 +654,18 @@ def _interruptible() -> Iterator[None]:
 Outcome = tuple[str, dict[str, Any]]
 
 
+def _in_process_only(scheme: str) -> bool:
+    from ftlab import split_stack
+    from ftlab._scheme import in_process_only
+
+    return in_process_only(split_stack(scheme)[1])
+
+
 def execute(task: Task) -> Outcome:
     """Runs one task and returns its row (in a worker process, a Dask worker or here)."""
+    from ftlab._scheme import load_entry_points
+
+    load_entry_points()
     options = dict(task.options)
     if task.shipped is not None:
         from ftlab import _dask
@@ -938,6 +950,14 @@ def run_plan(
             if scheduler is not None:
                 from ftlab import _dask
 
+                local = sorted({t.scheme for t in todo if _in_process_only(t.scheme)})
+                if local:
+                    raise FtlabError(
+                        f"scheme(s) {', '.join(local)} were registered in this process only; "
+                        "Dask workers find Python schemes through plugins: install them as "
+                        "a package (entry points `ftlab.schemes`) or register them in a module "
+                        "the workers can import"
+                    )
                 _dask.run(todo, scheduler, ship_traces, record)
             else:
                 _run_local(todo, jobs, record)
@@ -1001,6 +1021,12 @@ def _run_local(tasks: list[Task], jobs: int | None, record: Callable[[Outcome], 
     from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
     from multiprocessing import get_context
 
+    # A Python scheme registered by the caller only (not by a plugin a worker process loads
+    # too) runs here.
+    for task in tasks:
+        if _in_process_only(task.scheme):
+            record(execute(task))
+    tasks = [t for t in tasks if not _in_process_only(t.scheme)]
     if not tasks:
         return
     jobs = default_jobs(len(tasks)) if jobs is None else max(1, min(jobs, len(tasks)))
