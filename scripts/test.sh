@@ -7,8 +7,12 @@ cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 python3 -m pip install --quiet --upgrade pip
 python3 -m pip install --quiet ".[test]"
+# The template of a scheme in its own crate, built and installed as its own wheel, as a
+# user's would be (its `ftlab.schemes` entry point is what the tests exercise).
+python3 -m pip install --quiet ./examples/rust-scheme
 
 cargo fmt --all -- --check
+cargo fmt --manifest-path examples/rust-scheme/Cargo.toml -- --check
 cargo clippy --workspace --all-targets --quiet -- -D warnings
 cargo test --workspace --quiet
 python3 -m ruff check python tests examples

@@ -31,6 +31,7 @@ from ftlab._scheme import (
     Scheme,
     SchemeConfigError,
     load_entry_points,
+    register_native_scheme,
     register_scheme,
     unregister_scheme,
 )
@@ -63,6 +64,7 @@ __all__ = [
     "plot_lines",
     "plot_pareto",
     "presets",
+    "register_native_scheme",
     "register_scheme",
     "schemes",
     "simulate",

@@ -32,6 +32,7 @@ __all__ = [
     "peak_rss_bytes",
     "presets",
     "read_speed",
+    "register_native_scheme",
     "register_scheme",
     "run",
     "schemes",
@@ -142,8 +143,8 @@ def config_show(
 def presets() -> list[tuple[str, str]]:
     """(name, description) of each preset."""
 
-def schemes() -> list[tuple[str, str]]:
-    """(name, description) of each FTL scheme."""
+def schemes(builtin: bool = False) -> list[tuple[str, str]]:
+    """(name, description) of each FTL scheme (`builtin`: only the core's own)."""
 
 def stacks() -> list[tuple[str, str]]:
     """(name, description) of each host stack (`host.stack`)."""
@@ -188,6 +189,9 @@ def register_scheme(
     device_defaults: str | None = None,
 ) -> None:
     """Registers a Python scheme: `factory(device, section_json)` builds its object."""
+
+def register_native_scheme(address: int) -> str:
+    """Registers a scheme built with `ftlab-scheme` from its ABI table's address."""
 
 def unregister_scheme(name: str) -> bool:
     """Removes a registered scheme; whether it was registered."""

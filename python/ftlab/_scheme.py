@@ -119,6 +119,8 @@ class Scheme:
 S = TypeVar("S", bound=type[Scheme])
 
 _registered: dict[str, type[Scheme]] = {}
+#: Schemes registered from a native library (`register_native_scheme`), by name.
+_native: set[str] = set()
 #: Names registered by plugins (files, modules, entry points): a worker process finds them
 #: again by loading the same plugins; the others exist only in this process.
 _portable: set[str] = set()
@@ -181,9 +183,24 @@ def register_scheme(cls: S) -> S:
     return cls
 
 
+def register_native_scheme(address: int) -> str:
+    """Registers a scheme built in its own Rust crate with `ftlab-scheme`: `address` is what
+    its `ftlab_scheme_api()` returns (the template's Python module exports it as
+    `SCHEME_API`; see examples/rust-scheme). Returns the scheme's name. Raises FtlabError
+    for a scheme built for another version of the ABI."""
+    name = _core.register_native_scheme(address)
+    _native.add(name)
+    if _loading_plugins:
+        _portable.add(name)
+    else:
+        _portable.discard(name)
+    return name
+
+
 def unregister_scheme(name: str) -> bool:
-    """Removes a registered Python scheme; whether it was registered."""
+    """Removes a registered scheme (Python or native); whether it was registered."""
     _registered.pop(name, None)
+    _native.discard(name)
     return _core.unregister_scheme(name)
 
 
@@ -195,7 +212,7 @@ def python_schemes() -> dict[str, type[Scheme]]:
 def in_process_only(name: str) -> bool:
     """Whether scheme `name` was registered in this process only (not by a plugin that a
     worker process would load too): runs of it must stay in this process."""
-    return name in _registered and name not in _portable
+    return (name in _registered or name in _native) and name not in _portable
 
 
 _entry_points_loaded = False

@@ -250,3 +250,45 @@ def test_installed_package_registers_through_its_entry_point(tmp_path: Path) -> 
     )  # fmt: skip
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout)["ftl"] == "my-ftl"
+
+
+@pytest.fixture(scope="module")
+def rustpage() -> str:
+    """The template Rust scheme (examples/rust-scheme), installed as its own wheel by the
+    test script: its `ftlab.schemes` entry point registers it."""
+    pytest.importorskip("ftlab_rust_scheme", reason="pip install ./examples/rust-scheme")
+    _scheme.load_entry_points()
+    assert "rustpage" in dict(ftlab.schemes())
+    return "rustpage"
+
+
+def test_template_rust_scheme_verified_in_a_comparison_and_a_sweep(
+    rustpage: str, traces: Path
+) -> None:
+    """Installed from its own wheel, the Rust scheme runs in worker processes (which load
+    the entry point), passes --verify on a real trace with GC active, and equals the
+    built-in page FTL it mirrors."""
+    cmp = ftlab.compare(
+        [rustpage, "page"],
+        trace=traces / FINANCIAL1,
+        preset="small",
+        precondition="steady",
+        sets=['gc.mode="foreground"'],  # the excerpt is too short to need GC in idle time
+        verify=True,
+        jobs=2,
+    )
+    ours, theirs = (cmp.results[n].report for n in (rustpage, "page"))
+    assert ours["metrics"]["gc"]["invocations"] > 0
+    assert json.dumps(without_name(ours)) == json.dumps(without_name(theirs))
+    table = ftlab.sweep(
+        {
+            "schemes": [rustpage],
+            "workloads": ["default"],
+            "presets": ["small"],
+            "precondition": "fill",
+            "seeds": 2,
+            "set": {"workload.requests": 2000},
+        },
+        jobs=2,
+    )
+    assert table.height == 2 and table["error"].null_count() == 2

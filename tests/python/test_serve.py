@@ -12,7 +12,7 @@ from nbd_helpers import SMALL_DEVICE, Served, need
 
 from ftlab import _core
 
-SCHEMES = [name for name, _ in _core.schemes()]
+SCHEMES = [name for name, _ in _core.schemes(builtin=True)]
 
 
 def qemu_io(uri: str, *commands: str) -> str:

@@ -142,9 +142,14 @@ fn presets() -> Vec<(String, String)> {
     pairs(&config::preset_names())
 }
 
-/// (name, description) of each FTL scheme.
+/// (name, description) of each FTL scheme: the built-in ones, then (unless `builtin`) the
+/// registered ones.
 #[pyfunction]
-fn schemes() -> Vec<(String, String)> {
+#[pyo3(signature = (builtin=false))]
+fn schemes(builtin: bool) -> Vec<(String, String)> {
+    if builtin {
+        return pairs(ftl::SCHEMES);
+    }
     ftl::scheme_list()
 }
 
@@ -403,6 +408,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(serve, m)?)?;
     m.add_function(wrap_pyfunction!(scheme::register_scheme, m)?)?;
     m.add_function(wrap_pyfunction!(scheme::unregister_scheme, m)?)?;
+    m.add_function(wrap_pyfunction!(scheme::register_native_scheme, m)?)?;
     m.add_class::<scheme::FlashHandle>()?;
     m.add_class::<scheme::Device>()?;
     m.add_class::<scheme::PageAllocator>()?;

@@ -12,7 +12,7 @@
 use crate::to_py;
 use ftlab_core::config::{Config, Layout};
 use ftlab_core::ftl::alloc::{self, PageAllocator as CoreAllocator};
-use ftlab_core::ftl::external::{self, ExternalScheme};
+use ftlab_core::ftl::external::{self, intern_name, ExternalScheme};
 use ftlab_core::ftl::translation::TranslationStore as CoreStore;
 use ftlab_core::ftl::{Ftl, MemoryBreakdown};
 use ftlab_core::nand::{Cause, Flash, Oob, Ppn, NONE};
@@ -22,8 +22,7 @@ use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
 use std::cell::{Cell, RefCell};
-use std::collections::HashSet;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 /// The simulated flash, lent to a Python scheme for the duration of one call.
 #[pyclass(unsendable, module = "ftlab._core")]
@@ -360,20 +359,6 @@ impl PageAllocator {
     }
 }
 
-/// Names of memory components and counters must live as long as the report: each distinct
-/// name a Python scheme uses is kept once.
-fn intern_name(name: &str) -> &'static str {
-    static NAMES: Mutex<Option<HashSet<&'static str>>> = Mutex::new(None);
-    let mut names = NAMES.lock().unwrap_or_else(|e| e.into_inner());
-    let set = names.get_or_insert_with(HashSet::new);
-    if let Some(&n) = set.get(name) {
-        return n;
-    }
-    let leaked: &'static str = Box::leak(name.to_string().into_boxed_str());
-    set.insert(leaked);
-    leaked
-}
-
 /// A Python scheme object behind the core's [`Ftl`] trait.
 struct PyScheme {
     name: String,
@@ -660,4 +645,14 @@ pub fn register_scheme(
 #[pyfunction]
 pub fn unregister_scheme(name: &str) -> bool {
     external::unregister(name)
+}
+
+/// Registers a scheme built in its own crate with `ftlab-scheme`: `address` is what its
+/// `ftlab_scheme_api()` returned (the template's module exports it). Returns its name.
+#[pyfunction]
+pub fn register_native_scheme(address: usize) -> PyResult<String> {
+    // SAFETY: the address comes from a loaded extension module's `ftlab_scheme_api()`;
+    // Python never unloads extension modules.
+    unsafe { ftlab_core::ftl::native::register(address as *const ftlab_scheme::SchemeApi) }
+        .map_err(to_py)
 }

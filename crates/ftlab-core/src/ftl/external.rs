@@ -98,6 +98,20 @@ fn registry_mut() -> std::sync::RwLockWriteGuard<'static, BTreeMap<String, Exter
     REGISTRY.write().unwrap_or_else(|e| e.into_inner())
 }
 
+/// Names of memory components and counters must live as long as the report: each distinct
+/// name an external scheme uses is kept once, for the life of the process.
+pub fn intern_name(name: &str) -> &'static str {
+    static NAMES: std::sync::Mutex<std::collections::BTreeSet<&'static str>> =
+        std::sync::Mutex::new(std::collections::BTreeSet::new());
+    let mut names = NAMES.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(&n) = names.get(name) {
+        return n;
+    }
+    let leaked: &'static str = Box::leak(name.to_string().into_boxed_str());
+    names.insert(leaked);
+    leaked
+}
+
 /// Builds external scheme `scheme` over a fresh device and hands it to `visitor`.
 pub fn build<V: Visitor>(
     scheme: &ExternalScheme,

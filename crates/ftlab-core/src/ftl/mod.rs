@@ -24,6 +24,7 @@ pub mod hpftl;
 pub mod leaftl;
 pub mod logblock;
 pub mod mapcache;
+pub mod native;
 pub mod page;
 pub mod selective;
 pub mod sftl;
