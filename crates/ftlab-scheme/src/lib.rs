@@ -106,6 +106,8 @@ pub struct HostApi {
     pub new_page_allocator: unsafe extern "C" fn(*const c_void) -> *mut c_void,
     pub free_page_allocator: unsafe extern "C" fn(*mut c_void),
     pub host_page: unsafe extern "C" fn(*mut c_void, *mut c_void, *mut u32) -> i32,
+    /// Whether GC moved pages not yet taken.
+    pub has_moves: unsafe extern "C" fn(*mut c_void) -> bool,
     /// Fills up to `cap` moves; returns how many (call again until 0).
     pub take_moves: unsafe extern "C" fn(*mut c_void, *mut Move, usize) -> usize,
     pub idle_gc: unsafe extern "C" fn(*mut c_void, *mut c_void) -> i32,
@@ -230,6 +232,9 @@ impl PageAllocator {
     #[inline]
     pub fn take_moves(&mut self) -> &[Move] {
         self.moves.clear();
+        if !unsafe { (self.host.has_moves)(self.handle) } {
+            return &self.moves;
+        }
         let mut chunk = [Move {
             lpa: NONE,
             to: NONE,

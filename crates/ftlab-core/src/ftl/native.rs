@@ -158,6 +158,11 @@ unsafe extern "C" fn host_page(a: *mut c_void, ctx: *mut c_void, out: *mut u32) 
     }
 }
 
+unsafe extern "C" fn has_moves(a: *mut c_void) -> bool {
+    let a = allocator(a);
+    !a.pending.is_empty() || a.alloc.has_moves()
+}
+
 unsafe extern "C" fn take_moves(a: *mut c_void, out: *mut Move, cap: usize) -> usize {
     let a = allocator(a);
     if a.pending.is_empty() && a.alloc.has_moves() {
@@ -218,6 +223,7 @@ pub static HOST: HostApi = HostApi {
     new_page_allocator,
     free_page_allocator,
     host_page,
+    has_moves,
     take_moves,
     idle_gc,
     has_idle_work,
