@@ -35,7 +35,7 @@ from nbd_helpers import Served  # noqa: E402
 
 from ftlab import _core  # noqa: E402
 
-LOG_BLOCK = {"block", "bast", "fast", "kast", "fftl", "kraft"}
+LOG_BLOCK = {s["name"] for s in json.loads(_core.scheme_info()) if s["family"] == "log-block"}
 
 
 def fio(uri: str, rw: str, seconds: int | None, tmp: Path) -> float:

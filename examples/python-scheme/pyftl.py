@@ -23,6 +23,7 @@ import ftlab
 class PyPage(ftlab.Scheme):
     name = "pypage"
     description = "page-level FTL written in Python (tutorial)"
+    family = "page"
 
     def __init__(self, device: ftlab.Device, config: dict[str, Any]) -> None:
         super().__init__(device, config)
@@ -70,7 +71,9 @@ class PyPage(ftlab.Scheme):
 class ClockFtl(ftlab.Scheme):
     name = "clockftl"
     description = "map on flash, translation pages cached by CLOCK, in Python (tutorial)"
+    family = "demand"
     defaults = {"cache_pages": 64}
+    advise = {"cache_pages": [16, 64]}  # what `ftlab advise` tries
 
     def __init__(self, device: ftlab.Device, config: dict[str, Any]) -> None:
         super().__init__(device, config)

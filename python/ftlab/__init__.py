@@ -58,6 +58,7 @@ __all__ = [
     "advise",
     "causes",
     "compare",
+    "families",
     "load_sweep",
     "pareto_front",
     "plot_heatmap",
@@ -66,6 +67,7 @@ __all__ = [
     "presets",
     "register_native_scheme",
     "register_scheme",
+    "scheme_info",
     "schemes",
     "simulate",
     "split_stack",
@@ -610,6 +612,27 @@ def presets() -> list[tuple[str, str]]:
 def stacks() -> list[tuple[str, str]]:
     """(name, description) of each host stack (`host.stack`)."""
     return list(_core.stacks())
+
+
+def scheme_info(family: str | None = None) -> list[dict[str, Any]]:
+    """Everything the registry knows of each scheme (of `family`, if given), built-in ones
+    in registry order then the registered ones: `name`, `description`, `family` (see
+    `families()`), `builtin`, `append_only`, `section` (its configuration defaults, or
+    None), `device_defaults` (TOML it applies over the preset, or None) and `advise` (its
+    own parameters `ftlab advise` sweeps: full key -> values)."""
+    load_entry_points()
+    info: list[dict[str, Any]] = json.loads(_core.scheme_info())
+    if family is not None:
+        known = {name for name, _ in _core.families()}
+        if family not in known:
+            raise FtlabError(f"unknown family `{family}`; the families are: {', '.join(known)}")
+        info = [s for s in info if s["family"] == family]
+    return info
+
+
+def families() -> list[tuple[str, str]]:
+    """(name, description) of each family of schemes (`scheme_info()["family"]`)."""
+    return list(_core.families())
 
 
 def schemes() -> list[tuple[str, str]]:

@@ -1,6 +1,7 @@
 """`ftlab advise`: which scheme to run on a trace within a mapping DRAM budget.
 
-Every scheme is tried with a small sweep of its own parameters (`OWN_PARAMETERS`). A
+Every scheme is tried with a small sweep of its own parameters (the registry's `advise`
+facts, `ftlab.scheme_info()`). A
 one-request probe on the same device measures what each configuration allocates up front
 (the page-level table, the hashed schemes' per-page tables, a demand-cached scheme's
 directory and GC bookkeeping): a configuration whose fixed structures already fill the
@@ -33,17 +34,14 @@ if TYPE_CHECKING:
 Goal = Literal["latency", "waf", "endurance"]
 GOALS: tuple[Goal, ...] = ("latency", "waf", "endurance")
 
+
 #: The parameters of each scheme the advisor sweeps (every combination), beside the budget.
-OWN_PARAMETERS: dict[str, dict[str, list[Any]]] = {
-    "page": {},
-    "dftl": {"dftl.replacement": ["slru", "lru"]},
-    "sftl": {"sftl.dirty_buffer_fraction": [0.05, 0.2]},
-    "tpftl": {"tpftl.selective_prefetch": [True, False]},
-    "selective": {"selective.mapping_block_bytes": ["16KiB", "64KiB"]},
-    "hpftl": {"hpftl.hid_bits": [3, 6]},
-    "slimftl": {"slimftl.hid_bits": [3, 6]},
-    "leaftl": {"leaftl.gamma": [0, 4, 16]},
-}
+def own_parameters() -> dict[str, dict[str, list[Any]]]:
+    """Each scheme's own parameters to sweep, from the registry: scheme -> key -> values."""
+    from ftlab import scheme_info
+
+    return {s["name"]: dict(s["advise"]) for s in scheme_info()}
+
 
 MIB = 2**20
 
@@ -143,10 +141,11 @@ def spec_for(
     of its own parameters (those `sets` does not fix), all under the budget."""
     names = list(dict.fromkeys(schemes)) if schemes else sw.scheme_names()
     given = _parse_sets(sets)
+    own = own_parameters()
     points: list[dict[str, Any]] = []
     for scheme in names:
         # A parameter the user set is kept as set, not swept.
-        params = {k: v for k, v in OWN_PARAMETERS.get(scheme, {}).items() if k not in given}
+        params = {k: v for k, v in own.get(scheme, {}).items() if k not in given}
         for combo in itertools.product(*params.values()):
             points.append({"scheme": scheme, **dict(zip(params, combo))})
     spec: dict[str, Any] = {

@@ -38,14 +38,18 @@ SCHEME_SETS: dict[str, list[str]] = {
     # the three spare blocks per unit the geometry asks for (3/128 on the `small` device),
     # so that ALFS gives the application the benchmark trace's 450,000 pages.
     "aftl": ["ftl.over_provisioning=0.0235"],
-    # The log-block schemes place a page at its offset in a block: their papers' NAND lets
-    # a block skip pages (KRAFT's MLC: ascending order, as the `kraft` preset says). On the
-    # `small` device's sequential order a third of their programs would be filler pages.
-    **{
-        name: ['nand.program_order="ascending"']
-        for name in ("block", "bast", "fast", "kast", "fftl", "kraft")
-    },
 }
+#: By family. The log-block schemes place a page at its offset in a block: their papers'
+#: NAND lets a block skip pages (KRAFT's MLC: ascending order, as the `kraft` preset says).
+#: On the `small` device's sequential order a third of their programs would be fillers.
+FAMILY_SETS: dict[str, list[str]] = {"log-block": ['nand.program_order="ascending"']}
+
+
+def scheme_sets(scheme: str, families: dict[str, str]) -> list[str]:
+    """The settings a scheme is benchmarked with: its family's, then its own."""
+    return FAMILY_SETS.get(families.get(scheme, ""), []) + SCHEME_SETS.get(scheme, [])
+
+
 WORKLOAD_SCHEME_SETS: dict[str, list[str]] = {"leaftl": ["buffer.size_bytes=8MiB"]}
 
 
@@ -137,7 +141,10 @@ def run_all(
     workloads: bool,
     echo: Callable[[str], Any],
 ) -> dict[str, Any]:
-    known = [name for name, _ in _core.schemes()]
+    from ftlab import scheme_info
+
+    families = {s["name"]: s["family"] for s in scheme_info()}
+    known = list(families)
     names = schemes or known
     unknown = [n for n in names if n not in known]
     if unknown:
@@ -159,7 +166,7 @@ def run_all(
                         "mode": mode,
                         "trace": str(bench_trace),
                         "preset": TRACE_PRESET,
-                        "sets": sets + SCHEME_SETS.get(scheme, []),
+                        "sets": sets + scheme_sets(scheme, families),
                     }
                 )
     if workloads:
@@ -177,7 +184,7 @@ def run_all(
                             "sets": sets
                             + extra
                             + WORKLOAD_SCHEME_SETS.get(scheme, [])
-                            + SCHEME_SETS.get(scheme, []),
+                            + scheme_sets(scheme, families),
                         }
                     )
     rows = []

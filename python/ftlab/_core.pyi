@@ -27,6 +27,7 @@ __all__ = [
     "bench",
     "causes",
     "config_show",
+    "families",
     "fitted_blocks_per_plane",
     "memory",
     "peak_rss_bytes",
@@ -35,6 +36,7 @@ __all__ = [
     "register_native_scheme",
     "register_scheme",
     "run",
+    "scheme_info",
     "schemes",
     "serve",
     "stacks",
@@ -143,6 +145,13 @@ def config_show(
 def presets() -> list[tuple[str, str]]:
     """(name, description) of each preset."""
 
+def scheme_info() -> str:
+    """Every scheme's facts as JSON: name, description, family, builtin, append_only,
+    section, device_defaults, advise."""
+
+def families() -> list[tuple[str, str]]:
+    """(name, description) of each scheme family."""
+
 def schemes(builtin: bool = False) -> list[tuple[str, str]]:
     """(name, description) of each FTL scheme (`builtin`: only the core's own)."""
 
@@ -187,6 +196,8 @@ def register_scheme(
     factory: Callable[[Device, str], object],
     append_only: bool = False,
     device_defaults: str | None = None,
+    family: str = ...,
+    advise_json: str | None = None,
 ) -> None:
     """Registers a Python scheme: `factory(device, section_json)` builds its object."""
 

@@ -45,9 +45,10 @@ class Scheme:
     """Base class of an FTL scheme written in Python.
 
     Class attributes: `name` (the `--ftl` name and section name), `description` (one line
-    for `ftlab schemes`), `defaults` (the `[name]` section's keys and default values; None:
-    no section), `append_only` and `device_defaults` (TOML applied over the preset), as
-    for the built-in schemes.
+    for `ftlab schemes`), `family` (one of `ftlab.families()`), `defaults` (the `[name]`
+    section's keys and default values; None: no section), `advise` (keys of the section,
+    each with the values `ftlab advise` should try), `append_only` and `device_defaults`
+    (TOML applied over the preset), as for the built-in schemes.
 
     The constructor receives the device and the section's values (defaults overridden by
     the run's configuration, types checked). Override `read`, `write` and `trim`; the other
@@ -61,7 +62,9 @@ class Scheme:
 
     name: ClassVar[str]
     description: ClassVar[str] = ""
+    family: ClassVar[str] = "custom"
     defaults: ClassVar[Mapping[str, Any] | None] = None
+    advise: ClassVar[Mapping[str, Sequence[Any]]] = {}
     append_only: ClassVar[bool] = False
     device_defaults: ClassVar[str | None] = None
 
@@ -163,6 +166,10 @@ def register_scheme(cls: S) -> S:
         if getattr(cls, method) is getattr(Scheme, method):
             raise TypeError(f"{cls.__name__} does not implement `{method}`")
     defaults = None if cls.defaults is None else json.dumps(dict(cls.defaults))
+    unknown = [k for k in cls.advise if k not in (cls.defaults or {})]
+    if unknown:
+        raise TypeError(f"{cls.__name__}.advise names keys not in its defaults: {unknown}")
+    advise = json.dumps({f"{name}.{k}": list(v) for k, v in cls.advise.items()})
 
     def build(device: Device, section: str) -> Scheme:
         return cls(device, _checked_section(cls, json.loads(section)))
@@ -174,6 +181,8 @@ def register_scheme(cls: S) -> S:
         build,
         append_only=cls.append_only,
         device_defaults=cls.device_defaults,
+        family=cls.family,
+        advise_json=advise,
     )
     _registered[name] = cls
     if _loading_plugins:
@@ -221,7 +230,9 @@ _entry_points_loaded = False
 def load_entry_points() -> None:
     """Registers the schemes of installed packages (entry-point group `ftlab.schemes`: each
     entry names a `Scheme` subclass, or a module or function that registers its schemes
-    when loaded). Once per process; a failing plugin is an error naming it."""
+    when loaded), and the plugins `FTLAB_PLUGINS` names (set by `--plugin`, for worker
+    processes). Once per process. An installed package whose plugin fails to load is a
+    warning naming it (its schemes are then unknown), not the end of every command."""
     global _entry_points_loaded
     if _entry_points_loaded:
         return
@@ -242,9 +253,13 @@ def load_entry_points() -> None:
             elif callable(obj):
                 obj()
         except Exception as e:
-            raise _core.FtlabError(
-                f"the ftlab scheme plugin `{ep.name}` ({ep.value}) failed to load: {e}"
-            ) from e
+            import warnings
+
+            warnings.warn(
+                f"the ftlab scheme plugin `{ep.name}` ({ep.value}) failed to load, its schemes "
+                f"are left out: {e}",
+                stacklevel=2,
+            )
         finally:
             _loading_plugins -= 1
 

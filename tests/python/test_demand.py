@@ -9,7 +9,7 @@ import pytest
 
 import ftlab
 
-DEMAND = ["dftl", "sftl", "tpftl", "selective"]
+DEMAND = [s["name"] for s in ftlab.scheme_info("demand") if s["builtin"]]
 
 
 def test_schemes_are_listed() -> None:

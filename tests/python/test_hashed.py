@@ -7,7 +7,7 @@ import pytest
 import ftlab
 
 
-@pytest.mark.parametrize("scheme", ["hpftl", "slimftl"])
+@pytest.mark.parametrize("scheme", [s["name"] for s in ftlab.scheme_info("hashed")])
 def test_schemes_verify_with_gc_on_a_full_device(scheme: str) -> None:
     sets = [
         "workload.requests=150000",

@@ -14,7 +14,7 @@ from ftlab._format import summary_rows
 from ftlab._frames import compare_table
 from ftlab.reproduce import kraft
 
-LOG_BLOCK_SCHEMES = ["block", "bast", "fast", "kast", "fftl", "kraft"]
+LOG_BLOCK_SCHEMES = [s["name"] for s in ftlab.scheme_info("log-block") if s["builtin"]]
 # A small filled device and a Zipf workload: every write is an overwrite, merges happen.
 SMALL = ["workload.requests=5000", "geometry.blocks_per_plane=64"]
 

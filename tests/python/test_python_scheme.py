@@ -96,6 +96,28 @@ def test_two_run_sweep_of_a_python_scheme(tmp_path: Path) -> None:
     assert table["error"].null_count() == len(table)
 
 
+def test_registry_facts_of_a_python_scheme() -> None:
+    """Family and advise parameters come from the class, through the core's registry."""
+    from ftlab import _advise
+
+    clock = next(s for s in ftlab.scheme_info("demand") if s["name"] == "clockftl")
+    assert clock["builtin"] is False
+    assert clock["section"] == {"cache_pages": 64}
+    assert _advise.own_parameters()["clockftl"] == {"clockftl.cache_pages": [16, 64]}
+    assert [s["name"] for s in ftlab.scheme_info("demand") if s["builtin"]] == [
+        "dftl", "selective", "sftl", "tpftl",
+    ]  # fmt: skip
+
+    class Odd(LosesWrites):
+        name = "test-odd-family"
+        family = "quantum"
+
+    with pytest.raises(ftlab.FtlabError, match="family `quantum`"):
+        ftlab.register_scheme(Odd)
+    with pytest.raises(ftlab.FtlabError, match="unknown family"):
+        ftlab.scheme_info("quantum")
+
+
 def test_section_keys_are_checked_like_a_built_in_scheme() -> None:
     def run(key: str) -> str:
         with pytest.raises(ftlab.FtlabError) as e:

@@ -12,7 +12,18 @@ use ftlab_core::rng::Rng;
 use ftlab_core::Request;
 use proptest::prelude::*;
 
-const SCHEMES: &[&str] = &["dftl", "sftl", "tpftl", "selective"];
+/// The demand-cached schemes, from the registry.
+fn demand_schemes() -> Vec<&'static str> {
+    ftlab_core::ftl::SCHEMES
+        .iter()
+        .map(|(name, _)| *name)
+        .filter(|name| {
+            ftlab_core::ftl::scheme_info()
+                .iter()
+                .any(|s| s.name == *name && s.family == "demand")
+        })
+        .collect()
+}
 
 fn counter(report: &Report, name: &str) -> f64 {
     *report
@@ -72,7 +83,7 @@ fn device() -> Config {
 
 #[test]
 fn every_budget_serves_every_read_right_with_gc() {
-    for scheme in SCHEMES {
+    for scheme in demand_schemes() {
         for bytes in [64, 256, 1024, 4096, 0] {
             let mut cfg = device();
             cfg.dram.budget_bytes = budget(scheme, bytes);
@@ -110,7 +121,7 @@ fn every_budget_serves_every_read_right_with_gc() {
 
 #[test]
 fn the_whole_table_in_dram_never_writes_translation_pages() {
-    for scheme in SCHEMES {
+    for scheme in demand_schemes() {
         let cfg = device();
         let reqs = churn(&cfg, 3000, 2);
         let report = run(scheme, &cfg, &reqs, true).unwrap();
@@ -128,7 +139,7 @@ fn the_whole_table_in_dram_never_writes_translation_pages() {
 
 #[test]
 fn translation_blocks_are_garbage_collected() {
-    for scheme in SCHEMES {
+    for scheme in demand_schemes() {
         let mut cfg = device();
         cfg.dram.budget_bytes = budget(scheme, 128);
         let reqs = churn(&cfg, 20_000, 3);
@@ -155,7 +166,7 @@ fn translation_blocks_are_garbage_collected() {
 
 #[test]
 fn a_bigger_cache_hits_more() {
-    for scheme in SCHEMES {
+    for scheme in demand_schemes() {
         let mut ratios = Vec::new();
         for bytes in [128, 512, 0] {
             let mut cfg = device();
@@ -190,7 +201,7 @@ fn dftl_batch_write_back_saves_translation_writes() {
 
 #[test]
 fn a_budget_below_one_entry_names_the_key() {
-    for scheme in SCHEMES {
+    for scheme in demand_schemes() {
         let mut cfg = device();
         cfg.dram.budget_bytes = 3;
         let err = run(scheme, &cfg, &[], false).unwrap_err().to_string();
@@ -208,7 +219,7 @@ fn a_budget_fraction_is_a_share_of_the_page_table() {
     assert_eq!(cfg.dram.budget(&layout), budget);
     // The same runs as the same budget in bytes.
     let reqs = churn(&cfg, 2000, 6);
-    for scheme in SCHEMES {
+    for scheme in demand_schemes() {
         let by_fraction = run(scheme, &cfg, &reqs, true).unwrap();
         let mut bytes = cfg.clone();
         bytes.dram.budget_fraction = 0.0;
@@ -220,7 +231,7 @@ fn a_budget_fraction_is_a_share_of_the_page_table() {
     }
     // Too small for the smallest cache unit: the error names the key that was set.
     cfg.dram.budget_fraction = 1e-9;
-    for scheme in SCHEMES {
+    for scheme in demand_schemes() {
         let err = run(scheme, &cfg, &[], false).unwrap_err().to_string();
         assert!(err.contains("dram.budget_fraction"), "{scheme}: {err}");
     }
@@ -237,7 +248,7 @@ fn a_budget_fraction_is_a_share_of_the_page_table() {
 
 #[test]
 fn results_are_deterministic() {
-    for scheme in SCHEMES {
+    for scheme in demand_schemes() {
         let mut cfg = device();
         cfg.dram.budget_bytes = budget(scheme, 300);
         let reqs = churn(&cfg, 2000, 6);
@@ -254,7 +265,7 @@ proptest! {
     /// every read verified and every page read back at the end.
     #[test]
     fn random_operations_verify(
-        scheme in prop::sample::select(SCHEMES),
+        scheme in prop::sample::select(demand_schemes()),
         units in (1u32..=2, 1u32..=2),
         blocks in 16u32..28,
         ppb in prop::sample::select(&[8u32, 16]),
@@ -606,7 +617,7 @@ fn selective_mapping_block_as_one_command_does_one_pages_work() {
 
 #[test]
 fn mapping_only_takes_the_same_decisions_as_timed() {
-    for scheme in SCHEMES {
+    for scheme in demand_schemes() {
         let mut reports = Vec::new();
         for timing in [true, false] {
             let mut cfg = device();

@@ -153,6 +153,19 @@ fn schemes(builtin: bool) -> Vec<(String, String)> {
     ftl::scheme_list()
 }
 
+/// Every scheme's facts (name, description, family, builtin, append_only, section,
+/// device_defaults, advise), built-in ones first: JSON.
+#[pyfunction]
+fn scheme_info() -> PyResult<String> {
+    serde_json::to_string(&ftl::scheme_info()).map_err(|e| FtlabError::new_err(e.to_string()))
+}
+
+/// (name, description) of each scheme family.
+#[pyfunction]
+fn families() -> Vec<(String, String)> {
+    pairs(ftl::FAMILIES)
+}
+
 /// (name, description) of each host stack (`host.stack`).
 #[pyfunction]
 fn stacks() -> Vec<(String, String)> {
@@ -396,6 +409,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(config_show, m)?)?;
     m.add_function(wrap_pyfunction!(presets, m)?)?;
     m.add_function(wrap_pyfunction!(schemes, m)?)?;
+    m.add_function(wrap_pyfunction!(scheme_info, m)?)?;
+    m.add_function(wrap_pyfunction!(families, m)?)?;
     m.add_function(wrap_pyfunction!(stacks, m)?)?;
     m.add_function(wrap_pyfunction!(causes, m)?)?;
     m.add_function(wrap_pyfunction!(workloads, m)?)?;

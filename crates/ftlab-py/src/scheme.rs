@@ -574,7 +574,8 @@ fn overrides(obj: &Bound<'_, PyAny>, method: &str) -> PyResult<bool> {
 /// object for a run, `section` being its configuration section as a dict (keys checked
 /// against `defaults`, given as JSON).
 #[pyfunction]
-#[pyo3(signature = (name, description, defaults_json, factory, append_only=false, device_defaults=None))]
+#[allow(clippy::too_many_arguments)]
+#[pyo3(signature = (name, description, defaults_json, factory, append_only=false, device_defaults=None, family="custom".to_string(), advise_json=None))]
 pub fn register_scheme(
     name: String,
     description: String,
@@ -582,7 +583,15 @@ pub fn register_scheme(
     factory: PyObject,
     append_only: bool,
     device_defaults: Option<String>,
+    family: String,
+    advise_json: Option<String>,
 ) -> PyResult<()> {
+    let advise = match advise_json {
+        None => toml::Table::new(),
+        Some(text) => serde_json::from_str::<toml::Table>(&text).map_err(|e| {
+            PyValueError::new_err(format!("scheme `{name}`'s advise parameters: {e}"))
+        })?,
+    };
     let section = match defaults_json {
         None => None,
         Some(text) => Some(serde_json::from_str::<toml::Table>(&text).map_err(|e| {
@@ -632,6 +641,8 @@ pub fn register_scheme(
     external::register(ExternalScheme {
         name,
         description,
+        family,
+        advise,
         section,
         append_only,
         device_defaults,

@@ -19,7 +19,7 @@
 use std::ffi::{c_char, c_void, CStr};
 
 /// The ABI version this crate speaks; ftlab refuses a scheme built for another.
-pub const ABI_VERSION: u32 = 1;
+pub const ABI_VERSION: u32 = 2;
 
 /// "No page": an unmapped logical page, an unused physical one.
 pub const NONE: u32 = u32::MAX;
@@ -134,6 +134,9 @@ pub struct SchemeApi {
     pub name: *const c_char,
     pub description: *const c_char,
     pub defaults: *const c_char,
+    /// NUL-terminated: one of ftlab's families (`page`, `demand`, `hashed`, `learned`,
+    /// `log-block`, `app-managed`, `custom`).
+    pub family: *const c_char,
     /// `new(host, device, geometry, section TOML, flash context for errors)`: the scheme,
     /// or null after recording an error through `host.fail`.
     pub new: unsafe extern "C" fn(
@@ -319,6 +322,8 @@ pub trait Scheme: Sized + Send + 'static {
     /// The `[NAME]` section's defaults as TOML (empty: no section); ftlab refuses other
     /// keys and hands [`Scheme::new`] the section as the run configures it.
     const DEFAULTS: &'static CStr = c"";
+    /// The family of mapping design it belongs to (`ftlab.scheme_info()` lists them).
+    const FAMILY: &'static CStr = c"custom";
 
     /// The scheme for a fresh device; `section` is its configuration section as TOML. An
     /// error message is reported as a configuration error of the scheme.
@@ -491,6 +496,7 @@ macro_rules! export_scheme {
                 name: <$scheme as $crate::Scheme>::NAME.as_ptr(),
                 description: <$scheme as $crate::Scheme>::DESCRIPTION.as_ptr(),
                 defaults: <$scheme as $crate::Scheme>::DEFAULTS.as_ptr(),
+                family: <$scheme as $crate::Scheme>::FAMILY.as_ptr(),
                 new: $crate::glue::new::<$scheme>,
                 drop: $crate::glue::drop::<$scheme>,
                 read: $crate::glue::read::<$scheme>,

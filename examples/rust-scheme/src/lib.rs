@@ -27,6 +27,7 @@ impl Scheme for RustPage {
     const NAME: &'static std::ffi::CStr = c"rustpage";
     const DESCRIPTION: &'static std::ffi::CStr =
         c"page-level FTL in its own Rust crate (template of ftlab-scheme)";
+    const FAMILY: &'static std::ffi::CStr = c"page";
 
     fn new(device: &Device, _section: &str) -> std::result::Result<Self, String> {
         let g = device.geometry;

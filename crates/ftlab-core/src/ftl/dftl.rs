@@ -77,6 +77,7 @@ impl Scheme for Dftl {
     const DESCRIPTION: &'static str =
         "DFTL (ASPLOS'09): page table on flash, cached entries (segmented LRU), batch write-back";
     type Section = DftlConfig;
+    const ADVISE: &'static str = r#"replacement = ["slru", "lru"]"#;
 
     fn new(cfg: &Config, layout: &Layout) -> Result<Self> {
         let c = Self::section(cfg)?;

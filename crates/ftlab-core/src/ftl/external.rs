@@ -30,6 +30,10 @@ pub struct ExternalScheme {
     pub name: String,
     /// One line for `ftlab schemes`.
     pub description: String,
+    /// One of [`crate::ftl::FAMILIES`] (`custom` if none fits).
+    pub family: String,
+    /// Its own parameters `ftlab advise` sweeps: full key -> values.
+    pub advise: toml::Table,
     /// The defaults of its `[name]` section (`None`: it has no section).
     pub section: Option<toml::Table>,
     /// Whether it refuses overwrites (see [`crate::ftl::Scheme::APPEND_ONLY`]).
@@ -54,6 +58,17 @@ pub fn register(scheme: ExternalScheme) -> Result<()> {
     if !valid {
         return Err(Error::Usage(format!(
             "cannot register scheme `{name}`: a scheme name is letters, digits, `-` and `_`"
+        )));
+    }
+    if !crate::ftl::FAMILIES
+        .iter()
+        .any(|(f, _)| *f == scheme.family)
+    {
+        let names: Vec<&str> = crate::ftl::FAMILIES.iter().map(|(f, _)| *f).collect();
+        return Err(Error::Usage(format!(
+            "cannot register scheme `{name}`: its family `{}` is not one of {}",
+            scheme.family,
+            names.join(", ")
         )));
     }
     if crate::ftl::SCHEMES.iter().any(|(n, _)| n == name) {
@@ -182,6 +197,8 @@ mod tests {
         ExternalScheme {
             name: name.into(),
             description: "the page FTL, boxed".into(),
+            family: "page".into(),
+            advise: toml::Table::new(),
             section: Some(toml::Table::from_iter([(
                 "knob".to_string(),
                 toml::Value::Integer(3),

@@ -145,6 +145,7 @@ impl Scheme for HpFtl {
     const DESCRIPTION: &'static str =
         "HPFTL (NAS'17): hashed page-level map (HID + page id per page), bounded secondary table with reclaim";
     type Section = HpConfig;
+    const ADVISE: &'static str = r#"hid_bits = [3, 6]"#;
 
     fn new(cfg: &Config, layout: &Layout) -> Result<Self> {
         let c = Self::section(cfg)?;

@@ -146,6 +146,11 @@ pub trait Scheme: Ftl + Sized {
     /// it.
     const DEVICE_DEFAULTS: Option<&'static str> = None;
 
+    /// The scheme's own parameters worth sweeping when `ftlab advise` looks for its best
+    /// configuration: TOML, keys of its section, each with the values to try
+    /// (`replacement = ["slru", "lru"]`).
+    const ADVISE: &'static str = "";
+
     /// OOB bytes per page the scheme stores beyond the OOB header (the flash is built with
     /// that many; a device whose OOB is too small is refused naming `geometry.oob_size`).
     fn extra_oob_bytes(&self) -> usize {
@@ -205,20 +210,51 @@ pub fn build_scheme<S: Scheme, V: Visitor>(
 /// Generates the registry from the list of scheme types: [`SCHEMES`], [`scheme_defaults`]
 /// and [`build`] (one monomorphised arm per scheme).
 macro_rules! schemes {
-    ($($scheme:ty),+ $(,)?) => {
+    ($($family:literal: $($scheme:ty),+;)+) => {
         /// Scheme names and one-line descriptions, in registry order.
         pub const SCHEMES: &[(&str, &str)] = &[
-            $((<$scheme as Scheme>::NAME, <$scheme as Scheme>::DESCRIPTION)),+
+            $($((<$scheme as Scheme>::NAME, <$scheme as Scheme>::DESCRIPTION),)+)+
         ];
+
+        /// The facts of every scheme, built-in ones in registry order, then the registered
+        /// external ones: one source for the Python front, tests and benchmarks.
+        pub fn scheme_info() -> Vec<SchemeInfo> {
+            let mut out = Vec::new();
+            $($(
+                out.push(SchemeInfo {
+                    name: <$scheme as Scheme>::NAME.to_string(),
+                    description: <$scheme as Scheme>::DESCRIPTION.to_string(),
+                    family: $family.to_string(),
+                    builtin: true,
+                    append_only: <$scheme as Scheme>::APPEND_ONLY,
+                    section: <<$scheme as Scheme>::Section as SchemeSection>::defaults(),
+                    device_defaults: <$scheme as Scheme>::DEVICE_DEFAULTS.map(str::to_string),
+                    advise: advise_table(<$scheme as Scheme>::NAME, <$scheme as Scheme>::ADVISE),
+                });
+            )+)+
+            for s in external::all() {
+                out.push(SchemeInfo {
+                    name: s.name,
+                    description: s.description,
+                    family: s.family,
+                    builtin: false,
+                    append_only: s.append_only,
+                    section: s.section,
+                    device_defaults: s.device_defaults,
+                    advise: s.advise,
+                });
+            }
+            out
+        }
 
         /// Whether scheme `name` is append-only ([`Scheme::APPEND_ONLY`]); false for an
         /// unknown name.
         pub fn is_append_only(name: &str) -> bool {
-            $(
+            $($(
                 if name == <$scheme as Scheme>::NAME {
                     return <$scheme as Scheme>::APPEND_ONLY;
                 }
-            )+
+            )+)+
             external::get(name).is_some_and(|s| s.append_only)
         }
 
@@ -226,11 +262,11 @@ macro_rules! schemes {
         /// (registered external schemes included).
         pub fn scheme_defaults() -> BTreeMap<String, toml::Table> {
             let mut sections = BTreeMap::new();
-            $(
+            $($(
                 if let Some(table) = <<$scheme as Scheme>::Section as SchemeSection>::defaults() {
                     sections.insert(<$scheme as Scheme>::NAME.to_string(), table);
                 }
-            )+
+            )+)+
             for scheme in external::all() {
                 if let Some(table) = scheme.section {
                     sections.insert(scheme.name, table);
@@ -241,11 +277,11 @@ macro_rules! schemes {
 
         /// The [`Scheme::DEVICE_DEFAULTS`] of scheme `name`, if it has any.
         pub fn scheme_device_defaults(name: &str) -> Option<Cow<'static, str>> {
-            $(
+            $($(
                 if name == <$scheme as Scheme>::NAME {
                     return <$scheme as Scheme>::DEVICE_DEFAULTS.map(Cow::Borrowed);
                 }
-            )+
+            )+)+
             external::get(name).and_then(|s| s.device_defaults).map(Cow::Owned)
         }
 
@@ -256,11 +292,11 @@ macro_rules! schemes {
             layout: &Layout,
             visitor: V,
         ) -> Result<V::Output> {
-            $(
+            $($(
                 if name == <$scheme as Scheme>::NAME {
                     return build_scheme::<$scheme, V>(cfg, layout, visitor);
                 }
-            )+
+            )+)+
             if let Some(scheme) = external::get(name) {
                 return external::build(&scheme, cfg, layout, visitor);
             }
@@ -273,6 +309,50 @@ macro_rules! schemes {
     };
 }
 
+/// The families of mapping design schemes belong to (tests, benchmarks and reports group
+/// schemes by them): the page-level table in DRAM, demand-cached maps on flash, hashed
+/// maps, learned maps, log-block hybrids, maps on the host (append-only devices), and
+/// `custom` for a registered scheme that names none.
+pub const FAMILIES: &[(&str, &str)] = &[
+    ("page", "the whole page-level table in DRAM"),
+    (
+        "demand",
+        "the page table on flash, part of it cached in DRAM",
+    ),
+    ("hashed", "hashed page-level maps"),
+    ("learned", "learned (regression) maps"),
+    ("log-block", "block-mapped data with page-mapped log blocks"),
+    ("app-managed", "the map on the host, an append-only device"),
+    ("custom", "a registered scheme of no named family"),
+];
+
+/// Everything the registry knows of a scheme ([`scheme_info`]).
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct SchemeInfo {
+    pub name: String,
+    pub description: String,
+    /// One of [`FAMILIES`].
+    pub family: String,
+    /// Part of the core (not registered at run time).
+    pub builtin: bool,
+    pub append_only: bool,
+    /// The defaults of its configuration section.
+    pub section: Option<toml::Table>,
+    pub device_defaults: Option<String>,
+    /// Its own parameters `ftlab advise` sweeps: full key (`dftl.replacement`) -> values.
+    pub advise: toml::Table,
+}
+
+/// [`Scheme::ADVISE`] (keys of the scheme's own section) with full keys.
+fn advise_table(name: &str, text: &str) -> toml::Table {
+    let table: toml::Table =
+        toml::from_str(text).unwrap_or_else(|e| panic!("scheme {name}'s ADVISE is not TOML: {e}"));
+    table
+        .into_iter()
+        .map(|(k, v)| (format!("{name}.{k}"), v))
+        .collect()
+}
+
 /// Every scheme's name and description: the built-in ones in registry order, then the
 /// registered external ones by name.
 pub fn scheme_list() -> Vec<(String, String)> {
@@ -283,23 +363,21 @@ pub fn scheme_list() -> Vec<(String, String)> {
         .collect()
 }
 
-// The registry: one line per scheme, in the order `ftlab schemes` lists them.
+// The registry: one line per scheme, grouped by family ([`FAMILIES`]), in the order
+// `ftlab schemes` lists them.
 schemes! {
-    page::PageFtl,
-    dftl::Dftl,
-    selective::Selective,
-    sftl::Sftl,
-    tpftl::Tpftl,
-    hpftl::HpFtl,
-    slimftl::SlimFtl,
-    leaftl::LeaFtl,
-    logblock::block::BlockFtl,
-    logblock::bast::Bast,
-    logblock::fast::Fast,
-    logblock::kast::Kast,
-    logblock::fftl::Fftl,
-    logblock::kraft::Kraft,
-    aftl::Aftl,
+    "page": page::PageFtl;
+    "demand": dftl::Dftl, selective::Selective, sftl::Sftl, tpftl::Tpftl;
+    "hashed": hpftl::HpFtl, slimftl::SlimFtl;
+    "learned": leaftl::LeaFtl;
+    "log-block":
+        logblock::block::BlockFtl,
+        logblock::bast::Bast,
+        logblock::fast::Fast,
+        logblock::kast::Kast,
+        logblock::fftl::Fftl,
+        logblock::kraft::Kraft;
+    "app-managed": aftl::Aftl;
 }
 
 #[cfg(test)]
@@ -321,5 +399,25 @@ mod tests {
         // holds `stripe_pages`).
         assert!(<NoSection as SchemeSection>::defaults().is_none());
         assert!(scheme_defaults()["page"].contains_key("stripe_pages"));
+    }
+
+    #[test]
+    fn every_scheme_has_a_known_family_and_advises_its_own_keys() {
+        let families: Vec<&str> = FAMILIES.iter().map(|(f, _)| *f).collect();
+        for info in scheme_info().iter().filter(|s| s.builtin) {
+            assert!(families.contains(&info.family.as_str()), "{}", info.name);
+            for (key, values) in &info.advise {
+                let own = key.strip_prefix(&format!("{}.", info.name)).unwrap();
+                let section = info.section.as_ref().unwrap();
+                assert!(section.contains_key(own), "{key}");
+                assert!(values.as_array().is_some_and(|v| v.len() >= 2), "{key}");
+            }
+        }
+        let demand: Vec<String> = scheme_info()
+            .into_iter()
+            .filter(|s| s.family == "demand")
+            .map(|s| s.name)
+            .collect();
+        assert_eq!(demand, ["dftl", "selective", "sftl", "tpftl"]);
     }
 }

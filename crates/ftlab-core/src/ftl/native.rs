@@ -430,6 +430,8 @@ pub unsafe fn register(api: *const SchemeApi) -> Result<String> {
     external::register(ExternalScheme {
         name: name.clone(),
         description,
+        family: text(api.family, "family")?,
+        advise: toml::Table::new(),
         section,
         append_only: false,
         device_defaults: None,

@@ -165,6 +165,7 @@ impl Scheme for Selective {
     const DESCRIPTION: &'static str =
         "selective mapping-table loading (IJASC'21, pblk): 64 KiB mapping blocks cached by hotness, host hints";
     type Section = SelectiveConfig;
+    const ADVISE: &'static str = r#"mapping_block_bytes = ["16KiB", "64KiB"]"#;
 
     fn new(cfg: &Config, layout: &Layout) -> Result<Self> {
         let c = Self::section(cfg)?;

@@ -126,6 +126,7 @@ impl Scheme for Sftl {
     const DESCRIPTION: &'static str =
         "S-FTL (MSST'11): whole translation pages cached compressed (runs of sequential PPNs), dirty buffer";
     type Section = SftlConfig;
+    const ADVISE: &'static str = r#"dirty_buffer_fraction = [0.05, 0.2]"#;
 
     fn new(cfg: &Config, layout: &Layout) -> Result<Self> {
         let c = Self::section(cfg)?;

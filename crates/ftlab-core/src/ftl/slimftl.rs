@@ -134,6 +134,7 @@ impl Scheme for SlimFtl {
     const DESCRIPTION: &'static str =
         "SlimFTL (SNU thesis 2020): hashed page-level map over a virtual block table, sequentiality-aware md5 hasher, shared virtual blocks";
     type Section = SlimConfig;
+    const ADVISE: &'static str = r#"hid_bits = [3, 6]"#;
 
     fn new(cfg: &Config, layout: &Layout) -> Result<Self> {
         let c = Self::section(cfg)?;

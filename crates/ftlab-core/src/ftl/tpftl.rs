@@ -104,6 +104,7 @@ impl Scheme for Tpftl {
     const DESCRIPTION: &'static str =
         "TPFTL (EuroSys'15): entries cached in translation-page nodes, two-level LRU, prefetching, clean-first";
     type Section = TpftlConfig;
+    const ADVISE: &'static str = r#"selective_prefetch = [true, false]"#;
 
     fn new(cfg: &Config, layout: &Layout) -> Result<Self> {
         let c = Self::section(cfg)?;

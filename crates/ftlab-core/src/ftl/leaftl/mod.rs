@@ -309,6 +309,7 @@ impl Scheme for LeaFtl {
     const DESCRIPTION: &'static str =
         "LeaFTL (ASPLOS'23): learned linear segments per 256-page group, OOB-verified predictions";
     type Section = LeaftlConfig;
+    const ADVISE: &'static str = r#"gamma = [0, 4, 16]"#;
     /// The reference flushes its write buffer whole, in logical page order, the 256-page
     /// groups with the most dirty pages first (up to 7/8 of the flush): what it learns are
     /// the runs such flushes give. Evicting one page at a time (the `default` preset's
