@@ -219,9 +219,8 @@ macro_rules! schemes {
         /// The facts of every scheme, built-in ones in registry order, then the registered
         /// external ones: one source for the Python front, tests and benchmarks.
         pub fn scheme_info() -> Vec<SchemeInfo> {
-            let mut out = Vec::new();
-            $($(
-                out.push(SchemeInfo {
+            let mut out = vec![$($(
+                SchemeInfo {
                     name: <$scheme as Scheme>::NAME.to_string(),
                     description: <$scheme as Scheme>::DESCRIPTION.to_string(),
                     family: $family.to_string(),
@@ -230,8 +229,8 @@ macro_rules! schemes {
                     section: <<$scheme as Scheme>::Section as SchemeSection>::defaults(),
                     device_defaults: <$scheme as Scheme>::DEVICE_DEFAULTS.map(str::to_string),
                     advise: advise_table(<$scheme as Scheme>::NAME, <$scheme as Scheme>::ADVISE),
-                });
-            )+)+
+                },
+            )+)+];
             for s in external::all() {
                 out.push(SchemeInfo {
                     name: s.name,
