@@ -13,7 +13,7 @@
 //! says whether a request reads or writes.
 
 use super::{
-    input, srt, vscsi, BlkEvent, Devices, Format, LineFormat, Parser, Settings, TraceConfig,
+    input, srt, vscsi, BlkEvent, Devices, Format, LineFormat, Open, Parser, Settings, TraceConfig,
     FORMATS,
 };
 use crate::error::{Error, Result};
@@ -75,10 +75,7 @@ pub(crate) fn detect(path: &Path, sample: &[u8], cfg: &TraceConfig) -> Result<&'
         ));
     }
     let mut best: Option<(usize, &'static str)> = None;
-    for f in FORMATS
-        .iter()
-        .filter(|f| !f.example.starts_with("(binary)"))
-    {
+    for f in FORMATS.iter().filter(|f| matches!(f.open, Open::Text(_))) {
         // blkparse: whichever event kind the first lines hold identifies the format.
         let events: &[BlkEvent] = if f.name == "blkparse" || f.name == "wiscsee" {
             &[BlkEvent::D, BlkEvent::Q, BlkEvent::C]

@@ -47,102 +47,212 @@ pub struct Format {
     pub time_unit: &'static str,
     /// One record as it appears in a real trace.
     pub example: &'static str,
+    pub(crate) open: Open,
 }
 
-/// Every format the readers know, in the order auto-detection tries them.
-pub const FORMATS: &[Format] = &[
-    Format {
+/// A binary format's reader over the (decompressed) input: (input, file, settings, skip
+/// bad records).
+pub(crate) type OpenBinary =
+    fn(Box<dyn Read + Send>, PathBuf, &Settings, bool) -> Box<dyn RecordSource>;
+
+/// How a format's records are read.
+#[derive(Clone, Copy)]
+pub(crate) enum Open {
+    /// A text format: its line parser for the run's settings.
+    Text(fn(&Settings) -> Parser),
+    Binary(OpenBinary),
+}
+
+impl std::fmt::Debug for Open {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Open::Text(_) => "Text",
+            Open::Binary(_) => "Binary",
+        })
+    }
+}
+
+/// Generates [`FORMATS`] and the text formats' [`Parser`] (one variant each, dispatched
+/// statically) from one list, in order.
+macro_rules! formats {
+    ($(
+        $kind:ident $($variant:ident($parser:ty))? {
+            name: $name:literal,
+            aliases: $aliases:expr,
+            description: $description:expr,
+            time_unit: $unit:literal,
+            example: $example:literal,
+            $open:ident: |$($arg:ident),+| $body:expr,
+        }
+    )+) => {
+        /// Every format the readers know, in the order auto-detection tries them.
+        pub const FORMATS: &[Format] = &[$(
+            Format {
+                name: $name,
+                aliases: $aliases,
+                description: $description,
+                time_unit: $unit,
+                example: $example,
+                open: formats!(@open $kind $($variant)? ($($arg),+) $body),
+            },
+        )+];
+
+        /// The text formats, dispatched statically.
+        pub(crate) enum Parser {
+            $($($variant($parser),)?)+
+        }
+
+        impl LineFormat for Parser {
+            #[inline]
+            fn parse(
+                &mut self,
+                line: &[u8],
+                line_no: u64,
+                devices: &mut Devices,
+            ) -> std::result::Result<Option<Record>, String> {
+                match self {
+                    $($(Parser::$variant(p) => p.parse(line, line_no, devices),)?)+
+                }
+            }
+
+            fn format_name(&self) -> &'static str {
+                match self {
+                    $($(Parser::$variant(p) => p.format_name(),)?)+
+                }
+            }
+        }
+    };
+    (@open text $variant:ident ($s:ident) $body:expr) => {{
+        fn new($s: &Settings) -> Parser {
+            Parser::$variant($body)
+        }
+        Open::Text(new)
+    }};
+    (@open binary ($r:ident, $f:ident, $s:ident, $skip:ident) $body:expr) => {{
+        fn open(
+            $r: Box<dyn Read + Send>,
+            $f: PathBuf,
+            $s: &Settings,
+            $skip: bool,
+        ) -> Box<dyn RecordSource> {
+            $body
+        }
+        Open::Binary(open)
+    }};
+}
+
+// Every format the readers know, in the order auto-detection tries the text formats
+// (binary formats are recognised by their bytes): adding a format is its module and one
+// entry here.
+formats! {
+    text Fio(fio::Fio) {
         name: "fio",
         aliases: &["iolog", "fio-iolog"],
         description: "fio iolog v2 or v3 (`fio version N iolog` header): [time_us] file action offset length; trim supported",
         time_unit: "us",
         example: "878 /dev/nvme0n1 write 0 16384",
-    },
-    Format {
+        new: |s| fio::Fio::new(s.unit_override),
+    }
+    text Blkparse(blkparse::Blkparse) {
         name: "blkparse",
         aliases: &["blktrace"],
         description: "blkparse default text: maj,min cpu seq time pid action RWBS sector + sectors; D events by default (trace.blkparse_event), RWBS D = discard",
         time_unit: "s",
         example: "8,16 2 41121 9.378422879 16766 D W 3428327290 + 8 [flush-8:16]",
-    },
-    Format {
+        new: |s| blkparse::Blkparse::new(s.unit_override.unwrap_or(1_000_000_000), s.blkparse_event),
+    }
+    text WiscSee(wiscsee::WiscSee) {
         name: "wiscsee",
         aliases: &["wiscsee-events"],
         description: "WiscSee event files (blkparse-events-for-ftlsim.txt): pid action operation(read|write|discard) offset size timestamp(s) ...; bytes; D events by default (trace.blkparse_event); requests before the partition (negative offsets) skipped",
         time_unit: "s",
         example: "39949 D write 143331328 12288 1.413209718 2.9419e-05 True",
-    },
-    Format {
+        new: |s| wiscsee::WiscSee::new(s.unit_override.unwrap_or(1_000_000_000), s.blkparse_event),
+    }
+    text Fiu(fiu::Fiu) {
         name: "fiu",
         aliases: &["iodedup"],
         description: "FIU IODedup blkparse: time_ns pid process lba sectors R|W major minor [md5...]; also as pandas saves it (tab- or comma-separated, header row, index column)",
         time_unit: "ns",
         example: "89966811921625 4257 nfsd 488846200 8 W 6 0 2c4787c7671c2f638777c4ab72859ce1",
-    },
-    Format {
+        new: |s| fiu::Fiu::new(s.unit_override.unwrap_or(1)),
+    }
+    text Msr(csv::Msr) {
         name: "msr",
         aliases: &["msr-cambridge"],
         description: "MSR Cambridge CSV: Timestamp(100 ns FILETIME),Hostname,DiskNumber,Type,Offset,Size,ResponseTime; bytes",
         time_unit: "100ns",
         example: "128166385295514663,hm,0,Write,9056014336,2048,2833",
-    },
-    Format {
+        new: |s| csv::Msr::new(s.unit_override.unwrap_or(100)),
+    }
+    text Systor(csv::Systor) {
         name: "systor",
         aliases: &["systor17", "snia-systor"],
         description: "SNIA Systor'17 CSV: Timestamp(s),Response,IOType(R|W),LUN,Offset,Size; bytes; rows not sorted",
         time_unit: "s",
         example: "1456095145.133076000,0.000806000,R,0,899056122368,131072",
-    },
-    Format {
+        new: |s| csv::Systor::new(s.unit_override.unwrap_or(1_000_000_000)),
+    }
+    text Tencent(csv::Tencent) {
         name: "tencent",
         aliases: &["tencent-cbs", "cbs"],
         description: "Tencent CBS CSV: Timestamp(s),Offset,Size,IOType(0 read, 1 write),VolumeID; 512-byte sectors",
         time_unit: "s",
         example: "1538323200,4247200,128,1,1058",
-    },
-    Format {
+        new: |s| csv::Tencent::new(s.unit_override.unwrap_or(1_000_000_000)),
+    }
+    text Spc(csv::Spc) {
         name: "spc",
         aliases: &["umass"],
         description: "UMass / SPC (Financial, WebSearch): ASU,LBA(512 B),Size(bytes),Opcode(r|w),Timestamp(s)",
         time_unit: "s",
         example: "0,303567,3584,w,0.000000",
-    },
-    Format {
+        new: |s| csv::Spc::new(s.unit_override.unwrap_or(1_000_000_000)),
+    }
+    text Alibaba(csv::Alibaba) {
         name: "alibaba",
         aliases: &["alibaba-block", "ali"],
         description: "Alibaba Cloud block traces (2020 io_traces.csv): device_id,opcode(R|W),offset,length,timestamp(us); bytes; device = virtual disk",
         time_unit: "us",
         example: "0,R,126703644672,4096,1577808000000626",
-    },
-    Format {
+        new: |s| csv::Alibaba::new(s.unit_override.unwrap_or(1_000)),
+    }
+    text DiskSim(ascii::DiskSimAscii) {
         name: "disksim",
         aliases: &["mqsim", "ssdsim", "ascii"],
         description: "DiskSim / MQSim / SSDSim ASCII: time dev lba sectors op; 512-byte sectors, op bit 0 = read; whole ns (MQSim, SSDSim) or decimal ms (DiskSim's own traces), decided by the first timestamp",
         time_unit: "ns",
         example: "26214000 0 303574 7 0",
-    },
-    Format {
+        new: |s| match s.unit_override {
+                Some(unit) => ascii::DiskSimAscii::new(unit),
+                None => ascii::DiskSimAscii::auto_unit(),
+            },
+    }
+    binary {
         name: "vscsi",
         aliases: &["cloudphysics"],
         description: "CloudPhysics VSCSI binary, version 1 (32-byte) or 2 (40-byte) little-endian records; SCSI READ/WRITE opcodes",
         time_unit: "us",
         example: "(binary) sn len nSG opcode=0x2a ver=0x0100 lbn ts_us",
-    },
-    Format {
+        open: |r, f, s, skip| Box::new(vscsi::VscsiReader::new(r, f, s, skip)),
+    }
+    text VscsiCsv(csv::VscsiCsv) {
         name: "vscsi-csv",
         aliases: &["cloudphysics-csv"],
         description: "CloudPhysics vSCSI as CSV (libCacheSim's cloudPhysicsIO.csv): version,time(s),op(hex SCSI opcode),size(bytes),lbn(512 B); SCSI READ/WRITE opcodes, other commands skipped",
         time_unit: "s",
         example: "1,5633898,2a,6656,40409911",
-    },
-    Format {
+        new: |s| csv::VscsiCsv::new(s.unit_override.unwrap_or(1_000_000_000)),
+    }
+    binary {
         name: "srt",
         aliases: &["hp-srt", "hpl"],
         description: "HP Labs SRT binary (`$$TR_IOREC-1.x` header, DiskSim's HPL traces): big-endian records, SHORTIO and SUSPECTIO requests, sectors of the header's sectorsize; device (devno >> 8) & 0xFF",
         time_unit: "us",
         example: "(binary) size id sec usec start stop bytes sectno devno drivertype cylno ioflags",
-    },
-];
+        open: |r, f, s, skip| Box::new(srt::SrtReader::new(r, f, s, skip)),
+    }
+}
 
 /// The format named `name` (or one of its aliases).
 pub fn format_by_name(name: &str) -> Option<&'static Format> {
@@ -585,28 +695,19 @@ fn open_input(input: input::Input, path: &Path, cfg: &TraceConfig) -> Result<Ope
         unit_override: cfg.unit_override()?,
         blkparse_event: cfg.blkparse_event,
     };
-    let source: Box<dyn RecordSource> = if format.name == "vscsi" {
-        Box::new(vscsi::VscsiReader::new(
+    let source: Box<dyn RecordSource> = match format.open {
+        Open::Binary(open) => open(
             input.reader,
             path.to_path_buf(),
             &settings,
             cfg.skip_bad_lines,
-        ))
-    } else if format.name == "srt" {
-        Box::new(srt::SrtReader::new(
+        ),
+        Open::Text(new) => Box::new(LineReader::new(
             input.reader,
             path.to_path_buf(),
-            &settings,
+            new(&settings),
             cfg.skip_bad_lines,
-        ))
-    } else {
-        let parser = Parser::new(format.name, &settings);
-        Box::new(LineReader::new(
-            input.reader,
-            path.to_path_buf(),
-            parser,
-            cfg.skip_bad_lines,
-        ))
+        )),
     };
     Ok(Opened {
         source,
@@ -638,85 +739,12 @@ pub trait LineFormat {
     fn format_name(&self) -> &'static str;
 }
 
-/// The text formats, dispatched statically.
-pub(crate) enum Parser {
-    DiskSim(ascii::DiskSimAscii),
-    Msr(csv::Msr),
-    Systor(csv::Systor),
-    Tencent(csv::Tencent),
-    Spc(csv::Spc),
-    Alibaba(csv::Alibaba),
-    Fiu(fiu::Fiu),
-    Blkparse(blkparse::Blkparse),
-    WiscSee(wiscsee::WiscSee),
-    VscsiCsv(csv::VscsiCsv),
-    Fio(fio::Fio),
-}
-
 impl Parser {
     /// The parser of text format `name` (a canonical name from [`FORMATS`]).
     pub(crate) fn new(name: &str, s: &Settings) -> Parser {
-        let unit = |native: u64| s.unit_override.unwrap_or(native);
-        match name {
-            "msr" => Parser::Msr(csv::Msr::new(unit(100))),
-            "systor" => Parser::Systor(csv::Systor::new(unit(1_000_000_000))),
-            "tencent" => Parser::Tencent(csv::Tencent::new(unit(1_000_000_000))),
-            "spc" => Parser::Spc(csv::Spc::new(unit(1_000_000_000))),
-            "alibaba" => Parser::Alibaba(csv::Alibaba::new(unit(1_000))),
-            "fiu" => Parser::Fiu(fiu::Fiu::new(unit(1))),
-            "blkparse" => Parser::Blkparse(blkparse::Blkparse::new(
-                unit(1_000_000_000),
-                s.blkparse_event,
-            )),
-            "wiscsee" => {
-                Parser::WiscSee(wiscsee::WiscSee::new(unit(1_000_000_000), s.blkparse_event))
-            }
-            "vscsi-csv" => Parser::VscsiCsv(csv::VscsiCsv::new(unit(1_000_000_000))),
-            "fio" => Parser::Fio(fio::Fio::new(s.unit_override)),
-            _ => Parser::DiskSim(match s.unit_override {
-                Some(unit) => ascii::DiskSimAscii::new(unit),
-                None => ascii::DiskSimAscii::auto_unit(),
-            }),
-        }
-    }
-}
-
-impl LineFormat for Parser {
-    #[inline]
-    fn parse(
-        &mut self,
-        line: &[u8],
-        line_no: u64,
-        devices: &mut Devices,
-    ) -> std::result::Result<Option<Record>, String> {
-        match self {
-            Parser::DiskSim(p) => p.parse(line, line_no, devices),
-            Parser::Msr(p) => p.parse(line, line_no, devices),
-            Parser::Systor(p) => p.parse(line, line_no, devices),
-            Parser::Tencent(p) => p.parse(line, line_no, devices),
-            Parser::Spc(p) => p.parse(line, line_no, devices),
-            Parser::Alibaba(p) => p.parse(line, line_no, devices),
-            Parser::Fiu(p) => p.parse(line, line_no, devices),
-            Parser::Blkparse(p) => p.parse(line, line_no, devices),
-            Parser::WiscSee(p) => p.parse(line, line_no, devices),
-            Parser::VscsiCsv(p) => p.parse(line, line_no, devices),
-            Parser::Fio(p) => p.parse(line, line_no, devices),
-        }
-    }
-
-    fn format_name(&self) -> &'static str {
-        match self {
-            Parser::DiskSim(_) => "disksim",
-            Parser::Msr(_) => "msr",
-            Parser::Systor(_) => "systor",
-            Parser::Tencent(_) => "tencent",
-            Parser::Spc(_) => "spc",
-            Parser::Alibaba(_) => "alibaba",
-            Parser::Fiu(_) => "fiu",
-            Parser::Blkparse(_) => "blkparse",
-            Parser::WiscSee(_) => "wiscsee",
-            Parser::VscsiCsv(_) => "vscsi-csv",
-            Parser::Fio(_) => "fio",
+        match format_by_name(name).map(|f| f.open) {
+            Some(Open::Text(new)) => new(s),
+            _ => panic!("`{name}` is not a text format"),
         }
     }
 }
