@@ -14,17 +14,38 @@
 //! 2. *Associativity balancing*: a write of a logical block with no log block of its own goes
 //!    to the log block of lowest associativity (KAST's rule), so that no merge is much
 //!    dearer than the others; associativity is bounded by K (`fftl.max_associativity`).
-//! 3. *Sub-page packing* (several sectors per page, a sector-level log map) is not
-//!    modelled: ftlab's unit is the page, and partial-page writes are read-modify-writes in
-//!    the host layer, for every scheme alike.
+//! 3. *Sub-page (sector) packing* (`fftl.sector_packing`, on by default, only without a
+//!    write buffer, whose slots are pages): the simulator hands FFTL a partial-page write as
+//!    its 512 B sectors ([`Ftl::write_sectors`]) instead of a read-modify-write. They go to a
+//!    packing buffer of one page in DRAM (a sector still there is rewritten in place; reads
+//!    of it are served from DRAM), programmed when full as one page of the *packing area*
+//!    (one page program, each sector's identity in its spare area:
+//!    [`Flash::program_sectors`]), padded at the end of a run. A sector-level map gives
+//!    each packed sector's place. Whole-page writes and trims supersede a page's packed
+//!    sectors. A cleaning or a merge that copies a page with packed sectors *absorbs* them:
+//!    the controller reads the packed pages (counted under the cleaning's or the merge's
+//!    cause) and programs the gathered page in the copy's place (no extra program). When the
+//!    area's head block is full, the area block with the fewest live sectors is reclaimed:
+//!    each logical page with a live sector in it is *folded* (its newest sectors gathered
+//!    from its page copy, packed pages and the buffer, one read per distinct page, and
+//!    written whole through the page path, under `gc`), then the block is erased (`gc`).
+//!    Reads gather a page's sectors the same way ([`Ftl::read_sectors`]).
 //!
 //! Sequential runs use sequential log blocks as in FAST and KAST. Choices not in the
 //! spec: the cleaning threshold (default 1/4 of a block: cleaning then costs at most a
 //! quarter of the copies of one logical block's full merge, and frees at least 3/4 of a
 //! block for new writes), and that cleaning only considers log blocks that can take the
-//! write afterwards (below K, or already holding the write's logical block).
+//! write afterwards (below K, or already holding the write's logical block); for packing,
+//! the separate packing area (`fftl.packing_blocks` of the pool, default an eighth, at
+//! least one), its greedy reclaim and the folds (the paper packs into its log blocks; its
+//! policy for them is not known).
 //!
-//! DRAM (by bits): as KAST's.
+//! A device that keeps data (`serve`, recovery) refuses packing: its page store and the
+//! recovery scan hold one identity per page, so the sector map could not be rebuilt.
+//!
+//! DRAM (by bits): as KAST's, the log page map with packing holding a logical sector number
+//! per sector (the spec's `N_log x Npb x sectors_per_page x E`, over the whole pool), and
+//! the packing buffer (one page).
 
 use crate::config::{Config, Layout};
 use crate::error::{Error, Result};
