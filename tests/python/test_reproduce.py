@@ -178,7 +178,10 @@ KNOWN_MISSES: dict[tuple[str, str], str] = {
     ("kraft", "latency_reduction_oltp1"): (
         "the 10,000-request excerpt (Financial1's first 260 s) overwrites little (4% of the "
         "pages it writes): on the fresh device its log writes are first writes below a data "
-        "block's top, and twice the log blocks saves KRAFT few merges"
+        "block's top, and twice the log blocks saves KRAFT few merges; and FFTL packs the "
+        "excerpt's partial-page writes (46% of its page writes) four sectors a page where the "
+        "other three read-modify-write them, so its LATE falls below KAST's (the paper's FFTL "
+        "is 3% slower than its KAST)"
     ),
     ("kraft", "latency_reduction_web"): (
         "the WebSearch excerpt writes 16 pages: no scheme merges, all are equal"
@@ -380,11 +383,11 @@ REGRESSION_PINS: dict[str, dict[str, float]] = {
         "waf_tpc_c_amf": 2.879,
     },
     "kraft": {
-        "latency_reduction_oltp1": -2.02,
+        "latency_reduction_oltp1": -13.6,
         "latency_reduction_web": 0.0,
-        "latency_reduction_oltp_standin": 35.9,
-        "merge_time_kraft_vs_fftl": 1.13,
-        "merge_time_kraft_vs_fftl_oltp_standin": 1.29,
+        "latency_reduction_oltp_standin": 37.3,
+        "merge_time_kraft_vs_fftl": 1.01,
+        "merge_time_kraft_vs_fftl_oltp_standin": 1.27,
         "log_blocks_in_fast_dram": 235.0,
     },
     "demand-hit-ratio": {
@@ -595,8 +598,8 @@ def test_kraft_why_checks_its_stated_causes(
 ) -> None:
     """KRAFT's `--why` (quick, about 3 s): each latency cause it states is checked by
     replacing the excerpt with a synthetic stand-in of the paper's trace (and OLTP1's also
-    by filling the device), and none is refuted; each experiment's cause is the reason the
-    summary gives."""
+    by filling the device, and its FFTL cause by turning FFTL's sector packing off), and
+    none is refuted; each experiment's cause is the reason the summary gives."""
     from ftlab.reproduce import _why
 
     found = _summary.by_key(_summary.read(quick("kraft") / "summary.json"))
@@ -605,15 +608,18 @@ def test_kraft_why_checks_its_stated_causes(
     assert [e.key for e in experiments] == [
         "latency_reduction_oltp1",
         "latency_reduction_oltp1",
+        "latency_reduction_oltp1",
         "latency_reduction_web",
     ]
     for e in experiments:
         assert e.cause == found[e.key].reason, e.key
         assert e.before == pytest.approx(found[e.key].ours, abs=1e-3), e.key
         assert e.verdict == "explains part of the miss", e
-    standin, filled, _ = experiments
-    # KRAFT's LATE is far below the others' on the OLTP stand-in, a little below on the
-    # filled device, and about equal on the excerpt on the fresh device.
+    standin, filled, unpacked, _ = experiments
+    # KRAFT's LATE is far below the others' on the OLTP stand-in; on the excerpt it is
+    # above them (FFTL packs sectors), less so on the filled device, and about equal to
+    # them with FFTL's packing off.
     assert standin.after > 20.0
-    assert 0.0 < filled.after < standin.after
-    assert abs(standin.before) < 5.0
+    assert standin.before < filled.after < 0.0 < standin.after
+    assert standin.before < -5.0
+    assert abs(unpacked.after) < 5.0

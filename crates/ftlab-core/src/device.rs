@@ -170,6 +170,18 @@ struct Open<'a> {
 impl Visitor for Open<'_> {
     type Output = Result<(Box<dyn Device>, Option<Recovered>)>;
     fn visit<F: Ftl>(self, mut ftl: F, mut flash: Flash) -> Self::Output {
+        if self.sink.is_some() && ftl.packs_sectors() {
+            // The page store and the recovery scan hold whole pages with one identity each.
+            return Err(crate::Error::config(
+                "fftl.sector_packing",
+                format!(
+                    "scheme `{}` packs 512 B sectors, which a device that keeps data (`serve`, \
+                     recovery) does not model: set it to false, or give the device a write \
+                     buffer (`buffer.size_bytes`), whose page slots take partial pages whole",
+                    self.scheme
+                ),
+            ));
+        }
         if let Some(sink) = self.sink {
             flash.attach_sink(sink);
         }

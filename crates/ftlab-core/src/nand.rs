@@ -391,6 +391,29 @@ pub struct Flash {
     has_content: bool,
     /// The vector command in progress, if any ([`Flash::begin_command`]).
     command: Option<Command>,
+    /// Per-sector identities of the pages programmed with them ([`Flash::program_sectors`]:
+    /// a sector-packing scheme's packed and gathered pages), by physical page: the spare
+    /// area of each 512 B sector. Empty for every other scheme.
+    sector_tags: std::collections::HashMap<Ppn, Box<[SectorTag]>>,
+}
+
+/// The identity a 512 B sector's spare area holds: the logical page and the sector of it
+/// whose data the sector holds, and the host write sequence number of that data
+/// ([`SectorTag::EMPTY`]: a padding sector holding nothing).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SectorTag {
+    pub lpa: u32,
+    pub sector: u32,
+    pub seq: u64,
+}
+
+impl SectorTag {
+    /// A sector holding no data (padding of a page programmed before it was full).
+    pub const EMPTY: SectorTag = SectorTag {
+        lpa: NONE,
+        sector: NONE,
+        seq: 0,
+    };
 }
 
 /// A vector command in progress ([`Flash::begin_command`]): when its first read and its
@@ -560,6 +583,7 @@ impl Flash {
             content: Vec::new(),
             has_content: false,
             command: None,
+            sector_tags: std::collections::HashMap::new(),
         })
     }
 
@@ -713,6 +737,26 @@ impl Flash {
     #[inline]
     pub fn oob(&self, ppn: Ppn) -> Oob {
         self.oob.get(ppn as usize)
+    }
+
+    /// The identity of sector `slot` of programmed page `ppn` as its spare area holds it
+    /// (no read counted: the read of the page brings it): a page programmed with sector
+    /// identities ([`Flash::program_sectors`]) gives its own; any other page holds one
+    /// logical page whole, and its sector `slot` is that page's sector `slot`, of the
+    /// page's write. `None` for an erased page.
+    pub fn sector_tag(&self, ppn: Ppn, slot: u32) -> Option<SectorTag> {
+        if !self.is_programmed(ppn) {
+            return None;
+        }
+        if let Some(tags) = self.sector_tags.get(&ppn) {
+            return Some(tags.get(slot as usize).copied().unwrap_or(SectorTag::EMPTY));
+        }
+        let oob = self.oob(ppn);
+        Some(SectorTag {
+            lpa: oob.lpa,
+            sector: slot,
+            seq: oob.seq,
+        })
     }
 
     /// The scheme's extra OOB bytes of a page (see [`Flash::oob`]).
@@ -1055,6 +1099,31 @@ impl Flash {
         Ok(())
     }
 
+    /// [`Flash::program`] of a page whose sectors hold data of different writes (or
+    /// logical pages): one page program, the identity of each 512 B sector written in its
+    /// spare area ([`Flash::sector_tag`]). Copies of the page carry them; an erase clears
+    /// them.
+    pub fn program_sectors(
+        &mut self,
+        ppn: Ppn,
+        oob: Oob,
+        tags: &[SectorTag],
+        cause: Cause,
+    ) -> std::result::Result<(), NandError> {
+        self.program(ppn, oob, &[], cause)?;
+        self.sector_tags.insert(ppn, tags.into());
+        Ok(())
+    }
+
+    /// Gives page `ppn`, just programmed whole by [`Flash::program`] (a scheme's page
+    /// path), the sector identities `tags`, as if [`Flash::program_sectors`] had
+    /// programmed it: for a scheme whose page path programs a page gathered from sectors
+    /// of several writes. No operation is counted (the program was).
+    pub fn set_sector_tags(&mut self, ppn: Ppn, tags: &[SectorTag]) {
+        debug_assert!(self.is_programmed(ppn));
+        self.sector_tags.insert(ppn, tags.into());
+    }
+
     #[inline(never)]
     fn notify_program(&mut self, ppn: Ppn, oob: Oob) {
         let content = (oob.lpa == NONE && self.has_content).then_some(&self.content[..]);
@@ -1205,6 +1274,11 @@ impl Flash {
     /// The end of a copy: the extra OOB bytes follow the page, and the sink is told.
     #[inline]
     fn copied(&mut self, src: Ppn, dst: Ppn, oob: Oob) {
+        if !self.sector_tags.is_empty() {
+            if let Some(tags) = self.sector_tags.get(&src).cloned() {
+                self.sector_tags.insert(dst, tags);
+            }
+        }
         let w = self.extra_width;
         if w > 0 {
             let from = src as usize * w;
@@ -1351,7 +1425,7 @@ impl Flash {
         if moved == 0 {
             return Ok(0);
         }
-        let notify = self.extra_width > 0 || self.sink.is_some();
+        let notify = self.extra_width > 0 || self.sink.is_some() || !self.sector_tags.is_empty();
         let mut first = None;
         let mut c = from;
         while c < to {
@@ -1446,7 +1520,8 @@ impl Flash {
                 let src_wp = self.write_ptr[src_block as usize];
                 let mut wp = self.write_ptr[dst_block as usize];
                 let start = k;
-                let notify = self.extra_width > 0 || self.sink.is_some();
+                let notify =
+                    self.extra_width > 0 || self.sink.is_some() || !self.sector_tags.is_empty();
                 while k < n {
                     let (src, dst) = moves[k];
                     let offset = dst - dst_first;
@@ -1574,6 +1649,11 @@ impl Flash {
         let first = self.first_page(block) as usize;
         let ppb = self.layout.pages_per_block as usize;
         self.oob.erase(first, first + ppb);
+        if !self.sector_tags.is_empty() {
+            for ppn in first..first + ppb {
+                self.sector_tags.remove(&(ppn as Ppn));
+            }
+        }
         if self.order != ProgramOrder::Sequential {
             clear_bits(&mut self.programmed, first as u32, (first + ppb) as u32);
         }

@@ -22,7 +22,7 @@
 use crate::buffer::{Buffered, WriteBuffer};
 use crate::config::{Config, Destage, Layout, PreconditionConfig, PreconditionMode, ReplayMode};
 use crate::error::{Error, Result};
-use crate::ftl::Ftl;
+use crate::ftl::{Ftl, SectorSource, SECTOR_BYTES};
 use crate::host::Origin;
 use crate::interface::Front;
 use crate::metrics::{
@@ -111,6 +111,32 @@ pub struct Simulator<F: Ftl> {
     /// served (the sequence number of its write, `None` if unmapped).
     served: Option<Vec<Option<u64>>>,
     bursts: BurstMeter,
+    /// The sector path of a sector-packing scheme ([`Ftl::packs_sectors`]), `None` for
+    /// every other.
+    sectors: Option<Box<SectorPath>>,
+}
+
+/// The simulator's side of a sector-packing scheme: partial-page writes go to the scheme
+/// as sectors, reads come back sector by sector, and verification checks every sector.
+#[derive(Debug, Default)]
+struct SectorPath {
+    /// Sectors per page.
+    per_page: u32,
+    /// Verification: the logical pages whose sectors hold different writes, each sector's
+    /// sequence number (the others' sectors all hold the page's `shadow` entry).
+    mixed: std::collections::HashMap<u32, Box<[u64]>>,
+    /// What the last page read served, sector by sector.
+    read: Vec<SectorSource>,
+}
+
+impl SectorPath {
+    /// The write sector `sector` of `lpa` should hold, its page's shadow entry being `page`.
+    #[inline]
+    fn expected(&self, lpa: u32, sector: u32, page: u64) -> u64 {
+        self.mixed
+            .get(&lpa)
+            .map_or(page, |sectors| sectors[sector as usize])
+    }
 }
 
 /// Finds bursts that saturate the device while the run as a whole does not: the work each
@@ -247,7 +273,21 @@ impl<F: Ftl> Simulator<F> {
             request_done: 0,
             served: None,
             bursts: BurstMeter::new(cfg),
+            sectors: None,
         }
+        .with_sector_path()
+    }
+
+    /// Turns the sector path on for a scheme that packs sectors, without a write buffer
+    /// (its slots are pages) or a page store (it serves pages).
+    fn with_sector_path(mut self) -> Self {
+        if self.ftl.packs_sectors() && self.buffer.is_none() && !self.flash.has_sink() {
+            self.sectors = Some(Box::new(SectorPath {
+                per_page: (self.layout.page_size as u64 / SECTOR_BYTES).max(1) as u32,
+                ..SectorPath::default()
+            }));
+        }
+        self
     }
 
     /// Records what each page of every host read served, for [`Simulator::served`].
@@ -267,6 +307,9 @@ impl<F: Ftl> Simulator<F> {
         self.last_seq = last_seq;
         if let Some(shadow) = self.shadow.as_mut() {
             *shadow = seq_of;
+        }
+        if let Some(sectors) = self.sectors.as_mut() {
+            sectors.mixed.clear();
         }
     }
 
@@ -290,6 +333,12 @@ impl<F: Ftl> Simulator<F> {
 
     pub fn ftl(&self) -> &F {
         &self.ftl
+    }
+
+    /// The scheme and the flash (tests that drive the scheme directly).
+    #[cfg(test)]
+    pub(crate) fn parts_mut(&mut self) -> (&mut F, &mut Flash) {
+        (&mut self.ftl, &mut self.flash)
     }
 
     pub fn host(&self) -> &HostCounters {
@@ -389,6 +438,10 @@ impl<F: Ftl> Simulator<F> {
                         || (lpa == last - 1 && !page.aligned(end));
                     if partial {
                         self.host.partial_page_writes += 1;
+                        if self.sectors.is_some() {
+                            self.write_sectors(lpa as u32, start, end)?;
+                            continue;
+                        }
                         self.read_page(index, lpa as u32, false)?;
                     }
                     self.write_page(lpa as u32)?;
@@ -752,6 +805,9 @@ impl<F: Ftl> Simulator<F> {
     /// scheme spends to learn that it is unmapped, as a real controller answers it with zeros
     /// from the map; host reads of such pages are counted in `unmapped_reads`.
     fn read_page(&mut self, index: u64, lpa: u32, host_read: bool) -> Result<()> {
+        if self.sectors.is_some() {
+            return self.read_sectors(index, lpa, host_read);
+        }
         let served = match self.buffer.as_mut().and_then(|b| b.read(lpa)) {
             Some(seq) => {
                 self.host.buffer_read_hits += 1;
@@ -794,6 +850,125 @@ impl<F: Ftl> Simulator<F> {
         if let (Served::Flash(oob), true, Some(buffer)) = (served, host_read, self.buffer.as_mut())
         {
             buffer.cache_read(lpa, oob.seq);
+        }
+        Ok(())
+    }
+
+    /// The sector path's write of the part of page `lpa` that bytes `start..end` cover:
+    /// every 512 B sector they overlap (block traces address whole sectors), handed to the
+    /// scheme as sectors; one host page write, numbered as any. A write covering every
+    /// sector of the page is a page write.
+    fn write_sectors(&mut self, lpa: u32, start: u64, end: u64) -> Result<()> {
+        let bytes = self.page.bytes;
+        let page_start = lpa as u64 * bytes;
+        let from = start.max(page_start) - page_start;
+        let to = end.min(page_start + bytes) - page_start;
+        let per_page = self.sectors.as_ref().map_or(1, |s| s.per_page);
+        let (first, last) = (
+            (from / SECTOR_BYTES) as u32,
+            (to.div_ceil(SECTOR_BYTES) as u32).min(per_page),
+        );
+        if first == 0 && last == per_page {
+            return self.write_page(lpa);
+        }
+        let previous = self.shadow.as_ref().map(|s| s[lpa as usize]);
+        let seq = self.next_write(lpa);
+        if let (Some(sectors), Some(previous)) = (self.sectors.as_mut(), previous) {
+            let mixed = sectors
+                .mixed
+                .entry(lpa)
+                .or_insert_with(|| vec![previous; per_page as usize].into());
+            mixed[first as usize..last as usize].fill(seq);
+        }
+        self.ftl
+            .write_sectors(lpa, seq, first, last - first, &mut self.flash)
+    }
+
+    /// [`Simulator::read_page`] of a sector-packing scheme: each sector checked against
+    /// the write it should hold, by the identity its spare area holds on flash (or the
+    /// packing buffer's, for a sector not yet programmed).
+    fn read_sectors(&mut self, index: u64, lpa: u32, host_read: bool) -> Result<()> {
+        let Some(mut path) = self.sectors.take() else {
+            return Ok(());
+        };
+        path.read.clear();
+        let result = self.ftl.read_sectors(lpa, &mut self.flash, &mut path.read);
+        let result = result.and_then(|()| self.check_sectors(index, lpa, host_read, &path));
+        self.sectors = Some(path);
+        result
+    }
+
+    fn check_sectors(
+        &mut self,
+        index: u64,
+        lpa: u32,
+        host_read: bool,
+        path: &SectorPath,
+    ) -> Result<()> {
+        if path.read.len() != path.per_page as usize {
+            return Err(Error::Usage(format!(
+                "internal: the read of logical page {lpa} returned {} sectors of {}",
+                path.read.len(),
+                path.per_page
+            )));
+        }
+        let mut newest: Option<u64> = None;
+        for (j, &source) in path.read.iter().enumerate() {
+            let held = match source {
+                SectorSource::Unmapped => None,
+                SectorSource::Dram(seq) => Some(seq),
+                SectorSource::Flash { ppn, slot } => {
+                    let tag = self.flash.sector_tag(ppn, slot);
+                    match tag {
+                        Some(t) if t.lpa == lpa && t.sector == j as u32 => Some(t.seq),
+                        _ => {
+                            if self.shadow.is_some() {
+                                return Err(Error::Verify {
+                                    request: index + 1,
+                                    lpa: lpa as u64,
+                                    expected: format!("its sector {j}"),
+                                    served: match tag {
+                                        None => format!("erased physical page {ppn}"),
+                                        Some(t) => format!(
+                                            "sector {} of logical page {} (host write #{}) \
+                                             from sector {slot} of physical page {ppn}",
+                                            t.sector, t.lpa, t.seq
+                                        ),
+                                    },
+                                });
+                            }
+                            None
+                        }
+                    }
+                }
+            };
+            if let Some(shadow) = &self.shadow {
+                let expected = path.expected(lpa, j as u32, shadow[lpa as usize]);
+                if held.unwrap_or(0) != expected {
+                    return Err(Error::Verify {
+                        request: index + 1,
+                        lpa: lpa as u64,
+                        expected: format!("in sector {j} {}", describe_expected(expected)),
+                        served: match source {
+                            SectorSource::Unmapped => "nothing (unmapped)".into(),
+                            SectorSource::Dram(seq) => {
+                                format!("host write #{seq} from the packing buffer")
+                            }
+                            SectorSource::Flash { ppn, slot } => format!(
+                                "host write #{} from sector {slot} of physical page {ppn}",
+                                held.unwrap_or(0)
+                            ),
+                        },
+                    });
+                }
+            }
+            newest = newest.max(held.filter(|&s| s != 0));
+        }
+        if newest.is_none() {
+            self.host.unmapped_reads += host_read as u64;
+        }
+        if let (true, Some(log)) = (host_read, self.served.as_mut()) {
+            log.push(newest);
         }
         Ok(())
     }
@@ -841,6 +1016,9 @@ impl<F: Ftl> Simulator<F> {
     fn write_page(&mut self, lpa: u32) -> Result<()> {
         let previous = self.shadow.as_ref().map(|s| s[lpa as usize]);
         let seq = self.next_write(lpa);
+        if let Some(sectors) = self.sectors.as_mut() {
+            sectors.mixed.remove(&lpa);
+        }
         let Some(buffer) = self.buffer.as_mut() else {
             let result = self.ftl.write(lpa, seq, &mut self.flash);
             if let Err(Error::Refused { .. }) = &result {
@@ -875,6 +1053,9 @@ impl<F: Ftl> Simulator<F> {
 
     fn trim_page(&mut self, lpa: u32) -> Result<()> {
         self.host.pages_trimmed += 1;
+        if let Some(sectors) = self.sectors.as_mut() {
+            sectors.mixed.remove(&lpa);
+        }
         if let Some(buffer) = self.buffer.as_mut() {
             buffer.remove(lpa);
         }

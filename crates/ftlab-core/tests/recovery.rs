@@ -539,3 +539,24 @@ fn an_image_the_device_cannot_hold_is_refused_naming_the_page() {
         "{err}"
     );
 }
+
+/// FFTL's sector packing keeps identities per 512 B sector, which neither the page store
+/// nor the OOB scan holds: a device that keeps data refuses it, naming the key, unless a
+/// write buffer takes partial pages whole (then FFTL packs nothing and recovers as above).
+#[test]
+fn a_device_that_keeps_data_refuses_fftl_sector_packing() {
+    let mut cfg = cfg();
+    let layout = cfg.validate().unwrap();
+    assert!(device::open_with_sink("fftl", &cfg, true, Box::new(OobSink::new(&layout))).is_ok());
+    cfg.buffer.size_bytes = 0;
+    let err = match device::open_with_sink("fftl", &cfg, true, Box::new(OobSink::new(&layout))) {
+        Ok(_) => panic!("a packing FFTL kept data"),
+        Err(e) => e.to_string(),
+    };
+    assert!(err.contains("fftl.sector_packing"), "{err}");
+    cfg.schemes
+        .entry("fftl".to_string())
+        .or_default()
+        .insert("sector_packing".into(), toml::Value::Boolean(false));
+    assert!(device::open_with_sink("fftl", &cfg, true, Box::new(OobSink::new(&layout))).is_ok());
+}

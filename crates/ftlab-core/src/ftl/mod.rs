@@ -34,13 +34,29 @@ pub mod translation;
 
 use crate::config::{Config, Layout};
 use crate::error::{Error, Result};
-use crate::nand::{Flash, Oob};
+use crate::nand::{Flash, Oob, Ppn};
 use crate::request::Op;
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 /// DRAM the scheme holds, by component, in bytes.
 pub type MemoryBreakdown = Vec<(&'static str, u64)>;
+
+/// Bytes of a sector, the unit of a sector-packing scheme's writes ([`Ftl::packs_sectors`]).
+pub const SECTOR_BYTES: u64 = 512;
+
+/// Where a read of a sector-packing scheme found one 512 B sector of a logical page
+/// ([`Ftl::read_sectors`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SectorSource {
+    /// Never written, or trimmed.
+    Unmapped,
+    /// The controller's packing buffer (DRAM), holding the data of host write `seq`.
+    Dram(u64),
+    /// Sector `slot` of flash page `ppn`, which the read read: its spare area says whose
+    /// data it holds ([`Flash::sector_tag`]).
+    Flash { ppn: Ppn, slot: u32 },
+}
 
 pub trait Ftl: 'static + Send {
     /// Serves a read of logical page `lpa`: the OOB header of the flash page it read, or
@@ -62,6 +78,41 @@ pub trait Ftl: 'static + Send {
             self.write(lpa, seq, flash)?;
         }
         Ok(())
+    }
+
+    /// Whether the scheme writes partial pages at sector granularity (FFTL's sub-page
+    /// packing): the simulator then hands it a write covering part of a page as its sectors
+    /// ([`Ftl::write_sectors`], no read-modify-write) and reads pages through
+    /// [`Ftl::read_sectors`], checking every sector in verification mode. Static for a run.
+    /// Only without a write buffer (whose slots are whole pages) and without a page store
+    /// (the block-device front serves whole pages).
+    fn packs_sectors(&self) -> bool {
+        false
+    }
+
+    /// Writes sectors `first .. first + count` of logical page `lpa` (512 B each, fewer
+    /// than the page holds) with the data of host write `seq` ([`Ftl::packs_sectors`]).
+    fn write_sectors(
+        &mut self,
+        _lpa: u32,
+        _seq: u64,
+        _first: u32,
+        _count: u32,
+        _flash: &mut Flash,
+    ) -> Result<()> {
+        Err(Error::Usage("this scheme does not pack sectors".into()))
+    }
+
+    /// Serves a read of logical page `lpa` sector by sector ([`Ftl::packs_sectors`]): sets
+    /// `out` to where each of its sectors was found, in sector order, having read (and
+    /// counted) each flash page it names once.
+    fn read_sectors(
+        &mut self,
+        _lpa: u32,
+        _flash: &mut Flash,
+        _out: &mut Vec<SectorSource>,
+    ) -> Result<()> {
+        Err(Error::Usage("this scheme does not pack sectors".into()))
     }
 
     /// Forgets logical page `lpa` (TRIM).

@@ -1730,6 +1730,10 @@ impl Core {
             let in_log = self.slot_of[block as usize] != NONE;
             for p in flash.valid_pages(block) {
                 let lpa = flash.oob(p).lpa;
+                if lpa == NONE && !in_log {
+                    // A page outside the machinery (FFTL's packed pages).
+                    continue;
+                }
                 let (lbn, off) = self.split(lpa);
                 let found = if in_log {
                     self.newest[lpa as usize] == p + 1
