@@ -157,6 +157,27 @@ impl Ftl for Box<dyn Ftl> {
     fn write_batch(&mut self, pages: &[(u32, u64)], flash: &mut Flash) -> Result<()> {
         (**self).write_batch(pages, flash)
     }
+    fn packs_sectors(&self) -> bool {
+        (**self).packs_sectors()
+    }
+    fn write_sectors(
+        &mut self,
+        lpa: u32,
+        seq: u64,
+        first: u32,
+        count: u32,
+        flash: &mut Flash,
+    ) -> Result<()> {
+        (**self).write_sectors(lpa, seq, first, count, flash)
+    }
+    fn read_sectors(
+        &mut self,
+        lpa: u32,
+        flash: &mut Flash,
+        out: &mut Vec<crate::ftl::SectorSource>,
+    ) -> Result<()> {
+        (**self).read_sectors(lpa, flash, out)
+    }
     fn trim(&mut self, lpa: u32, flash: &mut Flash) -> Result<()> {
         (**self).trim(lpa, flash)
     }
