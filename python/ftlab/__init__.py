@@ -490,118 +490,12 @@ def summarize(report: dict[str, Any]) -> dict[str, Any]:
     the last flash operation of each merge operation, timed runs), `merge_cost_mean_us`
     and `merge_cost_max_us` (the serial cost model, copies x (tR + tPROG) + erases x
     tBERS) and `log_utilisation_at_merge` (share of a victim log block written); None for
-    the other schemes."""
-    m = report["metrics"]
-    host, flash = m["host"], m["flash"]
-    latency = m.get("latency") or {}
-    memory = m["memory_bytes"]
-    load = m.get("load") or {}
-    precondition = report.get("precondition") or {}
+    the other schemes.
 
-    def lat(kind: str, key: str) -> float | None:
-        stats = latency.get(kind)
-        if not stats or not stats.get("count"):
-            return None
-        return float(stats[key]) / 1000.0
-
-    trace = report.get("trace") or {}
-    stack = m.get("host_stack") or {}
-    counters = stack.get("counters") or {}
-    span = m.get("simulated_time_ns")
-    app_bytes = counters.get("app_bytes_read", host.get("bytes_read", 0)) + counters.get(
-        "app_bytes_written", host.get("bytes_written", 0)
-    )
-    buffer = report.get("config", {}).get("buffer", {})
-    return {
-        "ftl": report["ftl"],
-        "source": report["source"]["name"],
-        "format": report["source"].get("format") or None,
-        "mode": report["mode"],
-        "requests": host["requests"],
-        "read_requests": host["read_requests"],
-        "write_requests": host["write_requests"],
-        "trim_requests": host["trim_requests"],
-        "host_pages_read": host["pages_read"],
-        "host_pages_written": host["pages_written"],
-        "host_pages_trimmed": host["pages_trimmed"],
-        "unmapped_reads": host["unmapped_reads"],
-        "flash_reads": flash["reads"]["total"],
-        "flash_programs": flash["programs"]["total"],
-        "flash_erases": flash["erases"]["total"],
-        "gc_reads": flash["reads"]["gc"],
-        "translation_reads": flash["reads"]["translation"],
-        "translation_programs": flash["programs"]["translation"],
-        "misprediction_reads": flash["reads"]["misprediction"],
-        "merge_reads": sum(
-            flash["reads"][name] for name, group, _ in _core.causes() if group == "merge"
-        ),
-        "waf": m["waf"],
-        "fs_waf": m.get("fs_waf"),
-        "total_waf": m.get("total_waf"),
-        "stack": stack.get("name", "inplace"),
-        "app_requests": int(counters.get("app_requests", host.get("requests", 0))),
-        "app_throughput_bytes_per_s": app_bytes / (span / 1e9) if span else None,
-        "host_memory_bytes": stack.get("memory_total_bytes", 0),
-        "sections_cleaned": counters.get("sections_cleaned"),
-        "gc_invocations": m["gc"]["invocations"],
-        "gc_pages_moved": m["gc"]["pages_moved"],
-        "read_mean_us": lat("read", "mean_ns"),
-        "read_p99_us": lat("read", "p99_ns"),
-        "write_mean_us": lat("write", "mean_ns"),
-        "write_p99_us": lat("write", "p99_ns"),
-        "iops": m.get("iops"),
-        "memory_final_bytes": memory["final_total"],
-        "memory_peak_bytes": memory["peak_total"],
-        "logical_bytes": report["device"]["logical_bytes"],
-        "page_table_bytes": report["device"].get("page_table_bytes"),
-        "dram_budget_bytes": report["device"].get("dram_budget_bytes"),
-        "devices": len(trace["devices"]) if trace else None,
-        "compacted": trace.get("compacted") if trace else None,
-        "device_sized_to_trace": trace.get("device_sized_to_trace") if trace else None,
-        "bad_lines": trace["diagnostics"]["bad_lines"] if trace else None,
-        # Demand-cached schemes only.
-        "cache_hit_ratio": m["scheme"].get("cache_hit_ratio"),
-        # Log-block schemes only.
-        **_merge_summary(m["scheme"], report["mode"] == "timed"),
-        "saturated": bool(load.get("saturated", False)),
-        "saturated_in_bursts": bool(load.get("saturated_in_bursts", False)),
-        "peak_window_utilisation": load.get("peak_window_utilisation"),
-        "busiest_die_utilisation": load.get("busiest_die_utilisation"),
-        "suggested_time_scale": load.get("suggested_time_scale"),
-        "precondition_mode": precondition.get("mode"),
-        "precondition_waf": precondition.get("waf"),
-        # How the write buffer flushes (`lru`, `sorted`), or None without one: LeaFTL brings
-        # its sorted flush to any device.
-        "buffer_flush": buffer["flush"] if buffer.get("size_bytes") else None,
-    }
-
-
-def _merge_summary(counters: dict[str, float], timed: bool) -> dict[str, Any]:
-    """The log-block schemes' merge figures of a report's scheme counters (None for the
-    other schemes; merge times None in mapping-only runs)."""
-
-    def get(name: str, scale: float = 1.0, when: bool = True) -> float | None:
-        value = counters.get(name)
-        return None if value is None or not when else float(value) * scale
-
-    def count(name: str) -> int | None:
-        value = counters.get(name)
-        return None if value is None else int(value)
-
-    merges = "merges_switch" in counters
-    copied = int(counters["merge_pages_partial"] + counters["merge_pages_full"]) if merges else None
-    return {
-        "log_blocks": count("log_blocks") if merges else None,
-        "merges_switch": count("merges_switch"),
-        "merges_partial": count("merges_partial"),
-        "merges_full": count("merges_full"),
-        "merge_pages_copied": copied,
-        "merge_time_mean_us": get("merge_time_ns_mean", 1e-3, timed),
-        "merge_time_max_us": get("merge_time_ns_max", 1e-3, timed),
-        "merge_cost_mean_us": get("merge_cost_ns_mean", 1e-3),
-        "merge_cost_max_us": get("merge_cost_ns_max", 1e-3),
-        "log_utilisation_at_merge": get("log_utilisation_at_merge"),
-    }
+    The core computes it (`ftlab._core.summarize`; its fields and their types:
+    `_core.summary_columns()`), from the report's JSON, so that saved reports summarise
+    the same way."""
+    return dict(json.loads(_core.summarize(json.dumps(report))))
 
 
 def presets() -> list[tuple[str, str]]:

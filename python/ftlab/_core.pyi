@@ -40,6 +40,8 @@ __all__ = [
     "schemes",
     "serve",
     "stacks",
+    "summarize",
+    "summary_columns",
     "trace_formats",
     "trace_info",
     "trace_requests",
@@ -148,6 +150,12 @@ def presets() -> list[tuple[str, str]]:
 def scheme_info() -> str:
     """Every scheme's facts as JSON: name, description, family, builtin, append_only,
     section, device_defaults, advise."""
+
+def summarize(report_json: str) -> str:
+    """The headline numbers of a report (JSON in, JSON out)."""
+
+def summary_columns() -> list[tuple[str, str]]:
+    """(name, type) of each summary field: str, int, float or bool."""
 
 def families() -> list[tuple[str, str]]:
     """(name, description) of each scheme family."""

@@ -19,6 +19,7 @@ pub mod recovery;
 pub mod request;
 pub mod rng;
 pub mod sim;
+pub mod summary;
 pub mod timing;
 pub mod trace;
 pub mod units;

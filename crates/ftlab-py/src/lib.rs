@@ -160,6 +160,21 @@ fn scheme_info() -> PyResult<String> {
     serde_json::to_string(&ftl::scheme_info()).map_err(|e| FtlabError::new_err(e.to_string()))
 }
 
+/// The headline numbers of a report (its JSON): JSON, fields in `summary_columns` order.
+#[pyfunction]
+fn summarize(report_json: &str) -> PyResult<String> {
+    let report: serde_json::Value = serde_json::from_str(report_json)
+        .map_err(|e| FtlabError::new_err(format!("not a report: {e}")))?;
+    let summary = ftlab_core::summary::summarize(&report).map_err(to_py)?;
+    serde_json::to_string(&summary).map_err(|e| FtlabError::new_err(e.to_string()))
+}
+
+/// (name, type) of each summary field: `str`, `int`, `float` or `bool`.
+#[pyfunction]
+fn summary_columns() -> Vec<(String, String)> {
+    pairs(ftlab_core::summary::COLUMNS)
+}
+
 /// (name, description) of each scheme family.
 #[pyfunction]
 fn families() -> Vec<(String, String)> {
@@ -411,6 +426,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(schemes, m)?)?;
     m.add_function(wrap_pyfunction!(scheme_info, m)?)?;
     m.add_function(wrap_pyfunction!(families, m)?)?;
+    m.add_function(wrap_pyfunction!(summarize, m)?)?;
+    m.add_function(wrap_pyfunction!(summary_columns, m)?)?;
     m.add_function(wrap_pyfunction!(stacks, m)?)?;
     m.add_function(wrap_pyfunction!(causes, m)?)?;
     m.add_function(wrap_pyfunction!(workloads, m)?)?;
