@@ -383,6 +383,8 @@ fn serve(
 
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    // Schemes from the workspace's own crates, registered like any external scheme.
+    ftlab_learnedftl::register().map_err(|e| FtlabError::new_err(e.to_string()))?;
     m.add("FtlabError", m.py().get_type::<FtlabError>())?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_function(wrap_pyfunction!(run, m)?)?;
