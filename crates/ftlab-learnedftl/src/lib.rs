@@ -252,6 +252,10 @@ pub struct LearnedFtl {
     /// One bit per logical page: its piece predicts it exactly.
     bitmap: Vec<u64>,
     predictable: u64,
+    /// Pieces whose interval's mappings changed since they were fitted.
+    stale: Vec<bool>,
+    /// Mapped pages of each translation page.
+    mapped: Vec<u32>,
     /// Translation pages rewritten since the last training, and their marks.
     pending: Vec<u32>,
     pending_mark: Vec<bool>,
@@ -318,6 +322,8 @@ impl LearnedFtl {
             train_threshold: c.train_threshold,
             bitmap: vec![0; layout.logical_pages.div_ceil(64) as usize],
             predictable: 0,
+            stale: vec![false; units as usize * per_page as usize],
+            mapped: vec![0; units as usize],
             pending: Vec::new(),
             pending_mark: vec![false; units as usize],
             stats: Stats::default(),
@@ -339,6 +345,15 @@ impl LearnedFtl {
             *w &= !m;
             self.predictable -= 1;
         }
+    }
+
+    /// The mapping of `lpa` changed: its bit is cleared and its piece is due for refitting.
+    #[inline]
+    fn changed(&mut self, lpa: u32) {
+        self.clear_bit(lpa);
+        let u = self.table.unit_of(lpa);
+        let x = lpa - self.table.unit_range(u).start;
+        self.stale[(u * self.per_page + x / self.interval) as usize] = true;
     }
 
     #[inline]
@@ -393,22 +408,20 @@ impl LearnedFtl {
             let pending = std::mem::take(&mut self.pending);
             for &u in &pending {
                 self.pending_mark[u as usize] = false;
-                self.train(u);
+                self.train(u, false);
             }
             self.pending = pending;
             self.pending.clear();
         }
     }
 
-    /// Retrains translation page `u`'s pieces from its current entries and sets the bits
-    /// of the pages they predict exactly.
-    fn train(&mut self, u: u32) {
+    /// Retrains translation page `u`'s pieces whose intervals changed since they were
+    /// fitted (all of them with `all`) from its current entries, and sets the bits of the
+    /// pages they predict exactly. Below `train_threshold` mapped pages the page has no
+    /// model.
+    fn train(&mut self, u: u32, all: bool) {
         let range = self.table.unit_range(u);
-        let mapped = range
-            .clone()
-            .filter(|&lpa| self.current(lpa) != NONE)
-            .count() as u32;
-        let trained = mapped >= self.train_threshold;
+        let trained = self.mapped[u as usize] >= self.train_threshold;
         if trained {
             self.stats.trainings += 1;
         }
@@ -417,6 +430,16 @@ impl LearnedFtl {
             if start >= range.end {
                 break;
             }
+            let i = (u * self.per_page + k) as usize;
+            let refit = if trained {
+                all || self.stale[i]
+            } else {
+                all || self.pieces[i].dx != 0
+            };
+            if !refit {
+                continue;
+            }
+            self.stale[i] = false;
             let end = (start + self.interval).min(range.end);
             let mut points = std::mem::take(&mut self.points);
             points.clear();
@@ -488,7 +511,12 @@ impl Ftl for LearnedFtl {
     fn recover(&mut self, found: &ftlab_core::recovery::Found, flash: &mut Flash) -> Result<()> {
         self.table.recover(found, flash)?;
         for u in 0..self.table.units() {
-            self.train(u);
+            self.mapped[u as usize] = self
+                .table
+                .unit_range(u)
+                .filter(|&lpa| self.table.stored(lpa) != NONE)
+                .count() as u32;
+            self.train(u, true);
         }
         Ok(())
     }
@@ -509,7 +537,10 @@ impl Ftl for LearnedFtl {
     fn write(&mut self, lpa: u32, seq: u64, flash: &mut Flash) -> Result<()> {
         let slot = self.translate(lpa, flash)?;
         let old = self.slots[slot].ppn;
-        self.clear_bit(lpa);
+        self.changed(lpa);
+        if old == NONE {
+            self.mapped[self.table.unit_of(lpa) as usize] += 1;
+        }
         let ppn = self.table.program_data(lpa, seq, old, flash)?;
         self.slots[slot].ppn = ppn;
         self.mark_dirty(slot);
@@ -522,7 +553,8 @@ impl Ftl for LearnedFtl {
         let slot = self.translate(lpa, flash)?;
         let old = self.slots[slot].ppn;
         if old != NONE {
-            self.clear_bit(lpa);
+            self.changed(lpa);
+            self.mapped[self.table.unit_of(lpa) as usize] -= 1;
             flash.invalidate(old)?;
             self.slots[slot].ppn = NONE;
             self.mark_dirty(slot);
@@ -586,7 +618,7 @@ impl CachesEntries for LearnedFtl {
     /// Every GC move clears its page's bit; an uncached entry is staged and its translation
     /// page rewritten by the batch update, so that page is retrained.
     fn move_cached(&mut self, m: &Move) -> bool {
-        self.clear_bit(m.key);
+        self.changed(m.key);
         let slot = self.slot_of[m.key as usize];
         if slot == NIL {
             let u = self.table.unit_of(m.key);
