@@ -380,3 +380,95 @@ fn every_flushed_write_survives_crashes() {
     serve(&mut dev, &mut rng, &mut written, 3000, true);
     dev.finish().unwrap();
 }
+
+// As the core's device_model.rs checks every scheme: steady-state preconditioning, verified,
+// and the run's counters starting after it.
+#[test]
+fn preconditioning_reaches_steady_state_verified() {
+    registered();
+    let mut cfg = small_config((2, 1, 2, 2), 48, 32, 0.12);
+    cfg.gc.threshold = 0.06;
+    cfg.precondition.window_pages = 512;
+    cfg.precondition.mode = PreconditionMode::Steady;
+    cfg.dram.budget_fraction = 0.2;
+    let logical = cfg.validate().unwrap().logical_pages;
+    let mut rng = Rng::new(5);
+    let reqs: Vec<Request> = (0..3000u64)
+        .map(|i| {
+            let page = rng.below(logical);
+            let r = if i % 4 == 0 {
+                read(page, 1, 4096)
+            } else {
+                write(page, 1, 4096)
+            };
+            Request {
+                time_ns: i * 2_000_000,
+                ..r
+            }
+        })
+        .collect();
+    let r = run_preconditioned("learnedftl", &cfg, &reqs).unwrap();
+    let p = r.precondition.as_ref().unwrap();
+    assert!(p.steady, "window WAF {:?}", p.window_waf);
+    assert!(p.gc_invocations > 0 && p.host_pages_written > logical);
+    assert_eq!(r.metrics.host.requests, 3000);
+    assert_eq!(r.metrics.host.unmapped_reads, 0);
+    assert!(r.metrics.gc.invocations > 0);
+}
+
+// As the core's demand.rs checks the demand-cached schemes: from a few entries to the whole
+// table, every read right through GC, and the cache within what the budget leaves it.
+#[test]
+fn every_budget_serves_every_read_right_and_keeps_within_it() {
+    registered();
+    let mut base = small_config((2, 1, 2, 1), 24, 16, 0.25);
+    base.geometry.page_size = 512;
+    let layout = base.validate().unwrap();
+    let lp = layout.logical_pages;
+    // The models and bitmap, which come out of the budget first.
+    let entries_per_tp = 512 / layout.ppa_entry_bytes();
+    let models = lp.div_ceil(entries_per_tp) * 8 * 8;
+    let fixed_learned = models + lp.div_ceil(8);
+    let mut rng = Rng::new(1);
+    let mut reqs: Vec<Request> = (0..lp)
+        .step_by(4)
+        .map(|p| write(p, 4.min((lp - p) as u32), 512))
+        .collect();
+    for _ in 0..6000 {
+        let span = if rng.below(10) < 7 { lp / 5 } else { lp };
+        let len = 1 + rng.below(4) as u32;
+        let start = rng.below(span - len as u64);
+        reqs.push(match rng.below(10) {
+            0..=5 => write(start, len, 512),
+            6..=8 => read(start, len, 512),
+            _ => trim(start, len, 512),
+        });
+    }
+    for bytes in [64u64, 256, 1024, 4096, 0] {
+        let mut cfg = base.clone();
+        cfg.dram.budget_bytes = if bytes == 0 { 0 } else { fixed_learned + bytes };
+        let report = run("learnedftl", &cfg, &reqs, true)
+            .unwrap_or_else(|e| panic!("learnedftl at {bytes} B: {e}"));
+        let m = &report.metrics;
+        assert!(m.gc.invocations > 0, "{bytes} B: GC never ran");
+        let c = &m.memory_bytes.final_components;
+        assert_eq!(c["models"] + c["bitmaps"], fixed_learned);
+        let fixed: u64 = ["gtd", "valid_bitmap", "block_counters"]
+            .iter()
+            .filter_map(|k| c.get(*k))
+            .sum();
+        let learned = m.memory_bytes.peak_total - fixed;
+        assert!(learned > fixed_learned, "no cache in {:?}", m.memory_bytes);
+        if bytes != 0 {
+            assert!(
+                learned <= cfg.dram.budget_bytes,
+                "{learned} > {}",
+                cfg.dram.budget_bytes
+            );
+        }
+        if bytes != 0 && bytes <= 256 {
+            assert!(m.flash.programs[Cause::Translation] > 0, "{bytes} B");
+            assert!(counter(&report, "dirty_evictions") > 0.0);
+        }
+    }
+}
