@@ -177,10 +177,14 @@ impl Piece {
             return None;
         }
         let d = (x as i64 - self.x0 as i64) * self.dp;
-        if d % self.dx as i64 != 0 {
-            return None;
-        }
-        let pos = self.p0 as i64 + d / self.dx as i64;
+        let pos = if self.dx == 1 {
+            self.p0 as i64 + d
+        } else {
+            if d % self.dx as i64 != 0 {
+                return None;
+            }
+            self.p0 as i64 + d / self.dx as i64
+        };
         (pos >= 0).then_some(pos as u64)
     }
 
@@ -347,6 +351,24 @@ impl LearnedFtl {
         }
     }
 
+    /// Clears the bits of `lpas`, a word at a time.
+    fn clear_bits(&mut self, lpas: std::ops::Range<u32>) {
+        let (mut lo, hi) = (lpas.start as usize, lpas.end as usize);
+        while lo < hi {
+            let w = lo / 64;
+            let end = ((w + 1) * 64).min(hi);
+            let width = end - lo;
+            let mask = if width == 64 {
+                u64::MAX
+            } else {
+                ((1u64 << width) - 1) << (lo % 64)
+            };
+            self.predictable -= (self.bitmap[w] & mask).count_ones() as u64;
+            self.bitmap[w] &= !mask;
+            lo = end;
+        }
+    }
+
     /// The mapping of `lpa` changed: its bit is cleared and its piece is due for refitting.
     #[inline]
     fn changed(&mut self, lpa: u32) {
@@ -453,9 +475,7 @@ impl LearnedFtl {
             }
             let piece = Piece::fit(&points);
             self.pieces[(u * self.per_page + k) as usize] = piece;
-            for lpa in start..end {
-                self.clear_bit(lpa);
-            }
+            self.clear_bits(start..end);
             for &(x, pos) in &points {
                 if piece.predict(x) == Some(pos) {
                     self.set_bit(range.start + x);
