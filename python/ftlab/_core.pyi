@@ -161,7 +161,7 @@ def families() -> list[tuple[str, str]]:
     """(name, description) of each scheme family."""
 
 def schemes(builtin: bool = False) -> list[tuple[str, str]]:
-    """(name, description) of each FTL scheme (`builtin`: only the core's own)."""
+    """(name, description) of each FTL scheme (`builtin`: only those shipped with ftlab)."""
 
 def stacks() -> list[tuple[str, str]]:
     """(name, description) of each host stack (`host.stack`)."""

@@ -142,13 +142,17 @@ fn presets() -> Vec<(String, String)> {
     pairs(&config::preset_names())
 }
 
-/// (name, description) of each FTL scheme: the built-in ones, then (unless `builtin`) the
-/// registered ones.
+/// (name, description) of each FTL scheme: the ones shipped with ftlab, then (unless
+/// `builtin`) the ones users registered.
 #[pyfunction]
 #[pyo3(signature = (builtin=false))]
 fn schemes(builtin: bool) -> Vec<(String, String)> {
     if builtin {
-        return pairs(ftl::SCHEMES);
+        return ftl::scheme_info()
+            .into_iter()
+            .filter(|s| s.builtin)
+            .map(|s| (s.name, s.description))
+            .collect();
     }
     ftl::scheme_list()
 }
@@ -416,6 +420,8 @@ fn serve(
 
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    // Schemes from the workspace's own crates, registered like any external scheme.
+    ftlab_learnedftl::register().map_err(|e| FtlabError::new_err(e.to_string()))?;
     m.add("FtlabError", m.py().get_type::<FtlabError>())?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_function(wrap_pyfunction!(run, m)?)?;

@@ -643,6 +643,7 @@ pub fn register_scheme(
         description,
         family,
         advise,
+        builtin: false,
         section,
         append_only,
         device_defaults,

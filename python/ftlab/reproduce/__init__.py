@@ -65,6 +65,12 @@ EXPERIMENTS["amf"] = (
 )
 
 
+EXPERIMENTS["learnedftl"] = (
+    "ftlab.reproduce.learnedftl",
+    "LearnedFTL (HPCA'24) vs TPFTL, DFTL and LeaFTL on the real traces: double reads, read "
+    "tail latency",
+)
+
 #: The device models a reproduction may run on, and the `ftlab validate` families that
 #: check each: the GC closed forms and the timing (queueing, bandwidth) cases hold under
 #: both; the steady-state and peer families run the current model's background GC, write

@@ -34,6 +34,9 @@ pub struct ExternalScheme {
     pub family: String,
     /// Its own parameters `ftlab advise` sweeps: full key -> values.
     pub advise: toml::Table,
+    /// Shipped with ftlab (a crate of its workspace that ftlab registers itself), rather
+    /// than registered by a user.
+    pub builtin: bool,
     /// The defaults of its `[name]` section (`None`: it has no section).
     pub section: Option<toml::Table>,
     /// Whether it refuses overwrites (see [`crate::ftl::Scheme::APPEND_ONLY`]).
@@ -220,6 +223,7 @@ mod tests {
             description: "the page FTL, boxed".into(),
             family: "page".into(),
             advise: toml::Table::new(),
+            builtin: false,
             section: Some(toml::Table::from_iter([(
                 "knob".to_string(),
                 toml::Value::Integer(3),

@@ -287,7 +287,7 @@ macro_rules! schemes {
                     name: s.name,
                     description: s.description,
                     family: s.family,
-                    builtin: false,
+                    builtin: s.builtin,
                     append_only: s.append_only,
                     section: s.section,
                     device_defaults: s.device_defaults,
@@ -383,7 +383,8 @@ pub struct SchemeInfo {
     pub description: String,
     /// One of [`FAMILIES`].
     pub family: String,
-    /// Part of the core (not registered at run time).
+    /// Shipped with ftlab: part of the core, or a crate of its workspace that ftlab
+    /// registers itself (not registered by a user).
     pub builtin: bool,
     pub append_only: bool,
     /// The defaults of its configuration section.

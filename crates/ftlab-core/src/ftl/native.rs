@@ -432,6 +432,7 @@ pub unsafe fn register(api: *const SchemeApi) -> Result<String> {
         description,
         family: text(api.family, "family")?,
         advise: toml::Table::new(),
+        builtin: false,
         section,
         append_only: false,
         device_defaults: None,
