@@ -1161,7 +1161,7 @@ impl<F: Ftl> Simulator<F> {
             mode: if timed { "timed" } else { "mapping-only" },
             verify: self.shadow.is_some(),
             device: DeviceInfo::from(cfg, &self.layout),
-            config: cfg.clone(),
+            config: report_config(cfg, ftl_name),
             precondition: self.precondition.take(),
             metrics,
         })
@@ -1322,4 +1322,18 @@ mod tests {
             assert!(shadow[..10].iter().all(|&s| s != 0));
         }
     }
+}
+
+/// The configuration a report records: every section shipped with ftlab and the run's own
+/// scheme's, but not the sections of schemes users registered in this process, so that a
+/// report's bytes do not depend on which plugins happen to be loaded.
+fn report_config(cfg: &Config, ftl_name: &str) -> Config {
+    let mut cfg = cfg.clone();
+    let user: Vec<String> = crate::ftl::scheme_info()
+        .into_iter()
+        .filter(|s| !s.builtin && s.name != ftl_name)
+        .map(|s| s.name)
+        .collect();
+    cfg.schemes.retain(|name, _| !user.contains(name));
+    cfg
 }
