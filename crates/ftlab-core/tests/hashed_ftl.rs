@@ -5,7 +5,7 @@ mod common;
 
 use common::*;
 use ftlab_core::config::Config;
-use ftlab_core::ftl::slimftl::SlimFtl;
+use ftlab_core::ftl::hashed::slimftl::SlimFtl;
 use ftlab_core::ftl::Scheme;
 use ftlab_core::metrics::Report;
 use ftlab_core::nand::{Cause, Flash};

@@ -74,12 +74,12 @@
 //! counters every demand-cached scheme reports.
 
 use ftlab_core::config::{Config, Layout};
-use ftlab_core::ftl::alloc::{Move, StripeOrder};
 use ftlab_core::ftl::demand::{
     self, read_data, settle, CachesEntries, CachesSingleEntries, OnFlashTable,
 };
 use ftlab_core::ftl::external::{self, ExternalScheme};
-use ftlab_core::ftl::mapcache::{Links, List, Replacement, ReplacementKind, Slots, NIL};
+use ftlab_core::ftl::kit::alloc::{Move, StripeOrder};
+use ftlab_core::ftl::kit::mapcache::{Links, List, Replacement, ReplacementKind, Slots, NIL};
 use ftlab_core::ftl::{Ftl, MemoryBreakdown};
 use ftlab_core::nand::{Flash, Oob, Ppn, NONE};
 use ftlab_core::{Error, Result};
@@ -87,7 +87,7 @@ use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 
 #[cfg(doc)]
-use ftlab_core::ftl::alloc::PageAllocator;
+use ftlab_core::ftl::kit::alloc::PageAllocator;
 
 /// The scheme's name (`--ftl learnedftl`) and configuration section.
 pub const NAME: &str = "learnedftl";

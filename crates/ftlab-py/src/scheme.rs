@@ -11,9 +11,9 @@
 
 use crate::to_py;
 use ftlab_core::config::{Config, Layout};
-use ftlab_core::ftl::alloc::{self, PageAllocator as CoreAllocator};
 use ftlab_core::ftl::external::{self, intern_name, ExternalScheme};
-use ftlab_core::ftl::translation::TranslationStore as CoreStore;
+use ftlab_core::ftl::kit::alloc::{self, PageAllocator as CoreAllocator};
+use ftlab_core::ftl::kit::translation::TranslationStore as CoreStore;
 use ftlab_core::ftl::{Ftl, MemoryBreakdown};
 use ftlab_core::nand::{Cause, Flash, Oob, Ppn, NONE};
 use ftlab_core::{Error, Result};

@@ -154,7 +154,7 @@ def hot_cold_fifo_wa(a: float, hot_space: float, hot_access: float) -> float:
 
 def gc_thresholds(blocks: int, threshold: float, hard: float, background: bool) -> tuple[int, int]:
     """Free-block counts of one unit's soft and hard GC thresholds, as the allocator
-    computes them (crates/ftlab-core/src/ftl/alloc.rs, `gc_thresholds`): hard at least one
+    computes them (crates/ftlab-core/src/ftl/kit/alloc.rs, `gc_thresholds`): hard at least one
     block (the relocation reserve), soft at least two blocks above it with background GC."""
     hard_blocks = max(math.ceil(hard * blocks), 1)
     soft_blocks = max(math.ceil(threshold * blocks), hard_blocks + (2 if background else 1))

@@ -15,22 +15,14 @@
 //! ([`external`]) and are looked up after the built-in ones by the same functions.
 
 pub mod aftl;
-pub mod alloc;
 pub mod demand;
-pub mod dftl;
 pub mod external;
 pub mod hashed;
-pub mod hpftl;
+pub mod kit;
 pub mod leaftl;
 pub mod logblock;
-pub mod mapcache;
 pub mod native;
 pub mod page;
-pub mod selective;
-pub mod sftl;
-pub mod slimftl;
-pub mod tpftl;
-pub mod translation;
 
 use crate::config::{Config, Layout};
 use crate::error::{Error, Result};
@@ -418,8 +410,12 @@ pub fn scheme_list() -> Vec<(String, String)> {
 // `ftlab schemes` lists them.
 schemes! {
     "page": page::PageFtl;
-    "demand": dftl::Dftl, selective::Selective, sftl::Sftl, tpftl::Tpftl;
-    "hashed": hpftl::HpFtl, slimftl::SlimFtl;
+    "demand":
+        demand::dftl::Dftl,
+        demand::selective::Selective,
+        demand::sftl::Sftl,
+        demand::tpftl::Tpftl;
+    "hashed": hashed::hpftl::HpFtl, hashed::slimftl::SlimFtl;
     "learned": leaftl::LeaFtl;
     "log-block":
         logblock::block::BlockFtl,

@@ -10,8 +10,8 @@
 
 use crate::config::{Config, Layout};
 use crate::error::{Error, Result};
-use crate::ftl::alloc::{Move as CoreMove, PageAllocator};
 use crate::ftl::external::{self, intern_name, ExternalScheme};
+use crate::ftl::kit::alloc::{Move as CoreMove, PageAllocator};
 use crate::ftl::{Ftl, MemoryBreakdown};
 use crate::nand::{Cause, Flash, Oob, CAUSES};
 use ftlab_scheme::{Geometry, HostApi, Move, SchemeApi, ABI_VERSION, NONE};

@@ -16,7 +16,7 @@
 
 use crate::config::{Config, Layout};
 use crate::error::{Error, Result};
-use crate::ftl::alloc::PageAllocator;
+use crate::ftl::kit::alloc::PageAllocator;
 use crate::ftl::{Ftl, MemoryBreakdown, Scheme};
 use crate::nand::{Cause, Flash, Oob, Ppn, NONE};
 use serde::{Deserialize, Serialize};
@@ -30,7 +30,7 @@ pub struct PageConfig {
     pub stripe_pages: u32,
 }
 
-pub use crate::ftl::alloc::gc_thresholds;
+pub use crate::ftl::kit::alloc::gc_thresholds;
 
 pub struct PageFtl {
     l2p: Vec<Ppn>,

@@ -42,9 +42,9 @@ pub mod table;
 
 use crate::config::{Config, Layout, OOB_HEADER_BYTES};
 use crate::error::{Error, Result};
-use crate::ftl::alloc::{Move, PageAllocator, StripeOrder};
-use crate::ftl::mapcache::{Links, List, NIL};
-use crate::ftl::translation::TranslationStore;
+use crate::ftl::kit::alloc::{Move, PageAllocator, StripeOrder};
+use crate::ftl::kit::mapcache::{Links, List, NIL};
+use crate::ftl::kit::translation::TranslationStore;
 use crate::ftl::{Ftl, MemoryBreakdown, Scheme};
 use crate::nand::{Cause, Flash, Oob, Ppn, NONE};
 use plr::{Codec, Learned, Learner, Point};

@@ -58,7 +58,7 @@ mod recovery;
 use crate::blocks::FreeBlocks;
 use crate::config::{Config, Layout, ProgramOrder};
 use crate::error::{Error, Result};
-use crate::ftl::mapcache::{Links, List, NIL};
+use crate::ftl::kit::mapcache::{Links, List, NIL};
 use crate::ftl::MemoryBreakdown;
 use crate::nand::{Cause, Flash, Oob, Ppn, NONE};
 use serde::{Deserialize, Serialize};

@@ -28,7 +28,7 @@
 use super::{Core, Slot};
 use crate::blocks::FreeBlocks;
 use crate::error::{Error, Result};
-use crate::ftl::mapcache::{Links, List};
+use crate::ftl::kit::mapcache::{Links, List};
 use crate::nand::{Cause, Flash, NONE};
 use crate::recovery::Found;
 use std::cmp::Reverse;

@@ -24,9 +24,9 @@
 
 use crate::config::{Config, Layout};
 use crate::error::{Error, Result};
-use crate::ftl::alloc::{Move, StripeOrder};
 use crate::ftl::demand::{self, read_data, settle, CachesEntries, OnFlashTable};
-use crate::ftl::mapcache::{IndexedHeap, Links, List, Replacement, ReplacementKind, NIL};
+use crate::ftl::kit::alloc::{Move, StripeOrder};
+use crate::ftl::kit::mapcache::{IndexedHeap, Links, List, Replacement, ReplacementKind, NIL};
 use crate::ftl::{Ftl, MemoryBreakdown, Scheme};
 use crate::nand::{Flash, Oob, Ppn, NONE};
 use serde::{Deserialize, Serialize};

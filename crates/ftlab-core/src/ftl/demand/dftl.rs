@@ -18,12 +18,12 @@
 
 use crate::config::{Config, Layout};
 use crate::error::Result;
-use crate::ftl::alloc::Move;
 use crate::ftl::demand::{
     self, entries_in_budget, move_cached_entry, read_entry, settle, trim_entry, write_entry,
     CachesEntries, CachesSingleEntries, OnFlashTable,
 };
-use crate::ftl::mapcache::{Links, List, Replacement, ReplacementKind, Slots, NIL};
+use crate::ftl::kit::alloc::Move;
+use crate::ftl::kit::mapcache::{Links, List, Replacement, ReplacementKind, Slots, NIL};
 use crate::ftl::{Ftl, MemoryBreakdown, Scheme};
 use crate::nand::{Flash, Oob, Ppn};
 use serde::{Deserialize, Serialize};

@@ -1,12 +1,15 @@
-//! Pieces shared by the hash-based page-level schemes (HPFTL, SlimFTL; SlimFTL thesis
-//! chapters 2-3): the md5 hasher whose HID-th hash function is the digest shifted right by
-//! HID bits, the primary table of encoded page addresses (hash id + page id in the block),
+//! The hash-based family (HPFTL, SlimFTL: one module each) and the pieces they share
+//! (SlimFTL thesis chapters 2-3): the md5 hasher whose HID-th hash function is the digest
+//! shifted right by HID bits, the primary table of encoded page addresses (hash id + page id in the block),
 //! the validation of their bit widths, and the memory accounting they share.
 //!
 //! Choices where the thesis is silent: the md5 input is the (shifted) logical page address
 //! as 8 little-endian bytes; the digest is read as a big-endian 128-bit number; the HID-th
 //! hash is the low 32 bits of `digest >> HID`, modulo the number of (virtual) blocks
 //! (computed by multiplication, Lemire's "fastmod": the divisor is fixed per run).
+
+pub mod hpftl;
+pub mod slimftl;
 
 use crate::config::Layout;
 use crate::error::{Error, Result};

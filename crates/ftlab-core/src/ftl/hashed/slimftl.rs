@@ -148,7 +148,7 @@ impl Scheme for SlimFtl {
         let spare = layout.units as u64 * SPARE_BLOCKS_PER_UNIT as u64;
         let vbas = (layout.total_blocks as u64 - spare) as u32;
         let stripe = (c.virtual_blocks == VirtualBlocks::Superblock)
-            .then(|| crate::ftl::alloc::round_robin(cfg, layout));
+            .then(|| crate::ftl::kit::alloc::round_robin(cfg, layout));
         // The hash picks a VBA, or with superblocks a row of them.
         let targets = match stripe {
             None => vbas,

@@ -43,9 +43,9 @@
 
 use crate::config::{Config, Layout};
 use crate::error::{Error, Result};
-use crate::ftl::alloc::Move;
 use crate::ftl::demand::{self, read_data, settle, CachesEntries, OnFlashTable};
-use crate::ftl::mapcache::IndexedHeap;
+use crate::ftl::kit::alloc::Move;
+use crate::ftl::kit::mapcache::IndexedHeap;
 use crate::ftl::{Ftl, MemoryBreakdown, Scheme};
 use crate::nand::{Flash, Oob, Ppn, NONE};
 use crate::request::Op;

@@ -1,5 +1,6 @@
-//! The page-level table kept on flash, for the demand-cached schemes (DFTL, S-FTL, TPFTL,
-//! selective mapping-table loading): the shared mechanism under their different caches.
+//! The demand-cached family (DFTL, S-FTL, TPFTL, selective mapping-table loading: one
+//! module each) and what it shares: the page-level table kept on flash, the mechanism
+//! under their different caches.
 //!
 //! The whole logical-to-physical table lives in translation units on flash: a unit is
 //! `unit_pages` translation pages (one for DFTL, S-FTL and TPFTL; a 64 KiB mapping block
@@ -18,12 +19,17 @@
 //! the request that needs them: a data access waits for the translation read, a miss waits
 //! for the write-back of the dirty victim it evicts (as DFTL's cost model has it).
 
+pub mod dftl;
+pub mod selective;
+pub mod sftl;
+pub mod tpftl;
+
 use crate::config::{Config, DramConfig, Layout};
 use crate::divide::DivideBy;
 use crate::error::Result;
-use crate::ftl::alloc::Move;
-use crate::ftl::mapcache::NIL;
-use crate::ftl::translation::TranslationStore;
+use crate::ftl::kit::alloc::Move;
+use crate::ftl::kit::mapcache::NIL;
+use crate::ftl::kit::translation::TranslationStore;
 use crate::ftl::MemoryBreakdown;
 use crate::nand::{Cause, Flash, Oob, Ppn, NONE};
 use std::ops::Range;

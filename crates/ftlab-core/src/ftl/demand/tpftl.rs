@@ -25,12 +25,12 @@
 
 use crate::config::{Config, Layout};
 use crate::error::Result;
-use crate::ftl::alloc::Move;
 use crate::ftl::demand::{
     self, address_bytes, entries_in_budget, move_cached_entry, read_entry, settle, trim_entry,
     write_entry, CachesEntries, CachesSingleEntries, OnFlashTable,
 };
-use crate::ftl::mapcache::{IndexedHeap, Links, List, Slots, NIL};
+use crate::ftl::kit::alloc::Move;
+use crate::ftl::kit::mapcache::{IndexedHeap, Links, List, Slots, NIL};
 use crate::ftl::{Ftl, MemoryBreakdown, Scheme};
 use crate::nand::{Flash, Oob, Ppn};
 use crate::request::Op;

@@ -19,7 +19,7 @@
 
 use crate::config::{Config, Layout};
 use crate::error::{Error, Result};
-use crate::ftl::alloc::{Move, PageAllocator};
+use crate::ftl::kit::alloc::{Move, PageAllocator};
 use crate::ftl::MemoryBreakdown;
 use crate::nand::{Cause, Flash, Oob, Ppn, NONE};
 
