@@ -1273,6 +1273,20 @@ pub fn is_steady(values: &[f64], cfg: &PreconditionConfig) -> bool {
     max - min <= cfg.tolerance * mean && slope_excursion <= cfg.slope_tolerance * mean
 }
 
+/// The configuration a report records: every section shipped with ftlab and the run's own
+/// scheme's, but not the sections of schemes users registered in this process, so that a
+/// report's bytes do not depend on which plugins happen to be loaded.
+fn report_config(cfg: &Config, ftl_name: &str) -> Config {
+    let mut cfg = cfg.clone();
+    let user: Vec<String> = crate::ftl::scheme_info()
+        .into_iter()
+        .filter(|s| !s.builtin && s.name != ftl_name)
+        .map(|s| s.name)
+        .collect();
+    cfg.schemes.retain(|name, _| !user.contains(name));
+    cfg
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1322,18 +1336,4 @@ mod tests {
             assert!(shadow[..10].iter().all(|&s| s != 0));
         }
     }
-}
-
-/// The configuration a report records: every section shipped with ftlab and the run's own
-/// scheme's, but not the sections of schemes users registered in this process, so that a
-/// report's bytes do not depend on which plugins happen to be loaded.
-fn report_config(cfg: &Config, ftl_name: &str) -> Config {
-    let mut cfg = cfg.clone();
-    let user: Vec<String> = crate::ftl::scheme_info()
-        .into_iter()
-        .filter(|s| !s.builtin && s.name != ftl_name)
-        .map(|s| s.name)
-        .collect();
-    cfg.schemes.retain(|name, _| !user.contains(name));
-    cfg
 }
