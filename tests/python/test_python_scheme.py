@@ -314,3 +314,34 @@ def test_template_rust_scheme_verified_in_a_comparison_and_a_sweep(
         jobs=2,
     )
     assert table.height == 2 and table["error"].null_count() == 2
+
+
+# pypage is left out: after a kill -9 and a recovery, the clean stop of a server running a
+# Python scheme does not end (known, not yet diagnosed; docs/bring-your-own-ftl.md).
+@pytest.mark.parametrize("ftl", ["rustpage"])
+def test_served_scheme_survives_kill_9(
+    ftl: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The template Rust scheme as a block device: every write acknowledged before the last
+    flush survives kill -9 and a restart, which rebuilds the scheme through its `recover`.
+    (FTLAB_PLUGINS makes the server load the tutorial's Python schemes too.)"""
+    from nbd_crash import Checker, crash_cycle
+    from nbd_helpers import SMALL_DEVICE, Served, need
+
+    need("fio", "fio")
+    if ftl == "rustpage":
+        pytest.importorskip("ftlab_rust_scheme", reason="pip install ./examples/rust-scheme")
+    monkeypatch.setenv("FTLAB_PLUGINS", str(TUTORIAL))
+    store = tmp_path / "store"
+    rng = __import__("random").Random(5)
+    checker = Checker(first=0, count=1024, seed=7)
+    for cycle in range(2):
+        problems, startup = crash_cycle(
+            lambda: Served(store, ftl=ftl, sets=SMALL_DEVICE, extra=["--verify"]),
+            checker,
+            tmp_path,
+            rng,
+        )
+        assert not problems, f"cycle {cycle}: " + "\n".join(problems[:20])
+        assert "recovered after an unclean stop" in startup, startup
+    assert checker.flushes > 2 and any(checker.flushed)

@@ -38,7 +38,8 @@ pub struct Summary {
     pub translation_programs: u64,
     pub misprediction_reads: u64,
     pub merge_reads: u64,
-    pub waf: f64,
+    /// None when nothing was written (a block device only read, or idle).
+    pub waf: Option<f64>,
     pub fs_waf: Option<f64>,
     pub total_waf: Option<f64>,
     /// The host stack (`inplace`, `f2fs`, `alfs`, `ext4`).
@@ -236,7 +237,7 @@ pub fn summarize(report: &Value) -> Result<Summary> {
         translation_programs: flash("programs", "translation")?,
         misprediction_reads: flash("reads", "misprediction")?,
         merge_reads,
-        waf: f(m, "waf").ok_or_else(|| bad("metrics.waf"))?,
+        waf: f(m, "waf"),
         fs_waf: f(m, "fs_waf"),
         total_waf: f(m, "total_waf"),
         stack: stack

@@ -21,29 +21,40 @@ use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
-use std::cell::{Cell, RefCell};
+use std::sync::atomic::{AtomicPtr, Ordering};
+use std::sync::Mutex;
 use std::sync::Arc;
 
-/// The simulated flash, lent to a Python scheme for the duration of one call.
-#[pyclass(unsendable, module = "ftlab._core")]
+/// The simulated flash, lent to a Python scheme for the duration of one call. (A scheme may
+/// be built on one thread and driven from another, as `ftlab serve` does: the handle is
+/// `Send`, and the GIL orders the calls.)
+#[pyclass(module = "ftlab._core")]
 pub struct FlashHandle {
-    flash: Cell<*mut Flash>,
+    flash: AtomicPtr<Flash>,
     /// The core error behind the last exception an operation raised: returned as itself
     /// (a NAND rule violation stays one) if the scheme lets the exception through.
-    error: RefCell<Option<Error>>,
+    error: Mutex<Option<Error>>,
 }
 
 impl FlashHandle {
     fn new() -> Self {
         FlashHandle {
-            flash: Cell::new(std::ptr::null_mut()),
-            error: RefCell::new(None),
+            flash: AtomicPtr::new(std::ptr::null_mut()),
+            error: Mutex::new(None),
         }
+    }
+
+    fn lend(&self, flash: *mut Flash) {
+        self.flash.store(flash, Ordering::Release);
+    }
+
+    fn take_error(&self) -> Option<Error> {
+        self.error.lock().unwrap_or_else(|e| e.into_inner()).take()
     }
 
     #[allow(clippy::mut_from_ref)]
     fn flash(&self) -> PyResult<&mut Flash> {
-        let ptr = self.flash.get();
+        let ptr = self.flash.load(Ordering::Acquire);
         if ptr.is_null() {
             return Err(PyRuntimeError::new_err(
                 "the flash handle is only valid during the call that received it",
@@ -51,7 +62,8 @@ impl FlashHandle {
         }
         // SAFETY: the pointer is set from the `&mut Flash` the core lends to the scheme
         // call in progress ([`PyScheme::call`]) and cleared when it returns; the caller
-        // does not touch the flash meanwhile, and the handle is bound to this thread.
+        // does not touch the flash meanwhile, and the GIL, held for the whole call, keeps
+        // any other thread from using the handle.
         Ok(unsafe { &mut *ptr })
     }
 
@@ -59,7 +71,7 @@ impl FlashHandle {
     fn raise(&self, e: impl Into<Error>) -> PyErr {
         let e = e.into();
         let py_err = to_py(e.clone());
-        *self.error.borrow_mut() = Some(e);
+        *self.error.lock().unwrap_or_else(|e| e.into_inner()) = Some(e);
         py_err
     }
 }
@@ -191,7 +203,7 @@ impl Device {
     /// foreground), the pages it moves reported by `take_moves`.
     fn page_allocator(&self) -> PageAllocator {
         PageAllocator {
-            inner: RefCell::new(CoreAllocator::new(&self.cfg, &self.layout, false)),
+            inner: Mutex::new(CoreAllocator::new(&self.cfg, &self.layout, false)),
         }
     }
 
@@ -202,7 +214,7 @@ impl Device {
     fn translation_store(&self, pages: u32) -> PyResult<TranslationStore> {
         let store = CoreStore::new(&self.cfg, &self.layout, pages).map_err(to_py)?;
         Ok(TranslationStore {
-            inner: RefCell::new(store),
+            inner: Mutex::new(store),
         })
     }
 }
@@ -210,9 +222,9 @@ impl Device {
 /// The kit's translation-page store ([`CoreStore`]): `read(k)` and `write(k)` of
 /// translation pages under the `translation` cause, data pages from `data_page`, GC moves
 /// of data pages reported as for the page allocator.
-#[pyclass(unsendable, module = "ftlab._core")]
+#[pyclass(module = "ftlab._core")]
 pub struct TranslationStore {
-    inner: RefCell<CoreStore>,
+    inner: Mutex<CoreStore>,
 }
 
 impl TranslationStore {
@@ -224,9 +236,15 @@ impl TranslationStore {
         let fl = flash.flash()?;
         let mut inner = self
             .inner
-            .try_borrow_mut()
+            .try_lock()
             .map_err(|_| PyRuntimeError::new_err("translation store re-entered"))?;
         f(&mut inner, fl).map_err(|e| flash.raise(e))
+    }
+}
+
+impl TranslationStore {
+    fn lock(&self) -> std::sync::MutexGuard<'_, CoreStore> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 
@@ -249,12 +267,12 @@ impl TranslationStore {
     }
 
     fn has_moves(&self) -> bool {
-        self.inner.borrow().has_moves()
+        self.lock().has_moves()
     }
 
     /// Data pages GC moved since the last call: `(lpa, new ppn)` pairs.
     fn take_moves(&self) -> Vec<(u32, Ppn)> {
-        let mut inner = self.inner.borrow_mut();
+        let mut inner = self.lock();
         let moves = inner.take_moves();
         let out = moves.iter().map(|m| (m.key, m.to)).collect();
         inner.recycle_moves(moves);
@@ -267,17 +285,17 @@ impl TranslationStore {
     }
 
     fn has_idle_work(&self) -> bool {
-        self.inner.borrow().alloc.has_idle_work()
+        self.lock().alloc.has_idle_work()
     }
 
     fn background_gc(&self) -> bool {
-        self.inner.borrow().alloc.background_gc()
+        self.lock().alloc.background_gc()
     }
 
     /// The directory's and GC bookkeeping's DRAM: `{name: bytes}`.
     fn memory<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let mut out = Vec::new();
-        self.inner.borrow().memory(&mut out);
+        self.lock().memory(&mut out);
         breakdown_dict(py, out)
     }
 }
@@ -292,9 +310,9 @@ fn breakdown_dict(py: Python<'_>, out: MemoryBreakdown) -> PyResult<Bound<'_, Py
 
 /// The kit's page allocator ([`CoreAllocator`]): host pages in round-robin over the units,
 /// garbage collection in Rust, the pages it moved reported as `(lpa, new ppn)` pairs.
-#[pyclass(unsendable, module = "ftlab._core")]
+#[pyclass(module = "ftlab._core")]
 pub struct PageAllocator {
-    inner: RefCell<CoreAllocator>,
+    inner: Mutex<CoreAllocator>,
 }
 
 impl PageAllocator {
@@ -306,9 +324,15 @@ impl PageAllocator {
         let fl = flash.flash()?;
         let mut inner = self
             .inner
-            .try_borrow_mut()
+            .try_lock()
             .map_err(|_| PyRuntimeError::new_err("page allocator re-entered"))?;
         f(&mut inner, fl).map_err(|e| flash.raise(e))
+    }
+}
+
+impl PageAllocator {
+    fn lock(&self) -> std::sync::MutexGuard<'_, CoreAllocator> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 
@@ -321,12 +345,12 @@ impl PageAllocator {
 
     /// Whether GC moved pages since the last `take_moves`.
     fn has_moves(&self) -> bool {
-        self.inner.borrow().has_moves()
+        self.lock().has_moves()
     }
 
     /// The pages GC moved since the last call: `(lpa, new ppn)` pairs, to apply to the map.
     fn take_moves(&self) -> Vec<(u32, Ppn)> {
-        let mut inner = self.inner.borrow_mut();
+        let mut inner = self.lock();
         let moves = inner.take_moves();
         let out = moves.iter().map(|m| (m.key, m.to)).collect();
         inner.recycle_moves(moves);
@@ -339,11 +363,11 @@ impl PageAllocator {
     }
 
     fn has_idle_work(&self) -> bool {
-        self.inner.borrow().has_idle_work()
+        self.lock().has_idle_work()
     }
 
     fn background_gc(&self) -> bool {
-        self.inner.borrow().background_gc()
+        self.lock().background_gc()
     }
 
     /// Rebuilds the allocator from the flash after a restart.
@@ -354,7 +378,7 @@ impl PageAllocator {
     /// The allocator's DRAM by component: `{name: bytes}`.
     fn memory<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let mut out = Vec::new();
-        self.inner.borrow().memory(&mut out);
+        self.lock().memory(&mut out);
         breakdown_dict(py, out)
     }
 }
@@ -384,11 +408,10 @@ impl PyScheme {
         Python::with_gil(|py| {
             let handle = self.handle.bind(py);
             let h = handle.borrow();
-            let ptr = flash.map_or(std::ptr::null_mut(), |f| f as *mut Flash);
-            h.flash.set(ptr);
+            h.lend(flash.map_or(std::ptr::null_mut(), |f| f as *mut Flash));
             let result = f(py, self.obj.bind(py), handle);
-            h.flash.set(std::ptr::null_mut());
-            let kept = h.error.borrow_mut().take();
+            h.lend(std::ptr::null_mut());
+            let kept = h.take_error();
             result.map_err(|e| match kept {
                 Some(core) => core,
                 None => scheme_error(py, &self.name, e),
