@@ -22,8 +22,8 @@ use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
 use std::sync::atomic::{AtomicPtr, Ordering};
-use std::sync::Mutex;
 use std::sync::Arc;
+use std::sync::Mutex;
 
 /// The simulated flash, lent to a Python scheme for the duration of one call. (A scheme may
 /// be built on one thread and driven from another, as `ftlab serve` does: the handle is
