@@ -130,21 +130,22 @@ _portable: set[str] = set()
 _loading_plugins = 0
 
 
+def _same_kind(value: Any, default: Any) -> bool:
+    """Whether `value` may stand for `default`: the same type, but an int is a valid float
+    and a bool is never a number."""
+    if isinstance(default, bool) or isinstance(value, bool):
+        return isinstance(value, bool) and isinstance(default, bool)
+    if isinstance(default, float):
+        return isinstance(value, (float, int))
+    return isinstance(value, type(default))
+
+
 def _checked_section(cls: type[Scheme], values: Mapping[str, Any]) -> dict[str, Any]:
-    """The section's values, each of its default's type (an int is a valid float)."""
+    """The section's values, each of its default's kind (`_same_kind`)."""
     out: dict[str, Any] = {}
     for key, default in (cls.defaults or {}).items():
         value = values.get(key, default)
-        ok = (
-            isinstance(value, bool)
-            if isinstance(default, bool)
-            else isinstance(value, (float, int)) and not isinstance(value, bool)
-            if isinstance(default, float)
-            else isinstance(value, int) and not isinstance(value, bool)
-            if isinstance(default, int)
-            else isinstance(value, type(default))
-        )
-        if not ok:
+        if not _same_kind(value, default):
             raise SchemeConfigError(
                 f"{cls.name}.{key}",
                 f"{value!r} is not a {type(default).__name__} like its default {default!r}",
