@@ -203,7 +203,10 @@ impl Device {
     /// foreground), the pages it moves reported by `take_moves`.
     fn page_allocator(&self) -> PageAllocator {
         PageAllocator {
-            inner: Mutex::new(CoreAllocator::new(&self.cfg, &self.layout, false)),
+            inner: Kit::new(
+                CoreAllocator::new(&self.cfg, &self.layout, false),
+                "page allocator",
+            ),
         }
     }
 
@@ -214,7 +217,7 @@ impl Device {
     fn translation_store(&self, pages: u32) -> PyResult<TranslationStore> {
         let store = CoreStore::new(&self.cfg, &self.layout, pages).map_err(to_py)?;
         Ok(TranslationStore {
-            inner: Mutex::new(store),
+            inner: Kit::new(store, "translation store"),
         })
     }
 }
@@ -224,28 +227,7 @@ impl Device {
 /// of data pages reported as for the page allocator.
 #[pyclass(module = "ftlab._core")]
 pub struct TranslationStore {
-    inner: Mutex<CoreStore>,
-}
-
-impl TranslationStore {
-    fn with<T>(
-        &self,
-        flash: &FlashHandle,
-        f: impl FnOnce(&mut CoreStore, &mut Flash) -> Result<T>,
-    ) -> PyResult<T> {
-        let fl = flash.flash()?;
-        let mut inner = self
-            .inner
-            .try_lock()
-            .map_err(|_| PyRuntimeError::new_err("translation store re-entered"))?;
-        f(&mut inner, fl).map_err(|e| flash.raise(e))
-    }
-}
-
-impl TranslationStore {
-    fn lock(&self) -> std::sync::MutexGuard<'_, CoreStore> {
-        self.inner.lock().unwrap_or_else(|e| e.into_inner())
-    }
+    inner: Kit<CoreStore>,
 }
 
 #[pymethods]
@@ -253,51 +235,90 @@ impl TranslationStore {
     /// Reads translation page `k` (one flash read); False, reading nothing, if it was
     /// never written.
     fn read(&self, k: u32, flash: &FlashHandle) -> PyResult<bool> {
-        self.with(flash, |s, f| s.read(k, f))
+        self.inner.with(flash, |s, f| s.read(k, f))
     }
 
     /// Writes a new version of translation page `k` (the old one invalidated).
     fn write(&self, k: u32, flash: &FlashHandle) -> PyResult<()> {
-        self.with(flash, |s, f| s.write(k, f, |_| {}))
+        self.inner.with(flash, |s, f| s.write(k, f, |_| {}))
     }
 
     /// The next free page for a host data write.
     fn data_page(&self, flash: &FlashHandle) -> PyResult<Ppn> {
-        self.with(flash, |s, f| s.data_page(f))
+        self.inner.with(flash, |s, f| s.data_page(f))
     }
 
     fn has_moves(&self) -> bool {
-        self.lock().has_moves()
+        self.inner.lock().has_moves()
     }
 
     /// Data pages GC moved since the last call: `(lpa, new ppn)` pairs.
     fn take_moves(&self) -> Vec<(u32, Ppn)> {
-        let mut inner = self.lock();
-        let moves = inner.take_moves();
-        let out = moves.iter().map(|m| (m.key, m.to)).collect();
-        inner.recycle_moves(moves);
-        out
+        move_pairs(&mut self.inner.lock().alloc)
     }
 
     /// Background GC in idle time (with `gc.mode = "background"`).
     fn idle_gc(&self, flash: &FlashHandle) -> PyResult<()> {
-        self.with(flash, |s, f| s.idle_gc(f))
+        self.inner.with(flash, |s, f| s.idle_gc(f))
     }
 
     fn has_idle_work(&self) -> bool {
-        self.lock().alloc.has_idle_work()
+        self.inner.lock().alloc.has_idle_work()
     }
 
     fn background_gc(&self) -> bool {
-        self.lock().alloc.background_gc()
+        self.inner.lock().alloc.background_gc()
     }
 
     /// The directory's and GC bookkeeping's DRAM: `{name: bytes}`.
     fn memory<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let mut out = Vec::new();
-        self.lock().memory(&mut out);
+        self.inner.lock().memory(&mut out);
         breakdown_dict(py, out)
     }
+}
+
+/// A kit mechanism shared with Python: operations that use the flash lock it for the call
+/// (a scheme re-entering it is an error, not a deadlock), queries lock it briefly.
+struct Kit<T> {
+    inner: Mutex<T>,
+    what: &'static str,
+}
+
+impl<T> Kit<T> {
+    fn new(inner: T, what: &'static str) -> Self {
+        Kit {
+            inner: Mutex::new(inner),
+            what,
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, T> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Runs `f` with the flash the handle lends; a core error is raised as Python's and
+    /// kept by the handle.
+    fn with<R>(
+        &self,
+        flash: &FlashHandle,
+        f: impl FnOnce(&mut T, &mut Flash) -> Result<R>,
+    ) -> PyResult<R> {
+        let fl = flash.flash()?;
+        let mut inner = self
+            .inner
+            .try_lock()
+            .map_err(|_| PyRuntimeError::new_err(format!("{} re-entered", self.what)))?;
+        f(&mut inner, fl).map_err(|e| flash.raise(e))
+    }
+}
+
+/// The data pages GC moved since the last call, as `(lpa, new ppn)` pairs.
+fn move_pairs(alloc: &mut CoreAllocator) -> Vec<(u32, Ppn)> {
+    let moves = alloc.take_moves();
+    let out = moves.iter().map(|m| (m.key, m.to)).collect();
+    alloc.recycle_moves(moves);
+    out
 }
 
 fn breakdown_dict(py: Python<'_>, out: MemoryBreakdown) -> PyResult<Bound<'_, PyDict>> {
@@ -312,73 +333,48 @@ fn breakdown_dict(py: Python<'_>, out: MemoryBreakdown) -> PyResult<Bound<'_, Py
 /// garbage collection in Rust, the pages it moved reported as `(lpa, new ppn)` pairs.
 #[pyclass(module = "ftlab._core")]
 pub struct PageAllocator {
-    inner: Mutex<CoreAllocator>,
-}
-
-impl PageAllocator {
-    fn with<T>(
-        &self,
-        flash: &FlashHandle,
-        f: impl FnOnce(&mut CoreAllocator, &mut Flash) -> Result<T>,
-    ) -> PyResult<T> {
-        let fl = flash.flash()?;
-        let mut inner = self
-            .inner
-            .try_lock()
-            .map_err(|_| PyRuntimeError::new_err("page allocator re-entered"))?;
-        f(&mut inner, fl).map_err(|e| flash.raise(e))
-    }
-}
-
-impl PageAllocator {
-    fn lock(&self) -> std::sync::MutexGuard<'_, CoreAllocator> {
-        self.inner.lock().unwrap_or_else(|e| e.into_inner())
-    }
+    inner: Kit<CoreAllocator>,
 }
 
 #[pymethods]
 impl PageAllocator {
     /// The next free page for a host write (collecting garbage first if the unit needs it).
     fn host_page(&self, flash: &FlashHandle) -> PyResult<Ppn> {
-        self.with(flash, |a, f| a.host_page(f))
+        self.inner.with(flash, |a, f| a.host_page(f))
     }
 
     /// Whether GC moved pages since the last `take_moves`.
     fn has_moves(&self) -> bool {
-        self.lock().has_moves()
+        self.inner.lock().has_moves()
     }
 
     /// The pages GC moved since the last call: `(lpa, new ppn)` pairs, to apply to the map.
     fn take_moves(&self) -> Vec<(u32, Ppn)> {
-        let mut inner = self.lock();
-        let moves = inner.take_moves();
-        let out = moves.iter().map(|m| (m.key, m.to)).collect();
-        inner.recycle_moves(moves);
-        out
+        move_pairs(&mut self.inner.lock())
     }
 
     /// Background GC in idle time (with `gc.mode = "background"`).
     fn idle_gc(&self, flash: &FlashHandle) -> PyResult<()> {
-        self.with(flash, |a, f| a.idle_gc(f))
+        self.inner.with(flash, |a, f| a.idle_gc(f))
     }
 
     fn has_idle_work(&self) -> bool {
-        self.lock().has_idle_work()
+        self.inner.lock().has_idle_work()
     }
 
     fn background_gc(&self) -> bool {
-        self.lock().background_gc()
+        self.inner.lock().background_gc()
     }
 
     /// Rebuilds the allocator from the flash after a restart.
     fn recover(&self, flash: &FlashHandle) -> PyResult<()> {
-        self.with(flash, |a, f| a.recover(f))
+        self.inner.with(flash, |a, f| a.recover(f))
     }
 
     /// The allocator's DRAM by component: `{name: bytes}`.
     fn memory<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let mut out = Vec::new();
-        self.lock().memory(&mut out);
+        self.inner.lock().memory(&mut out);
         breakdown_dict(py, out)
     }
 }
