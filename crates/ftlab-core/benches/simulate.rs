@@ -3,11 +3,12 @@
 //! `ftlab bench` measures the same on the standard 1 M-request trace.
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use ftlab_core::config::{self, Config, Layout};
+use ftlab_core::controller::simulator::Simulator;
+use ftlab_core::device::nand::Flash;
 use ftlab_core::ftl::{self, is_append_only, Ftl, Visitor, SCHEMES};
-use ftlab_core::nand::Flash;
-use ftlab_core::sim::Simulator;
-use ftlab_core::{workload, Request};
+use ftlab_core::io::workload;
+use ftlab_core::run::config::{self, Config, Layout};
+use ftlab_core::Request;
 
 struct Replay<'a> {
     cfg: &'a Config,

@@ -16,7 +16,7 @@ pub enum Error {
     /// An I/O failure opening or reading a file.
     Io { file: PathBuf, message: String },
     /// The FTL asked the flash for something real NAND refuses.
-    Nand(crate::nand::NandError),
+    Nand(crate::device::nand::NandError),
     /// Verification mode found a read that returned the wrong data.
     Verify {
         request: u64,
@@ -88,8 +88,8 @@ impl fmt::Display for Error {
 
 impl std::error::Error for Error {}
 
-impl From<crate::nand::NandError> for Error {
-    fn from(e: crate::nand::NandError) -> Self {
+impl From<crate::device::nand::NandError> for Error {
+    fn from(e: crate::device::nand::NandError) -> Self {
         Error::Nand(e)
     }
 }

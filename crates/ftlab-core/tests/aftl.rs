@@ -5,10 +5,10 @@
 mod common;
 
 use common::{read, run, small_config, trim, write};
-use ftlab_core::config::{Config, PreconditionMode};
-use ftlab_core::device;
+use ftlab_core::device::nand::Cause;
 use ftlab_core::ftl::is_append_only;
-use ftlab_core::nand::Cause;
+use ftlab_core::run::block_device;
+use ftlab_core::run::config::{Config, PreconditionMode};
 use ftlab_core::{Error, Request};
 
 /// 2 channels x 1 chip x 2 dies x 2 planes = 8 units; 16-page blocks: 128-page segments.
@@ -29,7 +29,7 @@ fn fill_segment(seg: u64, chunk: u32) -> Vec<Request> {
         .collect()
 }
 
-fn refused(result: ftlab_core::Result<ftlab_core::metrics::Report>) -> String {
+fn refused(result: ftlab_core::Result<ftlab_core::controller::metrics::Report>) -> String {
     match result {
         Err(Error::Refused { message }) => message,
         Err(e) => panic!("expected a refusal, got {e}"),
@@ -209,7 +209,7 @@ fn the_last_partial_segment_is_usable_up_to_the_logical_capacity() {
 #[test]
 fn the_device_front_gets_the_refusal_counted_and_the_device_carries_on() {
     let cfg = cfg();
-    let mut dev = device::open("aftl", &cfg, true).unwrap();
+    let mut dev = block_device::open("aftl", &cfg, true).unwrap();
     let w = dev.submit(&write(0, 4, 4096)).unwrap();
     let err = dev.submit(&write(1, 1, 4096)).unwrap_err();
     assert!(matches!(err, Error::Refused { .. }), "{err}");

@@ -2,12 +2,12 @@
 //! device, and the conventional stacks it is measured against (`f2fs` over page-mapped
 //! FTLs, `inplace`), through the public run API, every application read verified.
 
-use ftlab_core::api::{self, RunOptions};
-use ftlab_core::config::PreconditionMode;
+use ftlab_core::controller::metrics::Report;
+use ftlab_core::device::nand::Cause;
 use ftlab_core::host::lfs::FsLayout;
 use ftlab_core::host::StackKind;
-use ftlab_core::metrics::Report;
-use ftlab_core::nand::Cause;
+use ftlab_core::run::api::{self, RunOptions};
+use ftlab_core::run::config::PreconditionMode;
 use ftlab_core::Error;
 
 /// 2 channels x 1 chip x 2 dies x 2 planes (8 units), 16-page blocks: 128-page AMF

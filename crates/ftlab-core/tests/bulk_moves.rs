@@ -8,8 +8,8 @@
 mod common;
 
 use common::small_config;
-use ftlab_core::config::ProgramOrder;
-use ftlab_core::nand::{Cause, Flash, NandError, Oob, PageSink, Ppn, ServedPage};
+use ftlab_core::device::nand::{Cause, Flash, NandError, Oob, PageSink, Ppn, ServedPage};
+use ftlab_core::run::config::ProgramOrder;
 use proptest::prelude::*;
 use std::any::Any;
 
@@ -214,7 +214,7 @@ fn build(s: &Setup) -> Flash {
 }
 
 /// One of the first three blocks of a unit, chosen by `a`.
-fn busy_block(layout: &ftlab_core::config::Layout, a: u32) -> u32 {
+fn busy_block(layout: &ftlab_core::run::config::Layout, a: u32) -> u32 {
     (a % layout.units) * layout.blocks_per_unit + (a / layout.units) % 3
 }
 

@@ -1,6 +1,6 @@
 //! A bad configuration gets an error naming the key and saying why.
 
-use ftlab_core::config::{self, preset_names, Config};
+use ftlab_core::run::config::{self, preset_names, Config};
 
 fn resolve(sets: &[&str]) -> Result<Config, String> {
     let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
@@ -151,7 +151,10 @@ fn files_are_read_and_their_errors_name_the_file() {
     )
     .unwrap();
     assert_eq!(cfg.geometry.channels, 8, "overrides apply after files");
-    assert_eq!(cfg.gc.policy, ftlab_core::config::VictimPolicy::CostBenefit);
+    assert_eq!(
+        cfg.gc.policy,
+        ftlab_core::run::config::VictimPolicy::CostBenefit
+    );
     let err = config::resolve(None, None, &[bad.as_path()], &[])
         .unwrap_err()
         .to_string();

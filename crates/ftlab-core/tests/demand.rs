@@ -5,10 +5,10 @@
 mod common;
 
 use common::*;
-use ftlab_core::config::Config;
-use ftlab_core::metrics::Report;
-use ftlab_core::nand::Cause;
+use ftlab_core::controller::metrics::Report;
+use ftlab_core::device::nand::Cause;
 use ftlab_core::rng::Rng;
+use ftlab_core::run::config::Config;
 use ftlab_core::Request;
 use proptest::prelude::*;
 
@@ -225,7 +225,7 @@ fn a_budget_fraction_is_a_share_of_the_page_table() {
         bytes.dram.budget_fraction = 0.0;
         bytes.dram.budget_bytes = budget;
         let by_bytes = run(scheme, &bytes, &reqs, true).unwrap();
-        let flash = |r: &ftlab_core::metrics::Report| format!("{:?}", r.metrics.flash);
+        let flash = |r: &ftlab_core::controller::metrics::Report| format!("{:?}", r.metrics.flash);
         assert_eq!(flash(&by_fraction), flash(&by_bytes), "{scheme}");
         assert_eq!(by_fraction.device.dram_budget_bytes, budget);
     }
@@ -444,7 +444,7 @@ fn journal_run(hints: bool) -> Report {
         "hot_ranges",
         toml::Value::Array(vec![journal]),
     );
-    cfg.workload.kind = ftlab_core::workload::Kind::Pareto;
+    cfg.workload.kind = ftlab_core::io::workload::Kind::Pareto;
     cfg.workload.requests = 20_000;
     cfg.workload.request_sizes_bytes = vec![512];
     cfg.workload.journal_bytes = 512 << 10;
@@ -452,7 +452,7 @@ fn journal_run(hints: bool) -> Report {
     cfg.workload.start_offset_bytes = 512 << 10;
     let layout = cfg.validate().unwrap();
     let reqs: Vec<Request> =
-        ftlab_core::workload::generate(&cfg.workload, layout.logical_bytes(), layout.page_size)
+        ftlab_core::io::workload::generate(&cfg.workload, layout.logical_bytes(), layout.page_size)
             .unwrap()
             .map(|r| r.unwrap())
             .collect();
@@ -566,7 +566,7 @@ fn selective_mapping_block_as_one_command_does_one_pages_work() {
     for io in ["pages", "command"] {
         let mut cfg = device();
         cfg.dram.budget_bytes = 2048;
-        cfg.replay.mode = ftlab_core::config::ReplayMode::Closed;
+        cfg.replay.mode = ftlab_core::run::config::ReplayMode::Closed;
         cfg.replay.queue_depth = 8;
         with_key(
             &mut cfg,
@@ -625,7 +625,7 @@ fn mapping_only_takes_the_same_decisions_as_timed() {
             cfg.replay.timing = timing;
             // Background GC waits for idle die time, which mapping-only runs do not have;
             // with GC in the foreground both runs take the same decisions.
-            cfg.gc.mode = ftlab_core::config::GcMode::Foreground;
+            cfg.gc.mode = ftlab_core::run::config::GcMode::Foreground;
             let reqs = churn(&cfg, 3000, 12);
             reports.push(run(scheme, &cfg, &reqs, false).unwrap());
         }

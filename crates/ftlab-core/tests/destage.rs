@@ -5,7 +5,7 @@
 mod common;
 
 use common::*;
-use ftlab_core::config::{Config, Destage};
+use ftlab_core::run::config::{Config, Destage};
 use ftlab_core::Request;
 
 /// One die ([`one_die_config`]: 1 us per page on the channel), 2 us per command, 1 us per

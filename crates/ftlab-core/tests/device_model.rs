@@ -5,11 +5,11 @@
 mod common;
 
 use common::*;
-use ftlab_core::api::{self, RunOptions};
-use ftlab_core::config::{Config, FlushOrder, GcMode, PreconditionMode, ReplayMode};
+use ftlab_core::device::timing::{Place, Timeline};
 use ftlab_core::ftl::{is_append_only, SCHEMES};
 use ftlab_core::rng::Rng;
-use ftlab_core::timing::{Place, Timeline};
+use ftlab_core::run::api::{self, RunOptions};
+use ftlab_core::run::config::{Config, FlushOrder, GcMode, PreconditionMode, ReplayMode};
 use ftlab_core::Request;
 
 /// One channel, one die, `planes` planes, round numbers: tR 50 us, tPROG 500 us, tBERS

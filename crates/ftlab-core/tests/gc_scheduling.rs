@@ -5,8 +5,8 @@
 mod common;
 
 use common::*;
-use ftlab_core::config::GcMode;
 use ftlab_core::ftl::SCHEMES;
+use ftlab_core::run::config::GcMode;
 
 /// The schemes with an idle hook: they collect in the background when asked to.
 const BACKGROUND: [&str; 8] = [

@@ -4,12 +4,12 @@
 mod common;
 
 use common::*;
-use ftlab_core::config::Config;
+use ftlab_core::controller::metrics::Report;
+use ftlab_core::controller::simulator::Simulator;
+use ftlab_core::device::nand::{Cause, Flash};
 use ftlab_core::ftl::hashed::slimftl::SlimFtl;
 use ftlab_core::ftl::Scheme;
-use ftlab_core::metrics::Report;
-use ftlab_core::nand::{Cause, Flash};
-use ftlab_core::sim::Simulator;
+use ftlab_core::run::config::Config;
 use ftlab_core::{Op, Request};
 use proptest::prelude::*;
 use std::path::Path;
@@ -200,7 +200,7 @@ fn slimftl_superblocks_spread_sequential_runs_over_the_dies() {
         let mut cfg = small_config((4, 1, 2, 1), 32, 16, 0.15);
         set(&mut cfg, "slimftl", "lpa_shift", 4.into());
         set(&mut cfg, "slimftl", "virtual_blocks", vb.into());
-        cfg.replay.mode = ftlab_core::config::ReplayMode::Closed;
+        cfg.replay.mode = ftlab_core::run::config::ReplayMode::Closed;
         cfg.replay.queue_depth = 1;
         cfg
     };
@@ -233,7 +233,7 @@ fn slimftl_superblocks_spread_sequential_runs_over_the_dies() {
 
 #[test]
 fn mapping_memory_matches_the_thesis_on_its_device() {
-    let cfg = ftlab_core::config::resolve(Some("slimftl"), None, &[], &[]).unwrap();
+    let cfg = ftlab_core::run::config::resolve(Some("slimftl"), None, &[], &[]).unwrap();
     let layout = cfg.validate().unwrap();
     assert_eq!(layout.logical_pages, 2 * 1024 * 1024);
     let one = [write(0, 1, layout.page_size)];
@@ -277,7 +277,7 @@ fn bad_scheme_settings_name_the_key() {
     assert!(e.contains("slimftl.lpa_shift"), "{e}");
     let e = err("hpftl", "secondary_fraction", 0.001.into());
     assert!(e.contains("hpftl.secondary_fraction"), "{e}");
-    let e = ftlab_core::config::resolve(None, None, &[], &["slimftl.lpa_shfit=3".into()])
+    let e = ftlab_core::run::config::resolve(None, None, &[], &["slimftl.lpa_shfit=3".into()])
         .unwrap_err()
         .to_string();
     assert!(e.contains("slimftl.lpa_shift"), "{e}");
@@ -301,7 +301,7 @@ fn identical_inputs_give_identical_json() {
 fn mapping_only_mode_takes_the_same_decisions() {
     for scheme in SCHEMES {
         let mut cfg = small_config((2, 1, 2, 1), 32, 16, 0.15);
-        cfg.gc.mode = ftlab_core::config::GcMode::Foreground;
+        cfg.gc.mode = ftlab_core::run::config::GcMode::Foreground;
         let layout = cfg.validate().unwrap();
         let reqs = fill_and_churn(layout.logical_pages, layout.page_size, 3, 2, 2);
         let timed = run(scheme, &cfg, &reqs, true).unwrap();

@@ -4,14 +4,14 @@
 mod common;
 
 use common::{read, small_config, trim, write};
-use ftlab_core::config::{Config, Layout, PreconditionMode};
-use ftlab_core::device;
+use ftlab_core::controller::metrics::{Report, SourceInfo};
+use ftlab_core::controller::simulator::Simulator;
+use ftlab_core::device::nand::{Cause, Flash};
 use ftlab_core::ftl::{self, is_append_only, Ftl, Visitor, SCHEMES};
 use ftlab_core::host::{HostStack, Origin, PassThrough, Stacked};
-use ftlab_core::metrics::{Report, SourceInfo};
-use ftlab_core::nand::{Cause, Flash};
 use ftlab_core::rng::Rng;
-use ftlab_core::sim::Simulator;
+use ftlab_core::run::block_device;
+use ftlab_core::run::config::{Config, Layout, PreconditionMode};
 use ftlab_core::{Op, Request, Result};
 
 fn device_config() -> Config {
@@ -176,7 +176,7 @@ fn stack_requests_are_tagged_and_fs_waf_is_reported_apart() {
 /// Drives a device like a block-device front: a model of what each page holds, checked
 /// against what every read served.
 fn exercise(scheme: &str, cfg: &Config, seed: u64) {
-    let mut dev = device::open(scheme, cfg, true).unwrap();
+    let mut dev = block_device::open(scheme, cfg, true).unwrap();
     let layout = *dev.layout();
     let page = layout.page_size;
     let pages = layout.logical_pages;
@@ -238,7 +238,7 @@ fn every_scheme_serves_a_device_front() {
 fn a_device_is_preconditioned_when_configured() {
     let mut cfg = device_config();
     cfg.precondition.mode = PreconditionMode::Fill;
-    let mut dev = device::open("page", &cfg, true).unwrap();
+    let mut dev = block_device::open("page", &cfg, true).unwrap();
     let page = dev.layout().page_size;
     dev.submit(&read(0, 4, page)).unwrap();
     assert!(

@@ -4,9 +4,9 @@
 mod common;
 
 use common::*;
-use ftlab_core::config::{Config, FlushOrder};
-use ftlab_core::nand::Cause;
+use ftlab_core::device::nand::Cause;
 use ftlab_core::rng::Rng;
+use ftlab_core::run::config::{Config, FlushOrder};
 use ftlab_core::{Request, Result};
 use proptest::prelude::*;
 
@@ -53,7 +53,7 @@ fn mixed(cfg: &Config, n: usize, seed: u64, trims: bool) -> Vec<Request> {
     reqs
 }
 
-fn counter(report: &ftlab_core::metrics::Report, name: &str) -> f64 {
+fn counter(report: &ftlab_core::controller::metrics::Report, name: &str) -> f64 {
     report.metrics.scheme[name]
 }
 
@@ -241,7 +241,7 @@ fn stripe_chunks_keep_long_segments_and_learn_approximate_ones() -> Result<()> {
     let mut reads = fill.clone();
     reads.extend((0..groups * 256).step_by(16).map(|p| read(p, 16, 4096)));
     let closed = |mut cfg: Config| {
-        cfg.replay.mode = ftlab_core::config::ReplayMode::Closed;
+        cfg.replay.mode = ftlab_core::run::config::ReplayMode::Closed;
         cfg.replay.queue_depth = 1;
         cfg
     };

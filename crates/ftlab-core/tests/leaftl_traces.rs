@@ -6,7 +6,7 @@
 mod common;
 
 use common::*;
-use ftlab_core::config::FlushOrder;
+use ftlab_core::run::config::FlushOrder;
 
 fn verify_on(real: &RealTrace) {
     let Some(trace) = real.load() else { return };

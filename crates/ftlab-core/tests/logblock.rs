@@ -5,10 +5,10 @@
 mod common;
 
 use common::*;
-use ftlab_core::config::{Config, PreconditionMode, ProgramOrder};
+use ftlab_core::controller::metrics::Report;
+use ftlab_core::device::nand::Cause;
 use ftlab_core::ftl::logblock::max_log_blocks;
-use ftlab_core::metrics::Report;
-use ftlab_core::nand::Cause;
+use ftlab_core::run::config::{Config, PreconditionMode, ProgramOrder};
 use ftlab_core::Request;
 use proptest::prelude::*;
 
@@ -208,7 +208,7 @@ fn every_scheme_reaches_steady_state_verified_with_merges() {
 /// before the run, with a pool of 16 log blocks so that the trace's overwrites merge.
 #[test]
 fn every_real_trace_replays_verified_on_every_scheme() {
-    use ftlab_core::api::{self, RunOptions};
+    use ftlab_core::run::api::{self, RunOptions};
     let Some(dir) = traces_dir() else { return };
     let traces: [(&str, &[&str]); 14] = [
         ("ssdsim_hust_financial1/example.ascii", &[]),
@@ -289,7 +289,7 @@ fn every_real_trace_replays_verified_on_every_scheme() {
 /// A run of `scheme` on the KRAFT preset's device shrunk to 2 GiB, a few requests,
 /// mapping only; `sets` on top.
 fn pool_run(scheme: &str, sets: &[String]) -> ftlab_core::Result<Report> {
-    use ftlab_core::api::{self, RunOptions};
+    use ftlab_core::run::api::{self, RunOptions};
     let mut all: Vec<String> = vec![
         "geometry.blocks_per_plane=1024".into(),
         "precondition.mode=\"none\"".into(),

@@ -3,8 +3,8 @@
 mod common;
 
 use common::small_config;
-use ftlab_core::config::ProgramOrder;
-use ftlab_core::nand::{Cause, Flash, NandError, Oob};
+use ftlab_core::device::nand::{Cause, Flash, NandError, Oob};
+use ftlab_core::run::config::ProgramOrder;
 
 fn flash(order: ProgramOrder, extra: usize) -> Flash {
     let mut cfg = small_config((1, 1, 1, 1), 8, 8, 0.5);
@@ -209,7 +209,7 @@ fn host_operations_count_under_the_host_cause() {
 
 #[test]
 fn causes_are_listed_once_in_report_order() {
-    use ftlab_core::nand::{CAUSES, CAUSE_COUNT};
+    use ftlab_core::device::nand::{CAUSES, CAUSE_COUNT};
     assert_eq!(CAUSES.len(), CAUSE_COUNT);
     for (i, c) in CAUSES.iter().enumerate() {
         assert_eq!(*c as usize, i);

@@ -2,8 +2,8 @@
 //! examples/rust-scheme), registered by the address of its ABI table and run through the
 //! bridge (`ftl::native`) like a built-in scheme.
 
-use ftlab_core::api::{self, RunOptions};
 use ftlab_core::ftl::native;
+use ftlab_core::run::api::{self, RunOptions};
 
 fn register() {
     let name = unsafe { native::register(ftlab_rust_scheme::ftlab_scheme_api()) }.unwrap();

@@ -3,8 +3,8 @@
 mod common;
 
 use common::*;
-use ftlab_core::config::{GcMode, ProgramOrder, VictimPolicy};
-use ftlab_core::nand::Cause;
+use ftlab_core::device::nand::Cause;
+use ftlab_core::run::config::{GcMode, ProgramOrder, VictimPolicy};
 use ftlab_core::{Op, Request};
 use proptest::prelude::*;
 
@@ -221,7 +221,7 @@ proptest! {
     ) {
         let mut cfg = small_config((channels, 1, dies, planes), blocks, 1 << ppb_shift, op);
         cfg.buffer.size_bytes = buffer_pages * 4096;
-        if sorted { cfg.buffer.flush = ftlab_core::config::FlushOrder::Sorted; }
+        if sorted { cfg.buffer.flush = ftlab_core::run::config::FlushOrder::Sorted; }
         cfg.nand.program_order =
             [ProgramOrder::Sequential, ProgramOrder::Ascending, ProgramOrder::Any][order as usize];
         if cost_benefit { cfg.gc.policy = VictimPolicy::CostBenefit; }

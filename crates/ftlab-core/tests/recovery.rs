@@ -12,11 +12,11 @@
 mod common;
 
 use common::{read, small_config, trim, write};
-use ftlab_core::config::{Config, FlushOrder, PreconditionMode, ProgramOrder};
-use ftlab_core::device::{self, Device};
-use ftlab_core::nand::{Oob, PageSink, Ppn, ServedPage};
-use ftlab_core::recovery::{FlashImage, MapCheckpoint};
+use ftlab_core::device::nand::{Oob, PageSink, Ppn, ServedPage};
+use ftlab_core::device::recovery::{FlashImage, MapCheckpoint};
 use ftlab_core::rng::Rng;
+use ftlab_core::run::block_device::{self, Device};
+use ftlab_core::run::config::{Config, FlushOrder, PreconditionMode, ProgramOrder};
 use std::any::Any;
 
 /// Keeps what a store keeps: each programmed page's OOB and program number, and the
@@ -37,7 +37,7 @@ struct OobSink {
 }
 
 impl OobSink {
-    fn new(layout: &ftlab_core::config::Layout) -> Self {
+    fn new(layout: &ftlab_core::run::config::Layout) -> Self {
         OobSink {
             pages: vec![None; layout.physical_pages as usize],
             contents: vec![None; layout.physical_pages as usize],
@@ -223,12 +223,12 @@ fn crash_and_recover(
     cfg: &Config,
     dev: &mut Box<dyn Device>,
     host: &Host,
-) -> (Box<dyn Device>, ftlab_core::device::Recovered) {
+) -> (Box<dyn Device>, ftlab_core::run::block_device::Recovered) {
     let mut image = sink_of(dev).image(&host.trims);
     image.checkpoint = host.checkpoint.clone();
     let mut sink = sink_of(dev).clone();
     sink.left = None;
-    device::open_recovered(scheme, cfg, true, Box::new(sink), &image)
+    block_device::open_recovered(scheme, cfg, true, Box::new(sink), &image)
         .unwrap_or_else(|e| panic!("{scheme}: {e}"))
 }
 
@@ -295,8 +295,9 @@ fn crash_rounds_with(
 ) -> (u64, u64) {
     let layout = cfg.validate().unwrap();
     let logical = layout.logical_pages;
-    let mut dev = device::open_with_sink(scheme, first, true, Box::new(OobSink::new(&layout)))
-        .unwrap_or_else(|e| panic!("{scheme}: {e}"));
+    let mut dev =
+        block_device::open_with_sink(scheme, first, true, Box::new(OobSink::new(&layout)))
+            .unwrap_or_else(|e| panic!("{scheme}: {e}"));
     let mut host = Host::new(logical, seed);
     host.span = span.unwrap_or(logical);
     let (mut gc, mut rebuilt) = (0, 0);
@@ -448,7 +449,7 @@ fn aftl_recovers_its_segments_and_append_points() {
     let layout = cfg.validate().unwrap();
     let (logical, seg) = (layout.logical_pages, 128);
     let mut dev =
-        device::open_with_sink("aftl", &cfg, true, Box::new(OobSink::new(&layout))).unwrap();
+        block_device::open_with_sink("aftl", &cfg, true, Box::new(OobSink::new(&layout))).unwrap();
     let mut host = Host::new(logical, 3);
     let mut wp = vec![0u64; logical.div_ceil(seg) as usize];
     let mut erased = 0.0;
@@ -501,7 +502,7 @@ fn translation_pages_hold_their_entries_so_a_second_recovery_rewrites_none() {
     let layout = cfg.validate().unwrap();
     for scheme in ["dftl", "sftl", "tpftl", "selective"] {
         let sink = OobSink::new(&layout);
-        let mut dev = device::open_with_sink(scheme, &cfg, true, Box::new(sink)).unwrap();
+        let mut dev = block_device::open_with_sink(scheme, &cfg, true, Box::new(sink)).unwrap();
         let mut host = Host::new(layout.logical_pages, 31);
         host.run(&mut dev, 2000);
         dev.flush().unwrap();
@@ -530,7 +531,7 @@ fn an_image_the_device_cannot_hold_is_refused_naming_the_page() {
         1,
     ));
     let image = sink.image(&[]);
-    let err = match device::open_recovered("page", &cfg, true, Box::new(sink), &image) {
+    let err = match block_device::open_recovered("page", &cfg, true, Box::new(sink), &image) {
         Ok(_) => panic!("an impossible image was accepted"),
         Err(e) => e.to_string(),
     };
@@ -547,16 +548,21 @@ fn an_image_the_device_cannot_hold_is_refused_naming_the_page() {
 fn a_device_that_keeps_data_refuses_fftl_sector_packing() {
     let mut cfg = cfg();
     let layout = cfg.validate().unwrap();
-    assert!(device::open_with_sink("fftl", &cfg, true, Box::new(OobSink::new(&layout))).is_ok());
+    assert!(
+        block_device::open_with_sink("fftl", &cfg, true, Box::new(OobSink::new(&layout))).is_ok()
+    );
     cfg.buffer.size_bytes = 0;
-    let err = match device::open_with_sink("fftl", &cfg, true, Box::new(OobSink::new(&layout))) {
-        Ok(_) => panic!("a packing FFTL kept data"),
-        Err(e) => e.to_string(),
-    };
+    let err =
+        match block_device::open_with_sink("fftl", &cfg, true, Box::new(OobSink::new(&layout))) {
+            Ok(_) => panic!("a packing FFTL kept data"),
+            Err(e) => e.to_string(),
+        };
     assert!(err.contains("fftl.sector_packing"), "{err}");
     cfg.schemes
         .entry("fftl".to_string())
         .or_default()
         .insert("sector_packing".into(), toml::Value::Boolean(false));
-    assert!(device::open_with_sink("fftl", &cfg, true, Box::new(OobSink::new(&layout))).is_ok());
+    assert!(
+        block_device::open_with_sink("fftl", &cfg, true, Box::new(OobSink::new(&layout))).is_ok()
+    );
 }

@@ -3,8 +3,8 @@
 mod common;
 
 use common::*;
-use ftlab_core::config::{Config, ReplayMode};
-use ftlab_core::metrics::LatencyStats;
+use ftlab_core::controller::metrics::LatencyStats;
+use ftlab_core::run::config::{Config, ReplayMode};
 use ftlab_core::Request;
 
 /// One channel, one die: every operation serialises, so latencies are exact sums.
@@ -112,7 +112,7 @@ fn a_many_page_flush_delays_each_write_until_its_own_slot_is_free() {
     let mut cfg = one_die();
     cfg.buffer.size_bytes = 4 * 4096;
     // Sorted: the whole buffer at once, as LeaFTL flushes.
-    cfg.buffer.flush = ftlab_core::config::FlushOrder::Sorted;
+    cfg.buffer.flush = ftlab_core::run::config::FlushOrder::Sorted;
     cfg.replay.mode = ReplayMode::Closed;
     cfg.replay.queue_depth = 1;
     let reqs: Vec<Request> = (0..8).map(|p| write(p, 1, 4096)).collect();
@@ -147,7 +147,7 @@ fn a_flushed_page_frees_its_slot_after_the_fillers_it_needs() {
 /// first; an operation of another cause inside the command is timed on its own.
 #[test]
 fn a_vector_command_takes_one_page_time() {
-    use ftlab_core::nand::{Cause, Flash, Oob};
+    use ftlab_core::device::nand::{Cause, Flash, Oob};
     let cfg = one_die();
     let layout = cfg.validate().unwrap();
     let (tr, tprog) = (cfg.nand.read_latency_ns, cfg.nand.program_latency_ns);

@@ -10,8 +10,8 @@
 //! onto the device it plans for: every request inside it, pages consecutive, offsets
 //! within the page kept, verification passing.
 
-use ftlab_core::api::{self, RunOptions};
-use ftlab_core::trace::{self, Record, TraceConfig, FORMATS};
+use ftlab_core::io::trace::{self, Record, TraceConfig, FORMATS};
+use ftlab_core::run::api::{self, RunOptions};
 use ftlab_core::Error;
 use proptest::prelude::*;
 use proptest::sample::Index;

@@ -6,10 +6,10 @@
 mod common;
 
 use common::traces_dir;
-use ftlab_core::api::{self, RunOptions};
-use ftlab_core::trace::replay::{Plan, Replay, FITTED_SPARE_BLOCKS};
-use ftlab_core::trace::scan::scan;
-use ftlab_core::trace::{self, Record, TraceConfig};
+use ftlab_core::io::trace::scan::scan;
+use ftlab_core::io::trace::{self, Record, TraceConfig};
+use ftlab_core::run::api::{self, RunOptions};
+use ftlab_core::run::replay::{Plan, Replay, FITTED_SPARE_BLOCKS};
 use ftlab_core::{Op, Request};
 use std::io::Write;
 use std::path::{Path, PathBuf};

@@ -3,10 +3,10 @@
 mod common;
 
 use common::*;
+use ftlab_core::controller::simulator::Simulator;
+use ftlab_core::device::nand::{Flash, Oob};
 use ftlab_core::ftl::page::PageFtl;
 use ftlab_core::ftl::{Ftl, MemoryBreakdown, Scheme};
-use ftlab_core::nand::{Flash, Oob};
-use ftlab_core::sim::Simulator;
 use ftlab_core::{Error, Request, Result};
 
 /// A page FTL that silently drops every tenth write.

@@ -73,7 +73,7 @@
 //! served), `model_misses`, `trainings`, `predictable_pages` (bits set), and the
 //! counters every demand-cached scheme reports.
 
-use ftlab_core::config::{Config, Layout};
+use ftlab_core::device::nand::{Flash, Oob, Ppn, NONE};
 use ftlab_core::ftl::demand::{
     self, read_data, settle, CachesEntries, CachesSingleEntries, OnFlashTable,
 };
@@ -81,7 +81,7 @@ use ftlab_core::ftl::external::{self, ExternalScheme};
 use ftlab_core::ftl::kit::alloc::{Move, StripeOrder};
 use ftlab_core::ftl::kit::mapcache::{Links, List, Replacement, ReplacementKind, Slots, NIL};
 use ftlab_core::ftl::{Ftl, MemoryBreakdown};
-use ftlab_core::nand::{Flash, Oob, Ppn, NONE};
+use ftlab_core::run::config::{Config, Layout};
 use ftlab_core::{Error, Result};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
@@ -536,7 +536,11 @@ impl LearnedFtl {
 impl Ftl for LearnedFtl {
     /// The cache starts empty, the table on flash is rebuilt ([`OnFlashTable::recover`]) and
     /// every translation page's model is retrained from it.
-    fn recover(&mut self, found: &ftlab_core::recovery::Found, flash: &mut Flash) -> Result<()> {
+    fn recover(
+        &mut self,
+        found: &ftlab_core::device::recovery::Found,
+        flash: &mut Flash,
+    ) -> Result<()> {
         self.table.recover(found, flash)?;
         for u in 0..self.table.units() {
             self.mapped[u as usize] = self

@@ -9,12 +9,12 @@
 mod common;
 
 use common::*;
-use ftlab_core::config::{Config, GcMode, PreconditionMode};
-use ftlab_core::device::{self, Device};
-use ftlab_core::metrics::Report;
-use ftlab_core::nand::{Cause, Oob, PageSink, Ppn, ServedPage};
-use ftlab_core::recovery::FlashImage;
+use ftlab_core::controller::metrics::Report;
+use ftlab_core::device::nand::{Cause, Oob, PageSink, Ppn, ServedPage};
+use ftlab_core::device::recovery::FlashImage;
 use ftlab_core::rng::Rng;
+use ftlab_core::run::block_device::{self, Device};
+use ftlab_core::run::config::{Config, GcMode, PreconditionMode};
 use ftlab_core::Request;
 use std::any::Any;
 
@@ -173,10 +173,12 @@ fn configuration_errors_name_their_key() {
         .map(|x| x.to_string())
         .collect()
     };
-    let err = ftlab_core::config::resolve(None, None, &[], &sets("learnedftl.nope=1")).unwrap_err();
+    let err =
+        ftlab_core::run::config::resolve(None, None, &[], &sets("learnedftl.nope=1")).unwrap_err();
     assert!(err.to_string().contains("learnedftl.nope"), "{err}");
-    let cfg = ftlab_core::config::resolve(None, None, &[], &sets("learnedftl.models_per_page=0"))
-        .unwrap();
+    let cfg =
+        ftlab_core::run::config::resolve(None, None, &[], &sets("learnedftl.models_per_page=0"))
+            .unwrap();
     let err = run("learnedftl", &cfg, &[], false).unwrap_err();
     assert!(
         err.to_string().contains("learnedftl.models_per_page"),
@@ -343,7 +345,7 @@ fn every_flushed_write_survives_crashes() {
         erased: Vec::new(),
         left: None,
     };
-    let mut dev = device::open_with_sink("learnedftl", &cfg, true, Box::new(sink)).unwrap();
+    let mut dev = block_device::open_with_sink("learnedftl", &cfg, true, Box::new(sink)).unwrap();
     let mut rng = Rng::new(11);
     let mut written: Vec<Vec<u64>> = vec![Vec::new(); logical as usize];
     let mut gc = 0;
@@ -362,7 +364,8 @@ fn every_flushed_write_survives_crashes() {
         image_sink.left = None;
         let image = image_sink.image();
         let (mut recovered, _) =
-            device::open_recovered("learnedftl", &cfg, true, Box::new(image_sink), &image).unwrap();
+            block_device::open_recovered("learnedftl", &cfg, true, Box::new(image_sink), &image)
+                .unwrap();
         let now = contents(&mut recovered, logical);
         for lpa in 0..logical as usize {
             let (was, is) = (flushed[lpa], now[lpa]);

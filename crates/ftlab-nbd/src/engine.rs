@@ -4,7 +4,7 @@
 //! simulated completion time is when the simulated SSD would have answered.
 
 use crate::store::{PageStore, SyncGroup};
-use ftlab_core::device::{Device, Live};
+use ftlab_core::run::block_device::{Device, Live};
 use ftlab_core::{Op, Request};
 use std::sync::Arc;
 use std::time::Instant;
@@ -252,7 +252,7 @@ impl Engine {
 
     /// The device, for the end of the session.
     /// The logical-to-physical map the flash holds (after a flush: every current copy).
-    pub fn mapping(&self) -> Result<Vec<ftlab_core::nand::Ppn>, String> {
+    pub fn mapping(&self) -> Result<Vec<ftlab_core::device::nand::Ppn>, String> {
         self.device.mapping().map_err(|e| e.to_string())
     }
 

@@ -10,7 +10,7 @@
 //!   rebuild) and the checkpoint a clean shutdown writes.
 //!
 //! The core stays free of networking: it knows the store only as a
-//! [`ftlab_core::nand::PageSink`].
+//! [`ftlab_core::device::nand::PageSink`].
 
 pub mod engine;
 pub mod proto;
@@ -18,8 +18,8 @@ pub mod recovery;
 pub mod server;
 pub mod store;
 
-use ftlab_core::config::Config;
-use ftlab_core::metrics::Report;
+use ftlab_core::controller::metrics::Report;
+use ftlab_core::run::config::Config;
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -42,7 +42,7 @@ pub struct ServeOptions {
 pub struct Status {
     pub address: String,
     pub elapsed_s: f64,
-    pub live: ftlab_core::device::Live,
+    pub live: ftlab_core::run::block_device::Live,
     pub connections: usize,
     pub flushes: u64,
     pub errors: u64,

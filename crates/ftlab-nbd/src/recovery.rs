@@ -11,7 +11,7 @@
 //! trusted), older ones were synced before the checkpoint was written. The mapping is the
 //! checkpoint's map, updated from the pages programmed since (highest sequence number) and
 //! the trims logged since; pages programmed before it are not looked at for the mapping.
-//! The flash model is restored from the records ([`ftlab_core::recovery`]) and the scheme
+//! The flash model is restored from the records ([`ftlab_core::device::recovery`]) and the scheme
 //! rebuilds its own structure ([`ftlab_core::ftl::Ftl::recover`]), reading the latest
 //! translation pages' bytes where it keeps its map on flash. Then the files are synced and
 //! a new checkpoint with the rebuilt map, marked unclean until the next clean shutdown, is
@@ -20,9 +20,9 @@
 use crate::engine::Engine;
 use crate::store::{meta_for, Files, Meta, PageStore, Record};
 use crate::ServeOptions;
-use ftlab_core::device;
-use ftlab_core::metrics::Report;
-use ftlab_core::recovery::{FlashImage, MapCheckpoint};
+use ftlab_core::controller::metrics::Report;
+use ftlab_core::device::recovery::{FlashImage, MapCheckpoint};
+use ftlab_core::run::block_device;
 use std::path::Path;
 use std::time::Instant;
 
@@ -115,8 +115,9 @@ pub fn open(opts: &ServeOptions, epoch: Instant) -> Result<(Engine, Startup), St
     write_atomically(&opts.store.join("meta.json"), text.as_bytes())?;
     write_checkpoint(&opts.store, &Checkpoint::default())?;
     let store = PageStore::new(files, &meta, 1, vec![0; meta.total_blocks as usize], 0);
-    let device = device::open_with_sink(&opts.scheme, &opts.cfg, opts.verify, Box::new(store))
-        .map_err(|e| e.to_string())?;
+    let device =
+        block_device::open_with_sink(&opts.scheme, &opts.cfg, opts.verify, Box::new(store))
+            .map_err(|e| e.to_string())?;
     Ok((Engine::new(device, epoch)?, Startup::default()))
 }
 
@@ -275,7 +276,8 @@ fn reopen(opts: &ServeOptions, meta: &Meta, epoch: Instant) -> Result<(Engine, S
     // pages): schemes with their map on flash check them against the scan.
     let mut latest: std::collections::HashMap<u64, (u64, u32)> = Default::default();
     for &(ppn, oob, prog) in &image.pages {
-        if oob.lpa == ftlab_core::nand::NONE && oob != ftlab_core::nand::Oob::FILLER {
+        if oob.lpa == ftlab_core::device::nand::NONE && oob != ftlab_core::device::nand::Oob::FILLER
+        {
             let e = latest.entry(oob.seq).or_insert((prog, ppn));
             if prog >= e.0 {
                 *e = (prog, ppn);
@@ -317,7 +319,7 @@ fn reopen(opts: &ServeOptions, meta: &Meta, epoch: Instant) -> Result<(Engine, S
     startup.trims_replayed = image.trims.len() as u64;
     let erase_counts = image.erase_counts.clone();
     let store = PageStore::new(files, meta, max_prog + 1, erase_counts, trim_len);
-    let (device, info) = device::open_recovered(
+    let (device, info) = block_device::open_recovered(
         &opts.scheme,
         &opts.cfg,
         opts.verify,

@@ -51,7 +51,7 @@ impl Shared {
         std::mem::take(&mut *self.events.lock().unwrap_or_else(|e| e.into_inner()))
     }
 
-    pub fn live(&self) -> ftlab_core::device::Live {
+    pub fn live(&self) -> ftlab_core::run::block_device::Live {
         self.engine().live()
     }
 }

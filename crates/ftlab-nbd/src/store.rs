@@ -12,7 +12,7 @@
 //! - `trims`: the trim log, 16-byte records (logical page, last host sequence number at the
 //!   trim), so that a trimmed page stays trimmed across a crash.
 //! - `meta.json`: the scheme and geometry the store was made for; `checkpoint`: written by
-//!   a clean shutdown ([`crate::recovery`]).
+//!   a clean shutdown ([`crate::device::recovery`]).
 //!
 //! Ordering, so that recovery never exposes bytes that were not written there: a page's
 //! data is written before its record, and the record's CRC must match the data for the
@@ -27,8 +27,8 @@
 //! of that page writes it. Partial pages are completed when the simulator's
 //! read-modify-write read serves the old page ([`PageStore::stage_partial`]).
 
-use ftlab_core::config::Layout;
-use ftlab_core::nand::{Oob, PageSink, Ppn, ServedPage, NONE};
+use ftlab_core::device::nand::{Oob, PageSink, Ppn, ServedPage, NONE};
+use ftlab_core::run::config::Layout;
 use std::any::Any;
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};

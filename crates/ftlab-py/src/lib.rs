@@ -1,8 +1,11 @@
 //! Python bindings of the ftlab core (`ftlab._core`). Thin: options in, JSON or TOML text
 //! out; long runs release the GIL and stay entirely in Rust.
 
-use ftlab_core::api::{self, RunOptions};
-use ftlab_core::{config, ftl, nand, trace, workload};
+use ftlab_core::device::nand;
+use ftlab_core::ftl;
+use ftlab_core::io::{trace, workload};
+use ftlab_core::run::api::{self, RunOptions};
+use ftlab_core::run::config;
 use pyo3::exceptions::{PyException, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -169,14 +172,14 @@ fn scheme_info() -> PyResult<String> {
 fn summarize(report_json: &str) -> PyResult<String> {
     let report: serde_json::Value = serde_json::from_str(report_json)
         .map_err(|e| FtlabError::new_err(format!("not a report: {e}")))?;
-    let summary = ftlab_core::summary::summarize(&report).map_err(to_py)?;
+    let summary = ftlab_core::run::summary::summarize(&report).map_err(to_py)?;
     serde_json::to_string(&summary).map_err(|e| FtlabError::new_err(e.to_string()))
 }
 
 /// (name, type) of each summary field: `str`, `int`, `float` or `bool`.
 #[pyfunction]
 fn summary_columns() -> Vec<(String, String)> {
-    pairs(ftlab_core::summary::COLUMNS)
+    pairs(ftlab_core::run::summary::COLUMNS)
 }
 
 /// (name, description) of each scheme family.

@@ -10,12 +10,12 @@
 //! Python so that a scheme need not write allocation and garbage collection again.
 
 use crate::to_py;
-use ftlab_core::config::{Config, Layout};
+use ftlab_core::device::nand::{Cause, Flash, Oob, Ppn, NONE};
 use ftlab_core::ftl::external::{self, intern_name, ExternalScheme};
 use ftlab_core::ftl::kit::alloc::{self, PageAllocator as CoreAllocator};
 use ftlab_core::ftl::kit::translation::TranslationStore as CoreStore;
 use ftlab_core::ftl::{Ftl, MemoryBreakdown};
-use ftlab_core::nand::{Cause, Flash, Oob, Ppn, NONE};
+use ftlab_core::run::config::{Config, Layout};
 use ftlab_core::{Error, Result};
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::intern;
@@ -78,7 +78,10 @@ impl FlashHandle {
 
 fn cause(name: &str) -> PyResult<Cause> {
     Cause::from_name(name).ok_or_else(|| {
-        let names: Vec<&str> = ftlab_core::nand::CAUSES.iter().map(|c| c.name()).collect();
+        let names: Vec<&str> = ftlab_core::device::nand::CAUSES
+            .iter()
+            .map(|c| c.name())
+            .collect();
         PyValueError::new_err(format!(
             "unknown cause `{name}`; the causes are: {}",
             names.join(", ")
@@ -545,14 +548,18 @@ impl Ftl for PyScheme {
 
     /// The bridge revalidates the live pages the OOB scan found, then hands the scheme
     /// the table (`live[lpa]` = ppn, or `None`) to rebuild its state from.
-    fn recover(&mut self, found: &ftlab_core::recovery::Found, flash: &mut Flash) -> Result<()> {
+    fn recover(
+        &mut self,
+        found: &ftlab_core::device::recovery::Found,
+        flash: &mut Flash,
+    ) -> Result<()> {
         if !self.has_recover {
             return Err(Error::Usage(format!(
                 "Python scheme `{}` cannot rebuild its state from flash: it defines no `recover`",
                 self.name
             )));
         }
-        ftlab_core::recovery::revalidate_live(found, flash)?;
+        ftlab_core::device::recovery::revalidate_live(found, flash)?;
         self.call(Some(flash), |py, obj, h| {
             let live: Vec<Option<Ppn>> = found
                 .live

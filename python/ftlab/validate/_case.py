@@ -153,7 +153,7 @@ def resolved(preset: str | None, values: Mapping[str, Any]) -> dict[str, Any]:
 
 def channel_transfer_ns(cfg: Mapping[str, Any]) -> int:
     """The channel time of one page with its OOB bytes, as the timing model rounds it
-    (crates/ftlab-core/src/timing.rs, `Timeline::new`): ceil(bytes x 1e9 / rate)."""
+    (crates/ftlab-core/src/device/timing.rs, `Timeline::new`): ceil(bytes x 1e9 / rate)."""
     geometry, nand = cfg["geometry"], cfg["nand"]
     size = int(geometry["page_size"]) + int(geometry["oob_size"])
     rate = int(nand["channel_bytes_per_s"])

@@ -1,7 +1,7 @@
 """The timing engine against queueing theory and the device's physical limits.
 
 - Poisson reads on one die: an M/D/1 queue (service D = tR + one page's channel transfer:
-  the die is held until its data is out, crates/ftlab-core/src/timing.rs). Mean response
+  the die is held until its data is out, crates/ftlab-core/src/device/timing.rs). Mean response
   D + rho D / (2 (1 - rho)) (Pollaczek-Khinchine); quantiles from the exact M/D/1 waiting
   time distribution (Erlang 1909; Crommelin 1932): P(W <= t) = (1 - rho) sum_{k=0}^{floor(t/D)}
   (lambda (kD - t))^k / k! e^{-lambda (kD - t)}, computed in 60-digit decimals (the sum

@@ -31,11 +31,11 @@
 //! (`segment_state`). The driver's per-page state array is simulator bookkeeping (the
 //! flash's valid bits), not device DRAM.
 
-use crate::blocks::FreeBlocks;
-use crate::config::{Config, Layout};
+use crate::device::blocks::FreeBlocks;
+use crate::device::nand::{Cause, Flash, Oob, NONE};
 use crate::error::{Error, Result};
 use crate::ftl::{Ftl, MemoryBreakdown, Scheme};
-use crate::nand::{Cause, Flash, Oob, NONE};
+use crate::run::config::{Config, Layout};
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
 
@@ -337,8 +337,8 @@ impl Ftl for Aftl {
     /// logged since that write are replayed for the trim cursor: a segment they covered
     /// whole is dead and erased, as it was before the crash. Members the segment has not
     /// reached yet get free blocks of their units. Blocks of no live segment are erased.
-    fn recover(&mut self, found: &crate::recovery::Found, flash: &mut Flash) -> Result<()> {
-        crate::recovery::revalidate_live(found, flash)?;
+    fn recover(&mut self, found: &crate::device::recovery::Found, flash: &mut Flash) -> Result<()> {
+        crate::device::recovery::revalidate_live(found, flash)?;
         let ppb = self.layout.pages_per_block;
         let (n, units) = (self.segments as usize, self.units);
         let programmed = |flash: &Flash, block: u32| {

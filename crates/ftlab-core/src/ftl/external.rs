@@ -10,11 +10,11 @@
 //! The registry is process-wide. A name is registered once; registering it again replaces
 //! the scheme (a notebook re-running a cell), but a built-in name is refused.
 
-use crate::config::{Config, Layout};
+use crate::device::nand::{Flash, Oob};
 use crate::error::{Error, Result};
 use crate::ftl::{Ftl, MemoryBreakdown, Visitor};
-use crate::nand::{Flash, Oob};
 use crate::request::Op;
+use crate::run::config::{Config, Layout};
 use std::collections::BTreeMap;
 use std::sync::{Arc, RwLock};
 
@@ -203,7 +203,7 @@ impl Ftl for Box<dyn Ftl> {
     fn reset_counters(&mut self) {
         (**self).reset_counters()
     }
-    fn recover(&mut self, found: &crate::recovery::Found, flash: &mut Flash) -> Result<()> {
+    fn recover(&mut self, found: &crate::device::recovery::Found, flash: &mut Flash) -> Result<()> {
         (**self).recover(found, flash)
     }
     fn finish(&mut self, flash: &mut Flash) -> Result<()> {
@@ -267,13 +267,13 @@ mod tests {
             .map(|s| s.to_string())
             .chain(["boxed-page-test.knob=4".to_string()])
             .collect();
-        let cfg = crate::config::resolve(None, None, &[], &sets).unwrap();
+        let cfg = crate::run::config::resolve(None, None, &[], &sets).unwrap();
         assert_eq!(
             cfg.scheme_section("boxed-page-test")["knob"].as_integer(),
             Some(4)
         );
         let bad = ["boxed-page-test.nob=4".to_string()];
-        let err = crate::config::resolve(None, None, &[], &bad).unwrap_err();
+        let err = crate::run::config::resolve(None, None, &[], &bad).unwrap_err();
         assert!(err.to_string().contains("boxed-page-test.nob"), "{err}");
         let layout = cfg.validate().unwrap();
         assert_eq!(

@@ -24,10 +24,10 @@ pub mod logblock;
 pub mod native;
 pub mod page;
 
-use crate::config::{Config, Layout};
+use crate::device::nand::{Flash, Oob, Ppn};
 use crate::error::{Error, Result};
-use crate::nand::{Flash, Oob, Ppn};
 use crate::request::Op;
+use crate::run::config::{Config, Layout};
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 
@@ -143,13 +143,17 @@ pub trait Ftl: 'static + Send {
     /// state: preconditioning traffic is kept out of the run's counters.
     fn reset_counters(&mut self) {}
 
-    /// Rebuilds the scheme's state after a restart ([`crate::recovery`]): `flash` holds
+    /// Rebuilds the scheme's state after a restart ([`crate::device::recovery`]): `flash` holds
     /// every page as programmed before, none valid; the scheme is as [`Scheme::new`] made
     /// it. It revalidates the pages it keeps, rebuilds its map and structure from `found`,
     /// and may write (rewrite translation pages, close blocks, finish an interrupted merge).
     /// Every registered scheme implements it; the default refuses, so that a scheme added
     /// without it makes the device refuse to start rather than serve a wrong map.
-    fn recover(&mut self, _found: &crate::recovery::Found, _flash: &mut Flash) -> Result<()> {
+    fn recover(
+        &mut self,
+        _found: &crate::device::recovery::Found,
+        _flash: &mut Flash,
+    ) -> Result<()> {
         Err(Error::Usage(
             "this scheme cannot rebuild its state from flash".into(),
         ))

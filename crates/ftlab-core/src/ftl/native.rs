@@ -8,12 +8,12 @@
 //! error in the call's context and returns a status; the scheme passes the status back and
 //! the bridge returns the recorded error.
 
-use crate::config::{Config, Layout};
+use crate::device::nand::{Cause, Flash, Oob, CAUSES};
 use crate::error::{Error, Result};
 use crate::ftl::external::{self, intern_name, ExternalScheme};
 use crate::ftl::kit::alloc::{Move as CoreMove, PageAllocator};
 use crate::ftl::{Ftl, MemoryBreakdown};
-use crate::nand::{Cause, Flash, Oob, CAUSES};
+use crate::run::config::{Config, Layout};
 use ftlab_scheme::{Geometry, HostApi, Move, SchemeApi, ABI_VERSION, NONE};
 use std::collections::VecDeque;
 use std::ffi::{c_char, c_void, CStr, CString};
@@ -337,8 +337,8 @@ impl Ftl for NativeScheme {
     }
 
     /// The live pages the OOB scan found are revalidated, then handed to the scheme.
-    fn recover(&mut self, found: &crate::recovery::Found, flash: &mut Flash) -> Result<()> {
-        crate::recovery::revalidate_live(found, flash)?;
+    fn recover(&mut self, found: &crate::device::recovery::Found, flash: &mut Flash) -> Result<()> {
+        crate::device::recovery::revalidate_live(found, flash)?;
         let (api, obj) = (self.api, self.obj);
         self.with(Some(flash), |ctx| {
             let code = unsafe { (api.recover)(obj, found.live.as_ptr(), found.live.len(), ctx) };

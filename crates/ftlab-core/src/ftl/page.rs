@@ -14,11 +14,11 @@
 //! single active block does (GC then finds runs invalidated whole), at the cost of the
 //! die parallelism of sequential I/O.
 
-use crate::config::{Config, Layout};
+use crate::device::nand::{Cause, Flash, Oob, Ppn, NONE};
 use crate::error::{Error, Result};
 use crate::ftl::kit::alloc::PageAllocator;
 use crate::ftl::{Ftl, MemoryBreakdown, Scheme};
-use crate::nand::{Cause, Flash, Oob, Ppn, NONE};
+use crate::run::config::{Config, Layout};
 use serde::{Deserialize, Serialize};
 
 /// The `[page]` section.
@@ -136,8 +136,8 @@ impl Ftl for PageFtl {
     }
 
     /// The table is the OOB scan's; the allocator is rebuilt around it.
-    fn recover(&mut self, found: &crate::recovery::Found, flash: &mut Flash) -> Result<()> {
-        crate::recovery::revalidate_live(found, flash)?;
+    fn recover(&mut self, found: &crate::device::recovery::Found, flash: &mut Flash) -> Result<()> {
+        crate::device::recovery::revalidate_live(found, flash)?;
         self.l2p.copy_from_slice(&found.live);
         self.alloc.recover(flash)?;
         self.apply_moves();

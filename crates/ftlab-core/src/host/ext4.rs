@@ -30,10 +30,10 @@
 //! Not modelled: block and inode bitmaps, group descriptors, extent-tree blocks and
 //! directories (a few blocks a transaction), and discards of the journal (ext4 issues none).
 
-use crate::config::{Config, Layout};
 use crate::error::{Error, Result};
 use crate::host::{clear_bit, test_and_set, HostStack, Origin};
 use crate::request::{Op, Request};
+use crate::run::config::{Config, Layout};
 
 /// `mke2fs`'s defaults: bytes of the device per inode, bytes of an inode.
 pub const INODE_RATIO_BYTES: u64 = 16384;
@@ -314,11 +314,11 @@ impl HostStack for Ext4 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::controller::simulator::Simulator;
+    use crate::device::nand::Flash;
     use crate::ftl::page::PageFtl;
     use crate::ftl::Scheme;
     use crate::host::Stacked;
-    use crate::nand::Flash;
-    use crate::sim::Simulator;
 
     /// 8 units of 64 blocks of 64 pages: 32,768 pages, a 4 MiB journal.
     fn stacked() -> Stacked<Ext4, PageFtl> {

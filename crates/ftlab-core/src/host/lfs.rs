@@ -58,13 +58,13 @@
 //! get the version the application last wrote to its page, through cleaning, metadata log
 //! cleaning and the device's own GC.
 
-use crate::blocks::{cost_benefit, GreedyIndex};
-use crate::config::{Config, Layout, VictimPolicy};
+use crate::device::blocks::{cost_benefit, GreedyIndex};
+use crate::device::nand::NONE;
 use crate::error::{Error, Result};
 use crate::ftl::MemoryBreakdown;
 use crate::host::{clear_bit, test_and_set, HostStack, Origin, StackKind};
-use crate::nand::NONE;
 use crate::request::{Op, Request};
+use crate::run::config::{Config, Layout, VictimPolicy};
 use crate::units;
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
@@ -1574,10 +1574,10 @@ impl HostStack for Lfs {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::controller::simulator::Simulator;
+    use crate::device::nand::Flash;
     use crate::ftl::Scheme;
     use crate::host::Stacked;
-    use crate::nand::Flash;
-    use crate::sim::Simulator;
 
     fn stacked() -> Stacked<Lfs, crate::ftl::aftl::Aftl> {
         let mut cfg = Config::default();

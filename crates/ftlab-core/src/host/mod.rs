@@ -24,13 +24,13 @@
 pub mod ext4;
 pub mod lfs;
 
-use crate::config::{Config, Layout};
+use crate::controller::metrics::{HostStackReport, Report, SourceInfo};
+use crate::controller::simulator::Simulator;
+use crate::device::nand::Cause;
 use crate::error::{Error, Result};
 use crate::ftl::{Ftl, MemoryBreakdown};
-use crate::metrics::{HostStackReport, Report, SourceInfo};
-use crate::nand::Cause;
 use crate::request::{Op, Request};
-use crate::sim::Simulator;
+use crate::run::config::{Config, Layout};
 use serde::{Deserialize, Serialize};
 
 /// Sets bit `i` of a bitmap (dirty-block sets of the host stacks); whether it was set.
@@ -305,7 +305,7 @@ impl<S: HostStack, F: Ftl> Stacked<S, F> {
     /// per application page), and cleaning by the stack counts as reclaiming.
     pub fn precondition(
         &mut self,
-        cfg: &crate::config::PreconditionConfig,
+        cfg: &crate::run::config::PreconditionConfig,
         warmup: &[u32],
         progress: &mut dyn FnMut(u64, f64) -> bool,
     ) -> Result<()> {

@@ -3,11 +3,11 @@
 
 #![allow(dead_code)]
 
-use ftlab_core::config::{Config, Layout};
+use ftlab_core::controller::metrics::{Report, SourceInfo};
+use ftlab_core::controller::simulator::Simulator;
+use ftlab_core::device::nand::{Cause, Flash};
 use ftlab_core::ftl::{self, Ftl, Visitor};
-use ftlab_core::metrics::{Report, SourceInfo};
-use ftlab_core::nand::{Cause, Flash};
-use ftlab_core::sim::Simulator;
+use ftlab_core::run::config::{Config, Layout};
 use ftlab_core::{Op, Request, Result};
 
 /// A small device with the given shape; everything else default.
@@ -35,7 +35,7 @@ pub fn small_config(
     cfg.interface.command_ns = 0;
     cfg.interface.link_bytes_per_s = 0;
     cfg.buffer.dram_bytes_per_s = 0;
-    cfg.buffer.destage = ftlab_core::config::Destage::OnFull;
+    cfg.buffer.destage = ftlab_core::run::config::Destage::OnFull;
     cfg
 }
 
@@ -89,7 +89,7 @@ impl Visitor for RunAll<'_> {
     fn visit<F: Ftl>(self, ftl: F, flash: Flash) -> Result<Report> {
         let mut sim = Simulator::new(self.cfg, self.layout, ftl, flash, self.verify);
         if self.precondition {
-            let warmup = ftlab_core::api::read_before_written(
+            let warmup = ftlab_core::run::api::read_before_written(
                 self.requests.iter().map(|r| Ok(*r)),
                 self.layout,
             )?;
@@ -150,12 +150,12 @@ fn run_verified(
 /// The records of a trace file as requests, every device in one address space (no
 /// compaction, no sorting): what the tests that fold or size traces themselves need.
 pub fn load_trace(path: &std::path::Path, format: &str, time_unit: &str) -> Vec<Request> {
-    let cfg = ftlab_core::trace::TraceConfig {
+    let cfg = ftlab_core::io::trace::TraceConfig {
         format: format.into(),
         time_unit: time_unit.into(),
         ..Default::default()
     };
-    let mut source = ftlab_core::trace::open_trace(path, &cfg)
+    let mut source = ftlab_core::io::trace::open_trace(path, &cfg)
         .unwrap_or_else(|e| panic!("{e}"))
         .source;
     let mut out = Vec::new();

@@ -16,7 +16,7 @@
 //! (logical + physical address bytes) per entry (8 bytes at 4-byte addresses, as the
 //! papers count it; list pointers and the index are not counted), and the GC bookkeeping.
 
-use crate::config::{Config, Layout};
+use crate::device::nand::{Flash, Oob, Ppn};
 use crate::error::Result;
 use crate::ftl::demand::{
     self, entries_in_budget, move_cached_entry, read_entry, settle, trim_entry, write_entry,
@@ -25,7 +25,7 @@ use crate::ftl::demand::{
 use crate::ftl::kit::alloc::Move;
 use crate::ftl::kit::mapcache::{Links, List, Replacement, ReplacementKind, Slots, NIL};
 use crate::ftl::{Ftl, MemoryBreakdown, Scheme};
-use crate::nand::{Flash, Oob, Ppn};
+use crate::run::config::{Config, Layout};
 use serde::{Deserialize, Serialize};
 
 /// The `[dftl]` section.
@@ -161,7 +161,7 @@ impl Dftl {
 
 impl Ftl for Dftl {
     /// The cache starts empty; the table on flash is rebuilt ([`OnFlashTable::recover`]).
-    fn recover(&mut self, found: &crate::recovery::Found, flash: &mut Flash) -> Result<()> {
+    fn recover(&mut self, found: &crate::device::recovery::Found, flash: &mut Flash) -> Result<()> {
         self.table.recover(found, flash)
     }
 

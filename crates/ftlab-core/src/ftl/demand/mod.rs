@@ -24,14 +24,14 @@ pub mod selective;
 pub mod sftl;
 pub mod tpftl;
 
-use crate::config::{Config, DramConfig, Layout};
+use crate::device::nand::{Cause, Flash, Oob, Ppn, NONE};
 use crate::divide::DivideBy;
 use crate::error::Result;
 use crate::ftl::kit::alloc::Move;
 use crate::ftl::kit::mapcache::NIL;
 use crate::ftl::kit::translation::TranslationStore;
 use crate::ftl::MemoryBreakdown;
-use crate::nand::{Cause, Flash, Oob, Ppn, NONE};
+use crate::run::config::{Config, DramConfig, Layout};
 use std::ops::Range;
 
 /// Counters every demand-cached scheme reports.
@@ -367,10 +367,14 @@ impl OnFlashTable {
     /// translation pages do not hold what the OOB scan found (the cache's dirty entries were
     /// lost; the data pages' OOB is the truth) is written again, so that the table on flash
     /// is current. A unit's pages are compared by their bytes when the front kept them
-    /// ([`crate::recovery::FlashImage::contents`]); without them every unit that maps
+    /// ([`crate::device::recovery::FlashImage::contents`]); without them every unit that maps
     /// anything is written again.
-    pub fn recover(&mut self, found: &crate::recovery::Found, flash: &mut Flash) -> Result<()> {
-        crate::recovery::revalidate_live(found, flash)?;
+    pub fn recover(
+        &mut self,
+        found: &crate::device::recovery::Found,
+        flash: &mut Flash,
+    ) -> Result<()> {
+        crate::device::recovery::revalidate_live(found, flash)?;
         self.flash_table.copy_from_slice(&found.live);
         let at = found.translation_pages(self.store.pages());
         self.store.recover(&at, flash)?;

@@ -41,14 +41,14 @@
 //! relocated page can leave its stripe, so the translation store also keeps each page's
 //! address.
 
-use crate::config::{Config, Layout};
+use crate::device::nand::{Flash, Oob, Ppn, NONE};
 use crate::error::{Error, Result};
 use crate::ftl::demand::{self, read_data, settle, CachesEntries, OnFlashTable};
 use crate::ftl::kit::alloc::Move;
 use crate::ftl::kit::mapcache::IndexedHeap;
 use crate::ftl::{Ftl, MemoryBreakdown, Scheme};
-use crate::nand::{Flash, Oob, Ppn, NONE};
 use crate::request::Op;
+use crate::run::config::{Config, Layout};
 use crate::units;
 use serde::{Deserialize, Serialize};
 
@@ -109,7 +109,7 @@ pub enum MappingBlockIo {
     Pages,
     /// One vector command: the pages are still read and programmed where the allocator
     /// places them (striped), but the block takes the time of one page's operation
-    /// ([`crate::nand::Flash::begin_command`]).
+    /// ([`crate::device::nand::Flash::begin_command`]).
     Command,
 }
 
@@ -362,7 +362,7 @@ impl Selective {
 
 impl Ftl for Selective {
     /// The cache starts empty; the table on flash is rebuilt ([`OnFlashTable::recover`]).
-    fn recover(&mut self, found: &crate::recovery::Found, flash: &mut Flash) -> Result<()> {
+    fn recover(&mut self, found: &crate::device::recovery::Found, flash: &mut Flash) -> Result<()> {
         self.table.recover(found, flash)
     }
 

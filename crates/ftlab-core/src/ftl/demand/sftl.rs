@@ -22,13 +22,13 @@
 //! location must be invalidated). GC updates cached pages and buffered entries in place
 //! and batches the rest per translation page, as DFTL.
 
-use crate::config::{Config, Layout};
+use crate::device::nand::{Flash, Oob, Ppn, NONE};
 use crate::error::{Error, Result};
 use crate::ftl::demand::{self, read_data, settle, CachesEntries, OnFlashTable};
 use crate::ftl::kit::alloc::{Move, StripeOrder};
 use crate::ftl::kit::mapcache::{IndexedHeap, Links, List, Replacement, ReplacementKind, NIL};
 use crate::ftl::{Ftl, MemoryBreakdown, Scheme};
-use crate::nand::{Flash, Oob, Ppn, NONE};
+use crate::run::config::{Config, Layout};
 use serde::{Deserialize, Serialize};
 
 /// The `[sftl]` section.
@@ -420,7 +420,7 @@ impl Sftl {
 
 impl Ftl for Sftl {
     /// The cache starts empty; the table on flash is rebuilt ([`OnFlashTable::recover`]).
-    fn recover(&mut self, found: &crate::recovery::Found, flash: &mut Flash) -> Result<()> {
+    fn recover(&mut self, found: &crate::device::recovery::Found, flash: &mut Flash) -> Result<()> {
         self.table.recover(found, flash)
     }
 

@@ -23,7 +23,7 @@
 //! as DFTL. Unlike the WiscSee code, selective prefetching is gated by its flag (spec
 //! section 15).
 
-use crate::config::{Config, Layout};
+use crate::device::nand::{Flash, Oob, Ppn};
 use crate::error::Result;
 use crate::ftl::demand::{
     self, address_bytes, entries_in_budget, move_cached_entry, read_entry, settle, trim_entry,
@@ -32,8 +32,8 @@ use crate::ftl::demand::{
 use crate::ftl::kit::alloc::Move;
 use crate::ftl::kit::mapcache::{IndexedHeap, Links, List, Slots, NIL};
 use crate::ftl::{Ftl, MemoryBreakdown, Scheme};
-use crate::nand::{Flash, Oob, Ppn};
 use crate::request::Op;
+use crate::run::config::{Config, Layout};
 use serde::{Deserialize, Serialize};
 
 /// The `[tpftl]` section.
@@ -313,7 +313,7 @@ impl Tpftl {
 
 impl Ftl for Tpftl {
     /// The cache starts empty; the table on flash is rebuilt ([`OnFlashTable::recover`]).
-    fn recover(&mut self, found: &crate::recovery::Found, flash: &mut Flash) -> Result<()> {
+    fn recover(&mut self, found: &crate::device::recovery::Found, flash: &mut Flash) -> Result<()> {
         self.table.recover(found, flash)
     }
 

@@ -37,12 +37,12 @@
 //! `gc.hard_threshold`) or the pool runs short; victims are the full blocks with the fewest
 //! valid pages, device-wide.
 
-use crate::blocks::{FreeBlocks, GreedyIndex};
-use crate::config::{Config, GcMode, Layout};
+use crate::device::blocks::{FreeBlocks, GreedyIndex};
+use crate::device::nand::{Cause, Flash, Oob, Ppn, NONE};
 use crate::error::{Error, Result};
 use crate::ftl::hashed::{self, EncodedTable, Md5Hasher};
 use crate::ftl::{Ftl, MemoryBreakdown, Scheme};
-use crate::nand::{Cause, Flash, Oob, Ppn, NONE};
+use crate::run::config::{Config, GcMode, Layout};
 use serde::{Deserialize, Serialize};
 
 /// The `[hpftl]` section.
@@ -715,8 +715,8 @@ impl Ftl for HpFtl {
     /// erased. Erased blocks refill the pool, the rest are hashed; the log block written
     /// last stays open, other partly written ones are closed with fillers. Then reclaims
     /// and GC run as before a host write, should the secondary table or the pool be short.
-    fn recover(&mut self, found: &crate::recovery::Found, flash: &mut Flash) -> Result<()> {
-        crate::recovery::revalidate_live(found, flash)?;
+    fn recover(&mut self, found: &crate::device::recovery::Found, flash: &mut Flash) -> Result<()> {
+        crate::device::recovery::revalidate_live(found, flash)?;
         let ppb = self.layout.pages_per_block;
         let blocks = self.layout.total_blocks;
         let mut live = vec![0u32; blocks as usize];
@@ -780,7 +780,7 @@ impl Ftl for HpFtl {
             self.log_open = last;
         }
         for block in open_logs {
-            crate::recovery::pad_block(flash, block)?;
+            crate::device::recovery::pad_block(flash, block)?;
         }
         for block in 0..blocks {
             if block != self.log_open {

@@ -50,12 +50,12 @@
 //! of each 32-bit VBT entry above the physical block number count the live pages that were
 //! shared out of that VBA, so that overwriting a page of a VBA with none needs no probe.
 
-use crate::blocks::FreeBlocks;
-use crate::config::{Config, GcMode, Layout};
+use crate::device::blocks::FreeBlocks;
+use crate::device::nand::{Cause, Flash, Oob, Ppn, NONE};
 use crate::error::{Error, Result};
 use crate::ftl::hashed::{self, EncodedTable, Md5Hasher};
 use crate::ftl::{Ftl, MemoryBreakdown, Scheme};
-use crate::nand::{Cause, Flash, Oob, Ppn, NONE};
+use crate::run::config::{Config, GcMode, Layout};
 use serde::{Deserialize, Serialize};
 
 /// The `[slimftl]` section.
@@ -533,8 +533,8 @@ impl Ftl for SlimFtl {
     /// collection interrupted by the crash would have, the block with the fewest current
     /// pages is emptied into the others' free pages while there are more such blocks than
     /// VBAs or a unit has no spare block left. Blocks holding no current page are erased.
-    fn recover(&mut self, found: &crate::recovery::Found, flash: &mut Flash) -> Result<()> {
-        crate::recovery::revalidate_live(found, flash)?;
+    fn recover(&mut self, found: &crate::device::recovery::Found, flash: &mut Flash) -> Result<()> {
+        crate::device::recovery::revalidate_live(found, flash)?;
         let total = self.layout.total_blocks;
         let live_pages = |flash: &Flash, b: u32| flash.valid_count(b);
         // Empty blocks while the VBAs or a unit's spare run short.

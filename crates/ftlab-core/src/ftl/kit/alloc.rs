@@ -21,12 +21,12 @@
 //! lookup. Data pages move to the unit's GC block; translation pages move to the unit's
 //! translation block, and the translation store updates its directory.
 
-use crate::blocks::{select_victim, FreeBlocks};
-use crate::config::{Config, CopyStream, GcMode, Layout, VictimPolicy};
+use crate::device::blocks::{select_victim, FreeBlocks};
+use crate::device::nand::{Cause, Flash, Oob, Ppn, NONE};
 use crate::divide::DivideBy;
 use crate::error::{Error, Result};
 use crate::ftl::MemoryBreakdown;
-use crate::nand::{Cause, Flash, Oob, Ppn, NONE};
+use crate::run::config::{Config, CopyStream, GcMode, Layout, VictimPolicy};
 
 /// Physical pages in the order the host stream writes them: `chunk` pages on one parallel
 /// unit, then `chunk` on the next, round-robin over the units in the allocator's order
@@ -644,7 +644,7 @@ impl PageAllocator {
         Ok(true)
     }
 
-    /// After a restart ([`crate::recovery`]), with the kept pages revalidated: the free
+    /// After a restart ([`crate::device::recovery`]), with the kept pages revalidated: the free
     /// pools, the open blocks and the block kinds from what the flash holds. A partly
     /// written block becomes the open block of its stream on its unit (data: the host
     /// stream, then GC's; translation pages: the translation stream); any other is closed
@@ -695,7 +695,7 @@ impl PageAllocator {
                         next: flash.write_pointer(block),
                     }
                 }
-                None => crate::recovery::pad_block(flash, block)?,
+                None => crate::device::recovery::pad_block(flash, block)?,
             }
         }
         if self.background_gc {

@@ -40,13 +40,13 @@
 pub mod plr;
 pub mod table;
 
-use crate::config::{Config, Layout, OOB_HEADER_BYTES};
+use crate::device::nand::{Cause, Flash, Oob, Ppn, NONE};
 use crate::error::{Error, Result};
 use crate::ftl::kit::alloc::{Move, PageAllocator, StripeOrder};
 use crate::ftl::kit::mapcache::{Links, List, NIL};
 use crate::ftl::kit::translation::TranslationStore;
 use crate::ftl::{Ftl, MemoryBreakdown, Scheme};
-use crate::nand::{Cause, Flash, Oob, Ppn, NONE};
+use crate::run::config::{Config, Layout, OOB_HEADER_BYTES};
 use plr::{Codec, Learned, Learner, Point};
 use serde::{Deserialize, Serialize};
 use std::time::Instant;
@@ -1136,8 +1136,8 @@ impl Ftl for LeaFtl {
     /// every other page is a batch of its own). The allocator is rebuilt; translation pages
     /// of groups evicted before the crash are dropped (their groups are relearned) and,
     /// under a DRAM budget, the groups that do not fit are evicted again.
-    fn recover(&mut self, found: &crate::recovery::Found, flash: &mut Flash) -> Result<()> {
-        crate::recovery::revalidate_live(found, flash)?;
+    fn recover(&mut self, found: &crate::device::recovery::Found, flash: &mut Flash) -> Result<()> {
+        crate::device::recovery::revalidate_live(found, flash)?;
         match &mut self.backing {
             Backing::Dram(a) => a.recover(flash)?,
             Backing::Flash(s) => s.recover(&vec![NONE; s.pages() as usize], flash)?,

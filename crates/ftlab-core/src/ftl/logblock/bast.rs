@@ -15,13 +15,13 @@
 //! block its table entry (block number, top, flags), its owner LBN, its page table (page
 //! index of each offset, with "absent") and a valid bitmap.
 
-use crate::config::{Config, Layout};
+use crate::device::nand::{Cause, Flash, Oob};
 use crate::error::Result;
 use crate::ftl::logblock::{
     bits_for, pool_size, Core, CoreOptions, LogMemory, PoolKeys, VictimOrder, Widths,
 };
 use crate::ftl::{Ftl, MemoryBreakdown, Scheme};
-use crate::nand::{Cause, Flash, Oob};
+use crate::run::config::{Config, Layout};
 use crate::units;
 use serde::{Deserialize, Serialize};
 
@@ -130,7 +130,7 @@ impl Ftl for Bast {
 
     /// The data-block map and the log-block pool are rebuilt from the OOB scan
     /// ([`Core::recover`]).
-    fn recover(&mut self, found: &crate::recovery::Found, flash: &mut Flash) -> Result<()> {
+    fn recover(&mut self, found: &crate::device::recovery::Found, flash: &mut Flash) -> Result<()> {
         self.core.recover(found, flash)
     }
 

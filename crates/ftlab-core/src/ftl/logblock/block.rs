@@ -20,11 +20,11 @@
 //! DRAM (by bits): the block map, and per open replacement block its logical block,
 //! physical block and top.
 
-use crate::config::{Config, Layout};
+use crate::device::nand::{Cause, Flash, Oob, NONE};
 use crate::error::{Error, Result};
 use crate::ftl::logblock::{bits_for, max_log_blocks, Core, CoreOptions, VictimOrder, Widths};
 use crate::ftl::{Ftl, MemoryBreakdown, Scheme};
-use crate::nand::{Cause, Flash, Oob, NONE};
+use crate::run::config::{Config, Layout};
 use serde::{Deserialize, Serialize};
 
 /// The `[block]` section.
@@ -131,7 +131,7 @@ impl Ftl for BlockFtl {
 
     /// The data-block map and the log-block pool are rebuilt from the OOB scan
     /// ([`Core::recover`]).
-    fn recover(&mut self, found: &crate::recovery::Found, flash: &mut Flash) -> Result<()> {
+    fn recover(&mut self, found: &crate::device::recovery::Found, flash: &mut Flash) -> Result<()> {
         self.core.recover(found, flash)
     }
 

@@ -18,13 +18,13 @@
 //! DRAM (by bits): the block map, and per log block its table entry, a page map of absolute
 //! logical page numbers and a valid bitmap; the SW log's logical block number.
 
-use crate::config::{Config, Layout};
+use crate::device::nand::{Cause, Flash, Oob};
 use crate::error::Result;
 use crate::ftl::logblock::{
     pool_size, Core, CoreOptions, LogMemory, PoolKeys, VictimOrder, Widths,
 };
 use crate::ftl::{Ftl, MemoryBreakdown, Scheme};
-use crate::nand::{Cause, Flash, Oob};
+use crate::run::config::{Config, Layout};
 use crate::units;
 use serde::{Deserialize, Serialize};
 
@@ -117,7 +117,7 @@ impl Ftl for Fast {
 
     /// The machinery is rebuilt ([`Core::recover`]); the RW log being filled is the one
     /// written last.
-    fn recover(&mut self, found: &crate::recovery::Found, flash: &mut Flash) -> Result<()> {
+    fn recover(&mut self, found: &crate::device::recovery::Found, flash: &mut Flash) -> Result<()> {
         self.core.recover(found, flash)?;
         let core = &self.core;
         self.current = (1..core.logs())

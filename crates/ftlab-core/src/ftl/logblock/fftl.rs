@@ -47,7 +47,7 @@
 //! per sector (the spec's `N_log x Npb x sectors_per_page x E`, over the whole pool), and
 //! the packing buffer (one page).
 
-use crate::config::{Config, Layout};
+use crate::device::nand::{Cause, Flash, Oob, Ppn, SectorTag, NONE};
 use crate::error::{Error, Result};
 use crate::ftl::logblock::bits_for;
 use crate::ftl::logblock::kast::{associative_write, check_k, merge_least_cost};
@@ -55,7 +55,7 @@ use crate::ftl::logblock::{
     pool_size, Core, CoreOptions, LogMemory, PoolKeys, VictimOrder, Widths,
 };
 use crate::ftl::{Ftl, MemoryBreakdown, Scheme, SectorSource, SECTOR_BYTES};
-use crate::nand::{Cause, Flash, Oob, Ppn, SectorTag, NONE};
+use crate::run::config::{Config, Layout};
 use crate::units;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
@@ -755,7 +755,7 @@ impl Ftl for Fftl {
     /// The data-block map and the log-block pool are rebuilt from the OOB scan
     /// ([`Core::recover`]). With sector packing on, refused: the scan does not rebuild the
     /// sector map (a device that keeps data refuses packing before it gets here).
-    fn recover(&mut self, found: &crate::recovery::Found, flash: &mut Flash) -> Result<()> {
+    fn recover(&mut self, found: &crate::device::recovery::Found, flash: &mut Flash) -> Result<()> {
         if self.packing.is_some() {
             return Err(Error::config(
                 "fftl.sector_packing",
@@ -840,7 +840,7 @@ mod tests {
     }
 
     /// A simulator over the harness's device with 2 KiB pages (4 sectors), verifying.
-    fn sector_sim<F: Scheme>(sets: &[&str]) -> crate::sim::Simulator<F> {
+    fn sector_sim<F: Scheme>(sets: &[&str]) -> crate::controller::simulator::Simulator<F> {
         use crate::ftl::logblock::tests::BASE;
         let all: Vec<String> = BASE
             .iter()
@@ -848,11 +848,12 @@ mod tests {
             .chain(sets)
             .map(|s| s.to_string())
             .collect();
-        let cfg = crate::config::resolve(None, None, &[], &all).unwrap_or_else(|e| panic!("{e}"));
+        let cfg =
+            crate::run::config::resolve(None, None, &[], &all).unwrap_or_else(|e| panic!("{e}"));
         let layout = cfg.validate().unwrap();
         let ftl = F::new(&cfg, &layout).unwrap_or_else(|e| panic!("{e}"));
         let flash = Flash::new(&cfg, &layout, 0, cfg.replay.timing).unwrap();
-        crate::sim::Simulator::new(&cfg, &layout, ftl, flash, true)
+        crate::controller::simulator::Simulator::new(&cfg, &layout, ftl, flash, true)
     }
 
     fn request(op: crate::request::Op, sector: u64, sectors: u32) -> crate::request::Request {
@@ -866,7 +867,12 @@ mod tests {
 
     /// `n` requests over the first `span` sectors: writes of 1-3 sectors (every eighth a
     /// whole 2 KiB page), a read every fourth, a trim every 50th; verified as they go.
-    fn sector_churn<F: Ftl>(sim: &mut crate::sim::Simulator<F>, n: u32, span: u64, seed: u64) {
+    fn sector_churn<F: Ftl>(
+        sim: &mut crate::controller::simulator::Simulator<F>,
+        n: u32,
+        span: u64,
+        seed: u64,
+    ) {
         use crate::request::Op;
         let mut rng = crate::rng::Rng::new(seed);
         for i in 0..n {
@@ -885,7 +891,7 @@ mod tests {
         }
     }
 
-    fn counter<F: Ftl>(sim: &crate::sim::Simulator<F>, name: &str) -> f64 {
+    fn counter<F: Ftl>(sim: &crate::controller::simulator::Simulator<F>, name: &str) -> f64 {
         let mut out = Vec::new();
         sim.ftl().counters(&mut out);
         out.into_iter()

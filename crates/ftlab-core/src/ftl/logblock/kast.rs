@@ -13,13 +13,13 @@
 //! DRAM (by bits): FAST's (absolute logical page per log page, valid bitmap, table entry),
 //! plus the K logical block numbers of each log block's association set.
 
-use crate::config::{Config, Layout};
+use crate::device::nand::{Cause, Flash, Oob};
 use crate::error::{Error, Result};
 use crate::ftl::logblock::{
     pool_size, Core, CoreOptions, LogMemory, PoolKeys, VictimOrder, Widths,
 };
 use crate::ftl::{Ftl, MemoryBreakdown, Scheme};
-use crate::nand::{Cause, Flash, Oob};
+use crate::run::config::{Config, Layout};
 use crate::units;
 use serde::{Deserialize, Serialize};
 
@@ -169,7 +169,7 @@ impl Ftl for Kast {
 
     /// The data-block map and the log-block pool are rebuilt from the OOB scan
     /// ([`Core::recover`]).
-    fn recover(&mut self, found: &crate::recovery::Found, flash: &mut Flash) -> Result<()> {
+    fn recover(&mut self, found: &crate::device::recovery::Found, flash: &mut Flash) -> Result<()> {
         self.core.recover(found, flash)
     }
 
@@ -219,7 +219,7 @@ mod tests {
     #[test]
     fn k_must_fit_a_block() {
         let cfg =
-            crate::config::resolve(None, None, &[], &["kast.max_associativity=0".to_string()])
+            crate::run::config::resolve(None, None, &[], &["kast.max_associativity=0".to_string()])
                 .unwrap();
         let layout = cfg.validate().unwrap();
         let err = Kast::new(&cfg, &layout).err().unwrap().to_string();

@@ -54,14 +54,14 @@
 //! against 128). DRAM (by bits): the block map, and per log block its table entry, N
 //! relative entries, the LBN array and a valid bitmap.
 
-use crate::config::{Config, Layout};
+use crate::device::nand::{Cause, Flash, Oob};
 use crate::error::{Error, Result};
 use crate::ftl::logblock::kast::check_k;
 use crate::ftl::logblock::{
     bits_for, pool_size, Core, CoreOptions, LogMemory, PoolKeys, VictimOrder, Widths,
 };
 use crate::ftl::{Ftl, MemoryBreakdown, Scheme};
-use crate::nand::{Cause, Flash, Oob};
+use crate::run::config::{Config, Layout};
 use crate::units;
 use serde::{Deserialize, Serialize};
 
@@ -280,7 +280,7 @@ impl Ftl for Kraft {
 
     /// The data-block map and the log-block pool are rebuilt from the OOB scan
     /// ([`Core::recover`]).
-    fn recover(&mut self, found: &crate::recovery::Found, flash: &mut Flash) -> Result<()> {
+    fn recover(&mut self, found: &crate::device::recovery::Found, flash: &mut Flash) -> Result<()> {
         self.core.recover(found, flash)
     }
 
@@ -414,7 +414,7 @@ mod tests {
     #[test]
     fn relative_entries_fit_twice_fast_s_log_blocks_in_the_same_dram() {
         // The KRAFT preset's device (64 GiB, 2 KiB pages, 128-page blocks).
-        let cfg = crate::config::resolve(Some("kraft"), None, &[], &[]).unwrap();
+        let cfg = crate::run::config::resolve(Some("kraft"), None, &[], &[]).unwrap();
         let layout = cfg.validate().unwrap();
         let w = Widths::new(&layout);
         let fast = LogMemory {

@@ -55,12 +55,12 @@ pub mod kast;
 pub mod kraft;
 mod recovery;
 
-use crate::blocks::FreeBlocks;
-use crate::config::{Config, Layout, ProgramOrder};
+use crate::device::blocks::FreeBlocks;
+use crate::device::nand::{Cause, Flash, Oob, Ppn, NONE};
 use crate::error::{Error, Result};
 use crate::ftl::kit::mapcache::{Links, List, NIL};
 use crate::ftl::MemoryBreakdown;
-use crate::nand::{Cause, Flash, Oob, Ppn, NONE};
+use crate::run::config::{Config, Layout, ProgramOrder};
 use serde::{Deserialize, Serialize};
 
 /// Bits to hold the values `0..=n` (`n` itself standing for "none" where one is needed).

@@ -1,4 +1,4 @@
-//! Rebuilding the log-block machinery after a restart ([`crate::recovery`]).
+//! Rebuilding the log-block machinery after a restart ([`crate::device::recovery`]).
 //!
 //! The OOB scan gives each logical page's current copy; what is lost is which block was a
 //! data block and which a log block, and each log block's page map and associations. They
@@ -26,11 +26,11 @@
 //! Counters that only classify merges (a slot's fill count) start at zero.
 
 use super::{Core, Slot};
-use crate::blocks::FreeBlocks;
+use crate::device::blocks::FreeBlocks;
+use crate::device::nand::{Cause, Flash, NONE};
+use crate::device::recovery::Found;
 use crate::error::{Error, Result};
 use crate::ftl::kit::mapcache::{Links, List};
-use crate::nand::{Cause, Flash, NONE};
-use crate::recovery::Found;
 use std::cmp::Reverse;
 
 /// What a block's current pages are.
@@ -68,7 +68,7 @@ impl Core {
     /// serial and sequential roles and LRU order, and the free pool from `found` (see the
     /// module notes). `flash` holds every page as programmed before, none valid.
     pub fn recover(&mut self, found: &Found, flash: &mut Flash) -> Result<()> {
-        crate::recovery::revalidate_live(found, flash)?;
+        crate::device::recovery::revalidate_live(found, flash)?;
         let total = self.layout.total_blocks as usize;
         let mut shape = vec![Shape::Dead; total];
         for (lpa, &ppn) in found.live.iter().enumerate() {

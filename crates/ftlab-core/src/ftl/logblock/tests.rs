@@ -2,10 +2,10 @@
 //! logical page, and the machinery's invariants checked against the flash.
 
 use super::Core;
-use crate::config::{resolve, Layout};
+use crate::device::nand::Flash;
 use crate::ftl::Scheme;
-use crate::nand::Flash;
 use crate::rng::Rng;
+use crate::run::config::{resolve, Layout};
 use std::collections::BTreeMap;
 
 /// Access to a log-block scheme's machinery (tests).

@@ -22,7 +22,7 @@
 //! slot, rather than the one write that triggered it by the whole batch. (A clean copy
 //! cached by a read may take such a slot without waiting for it: a simplification.)
 
-use crate::config::{BufferConfig, FlushOrder};
+use crate::run::config::{BufferConfig, FlushOrder};
 use std::collections::{HashMap, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
 

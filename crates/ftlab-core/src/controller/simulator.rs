@@ -10,7 +10,7 @@
 //! Timing: in open loop a request arrives at its timestamp times `replay.time_scale`; in
 //! closed loop it is issued as soon as fewer than `replay.queue_depth` requests are
 //! outstanding. Its command takes the host interface's time, and a write's data crosses
-//! the link ([`crate::interface`]). A request completes when its page reads are done and
+//! the link ([`crate::controller::interface`]). A request completes when its page reads are done and
 //! their data has crossed the link back, its writes are acknowledged (buffered writes once
 //! copied into the buffer's DRAM in a free slot: at once while the buffer has room, else
 //! when the page flushed from that slot has crossed the channel; unbuffered writes when
@@ -19,18 +19,20 @@
 //! The buffer writes back in the background (`buffer.destage = "watermark"`): from its
 //! high watermark down to its low one, in the idle time before each request.
 
-use crate::buffer::{Buffered, WriteBuffer};
-use crate::config::{Config, Destage, Layout, PreconditionConfig, PreconditionMode, ReplayMode};
-use crate::error::{Error, Result};
-use crate::ftl::{Ftl, SectorSource, SECTOR_BYTES};
-use crate::host::Origin;
-use crate::interface::Front;
-use crate::metrics::{
+use crate::controller::buffer::{Buffered, WriteBuffer};
+use crate::controller::interface::Front;
+use crate::controller::metrics::{
     DeviceInfo, GcReport, HostCounters, Latency, LatencyReport, LoadReport, Metrics,
     PreconditionReport, Report, Sampler, SourceInfo,
 };
-use crate::nand::{Cause, Flash, FlashStats, Oob, ServedPage};
+use crate::device::nand::{Cause, Flash, FlashStats, Oob, ServedPage};
+use crate::error::{Error, Result};
+use crate::ftl::{Ftl, SectorSource, SECTOR_BYTES};
+use crate::host::Origin;
 use crate::request::{Op, Request};
+use crate::run::config::{
+    Config, Destage, Layout, PreconditionConfig, PreconditionMode, ReplayMode,
+};
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap};
 
@@ -54,7 +56,7 @@ fn describe_served(served: Served) -> String {
     match served {
         Served::Unmapped => "nothing (unmapped)".into(),
         Served::Buffer(seq) => format!("host write #{seq} from the write buffer"),
-        Served::Flash(oob) if oob.lpa == crate::nand::NONE => {
+        Served::Flash(oob) if oob.lpa == crate::device::nand::NONE => {
             format!(
                 "a flash page holding no logical page (sequence #{})",
                 oob.seq
@@ -153,7 +155,7 @@ struct BurstMeter {
     peak_ns: u64,
     /// Requests slower than `queue_limit_ns`.
     queued: u64,
-    /// Longer than one block's whole reclaim ([`crate::timing::block_reclaim_ns`]): no
+    /// Longer than one block's whole reclaim ([`crate::device::timing::block_reclaim_ns`]): no
     /// request on an unsaturated device waits that long.
     queue_limit_ns: u64,
 }
@@ -164,7 +166,7 @@ impl BurstMeter {
 
     fn new(cfg: &Config) -> Self {
         BurstMeter {
-            queue_limit_ns: crate::timing::block_reclaim_ns(cfg),
+            queue_limit_ns: crate::device::timing::block_reclaim_ns(cfg),
             ..BurstMeter::default()
         }
     }
@@ -983,7 +985,7 @@ impl<F: Ftl> Simulator<F> {
             Served::Buffer(seq) => ServedPage::Buffer(seq),
             Served::Flash(oob) => {
                 let ppn = self.flash.last_read();
-                if ppn == crate::nand::NONE || self.flash.oob(ppn) != oob {
+                if ppn == crate::device::nand::NONE || self.flash.oob(ppn) != oob {
                     return Err(Error::Usage(format!(
                         "internal: the read of logical page {lpa} returned {oob:?}, which is                          not the page the scheme read last"
                     )));
@@ -1149,7 +1151,9 @@ impl<F: Ftl> Simulator<F> {
             load,
             scheduler: self.flash.scheduler_stats().cloned(),
             scheme,
-            host_stack: crate::metrics::HostStackReport::inplace(self.layout.logical_pages),
+            host_stack: crate::controller::metrics::HostStackReport::inplace(
+                self.layout.logical_pages,
+            ),
             time_series: std::mem::take(&mut self.sampler.series),
             host: self.host.clone(),
         };

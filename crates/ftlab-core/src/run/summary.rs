@@ -10,8 +10,8 @@
 //! times from the first to the last flash operation of each merge operation in timed runs,
 //! the serial cost model in every run).
 
+use crate::device::nand::CAUSES;
 use crate::error::{Error, Result};
-use crate::nand::CAUSES;
 use serde::Serialize;
 use serde_json::Value;
 

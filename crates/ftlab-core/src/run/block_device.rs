@@ -11,14 +11,14 @@
 //! bytes live where the scheme put them. Reads are checked against the shadow copy when the
 //! device was opened with verification.
 
-use crate::config::{Config, Layout, PreconditionMode};
+use crate::controller::metrics::{Report, SourceInfo};
+use crate::controller::simulator::Simulator;
+use crate::device::nand::{Flash, FlashStats, PageSink, Ppn, NONE};
+use crate::device::recovery::{self, FlashImage};
 use crate::error::Result;
 use crate::ftl::{self, Ftl, Visitor};
-use crate::metrics::{Report, SourceInfo};
-use crate::nand::{Flash, FlashStats, PageSink, Ppn, NONE};
-use crate::recovery::{self, FlashImage};
 use crate::request::{Op, Request};
-use crate::sim::Simulator;
+use crate::run::config::{Config, Layout, PreconditionMode};
 
 /// How a request went.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -53,7 +53,7 @@ pub trait Device: Send {
     fn live(&self) -> Live;
     /// The logical-to-physical map the flash holds (each valid page holding a logical
     /// page): after [`Device::flush`], every logical page's current copy. For a checkpoint
-    /// ([`crate::recovery::MapCheckpoint`]).
+    /// ([`crate::device::recovery::MapCheckpoint`]).
     fn mapping(&self) -> Result<Vec<Ppn>>;
 }
 
@@ -106,7 +106,7 @@ pub struct Recovered {
 }
 
 /// Opens scheme `scheme` over the flash contents `image` left by an earlier session (see
-/// [`crate::recovery`]): the flash model is restored, the scheme rebuilds its state
+/// [`crate::device::recovery`]): the flash model is restored, the scheme rebuilds its state
 /// ([`Ftl::recover`]), and the device goes on with its data in `sink`. With `verify`,
 /// reads are checked against what the flash held (the shadow copy starts from it).
 pub fn open_recovered(

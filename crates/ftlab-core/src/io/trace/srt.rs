@@ -246,7 +246,7 @@ impl<R: Read + Send> FormatReader for SrtReader<R> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::trace::{Diagnostics, RecordSource};
+    use crate::io::trace::{Diagnostics, RecordSource};
 
     fn record(
         kind: u32,

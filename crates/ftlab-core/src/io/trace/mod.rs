@@ -19,7 +19,6 @@ mod extents;
 mod fio;
 mod fiu;
 mod input;
-pub mod replay;
 pub mod scan;
 mod srt;
 mod vscsi;

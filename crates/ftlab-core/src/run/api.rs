@@ -1,18 +1,18 @@
 //! The entry points the front ends call: resolve a configuration, run a scheme over a
 //! trace or a synthetic workload, describe a trace, and measure speed for `ftlab bench`.
 
-use crate::config::{self, Config, Layout};
+use crate::controller::metrics::{Report, SourceInfo};
+use crate::controller::simulator::Simulator;
+use crate::device::nand::Flash;
 use crate::error::{Error, Result};
 use crate::ftl::{self, Ftl, Visitor};
 use crate::host::{self, HostStack, StackVisitor, Stacked};
-use crate::metrics::{Report, SourceInfo};
-use crate::nand::Flash;
+use crate::io::trace::scan::{self, TraceInfo};
+use crate::io::trace::{self, DeviceSize, InputProgress, TraceConfig};
+use crate::io::workload;
 use crate::request::{Request, RequestStream};
-use crate::sim::Simulator;
-use crate::trace::replay::{Plan, Replay, ReplayState};
-use crate::trace::scan::{self, TraceInfo};
-use crate::trace::{self, DeviceSize, InputProgress, TraceConfig};
-use crate::workload;
+use crate::run::config::{self, Config, Layout};
+use crate::run::replay::{Plan, Replay, ReplayState};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -373,7 +373,7 @@ pub fn run_with_progress(
 /// Whether the run needs the list of pages read before written: only a device that is not
 /// filled by preconditioning is warmed up page by page.
 fn wants_warmup(cfg: &Config) -> bool {
-    cfg.precondition.warmup && cfg.precondition.mode == crate::config::PreconditionMode::None
+    cfg.precondition.warmup && cfg.precondition.mode == crate::run::config::PreconditionMode::None
 }
 
 /// The logical pages `requests` read before they write them, in address order: the

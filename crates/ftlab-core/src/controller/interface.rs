@@ -11,7 +11,7 @@
 //! programmed once it has crossed); a read's flash pages are read (or its buffered pages
 //! read from DRAM), then its data crosses the link out.
 
-use crate::config::Config;
+use crate::run::config::Config;
 
 /// One data path: its rate and the latest run of back-to-back transfers placed on it.
 #[derive(Clone, Copy, Debug, Default)]

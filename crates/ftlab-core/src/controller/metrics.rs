@@ -3,9 +3,9 @@
 //! The report is plain data with a fixed field order and no wall-clock figures, so that
 //! identical inputs give byte-identical JSON.
 
-use crate::config::{Config, Layout};
+use crate::device::nand::{Cause, Flash, CAUSES, CAUSE_COUNT};
 use crate::ftl::MemoryBreakdown;
-use crate::nand::{Cause, Flash, CAUSES, CAUSE_COUNT};
+use crate::run::config::{Config, Layout};
 use hdrhistogram::Histogram;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -349,7 +349,7 @@ pub struct Metrics {
     /// saturated it; null in mapping-only mode.
     pub load: Option<LoadReport>,
     /// Multi-plane operations, suspensions and background work; null in mapping-only mode.
-    pub scheduler: Option<crate::timing::SchedulerStats>,
+    pub scheduler: Option<crate::device::timing::SchedulerStats>,
     /// Scheme-specific counters.
     pub scheme: BTreeMap<String, f64>,
     /// The host stack: its name, the application's capacity, its host memory and counters.
@@ -432,7 +432,7 @@ pub struct LoadReport {
 /// What preconditioning wrote before the measured run (none of it is in the run's metrics).
 #[derive(Clone, Debug, Serialize)]
 pub struct PreconditionReport {
-    pub mode: crate::config::PreconditionMode,
+    pub mode: crate::run::config::PreconditionMode,
     /// Pages the source reads before writing them, written first (`precondition.warmup`).
     pub warmup_pages: u64,
     pub host_pages_written: u64,
@@ -453,7 +453,7 @@ pub struct PreconditionReport {
 
 impl PreconditionReport {
     /// Nothing written yet, in `mode`.
-    pub fn new(mode: crate::config::PreconditionMode) -> Self {
+    pub fn new(mode: crate::run::config::PreconditionMode) -> Self {
         PreconditionReport {
             mode,
             warmup_pages: 0,
@@ -544,7 +544,7 @@ pub struct Report {
     pub source: SourceInfo,
     /// How a trace was read and mapped onto the device (absent for synthetic workloads).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub trace: Option<crate::trace::replay::TraceReport>,
+    pub trace: Option<crate::run::replay::TraceReport>,
     /// "timed" or "mapping-only".
     pub mode: &'static str,
     pub verify: bool,

@@ -244,7 +244,7 @@ mod tests {
 
     /// Every record of a whole file, through the line reader (line endings, blank lines).
     fn read_all(text: &str) -> Result<Vec<Record>, String> {
-        use crate::trace::{LineReader, RecordSource};
+        use crate::io::trace::{LineReader, RecordSource};
         let mut r = LineReader::new(
             text.as_bytes(),
             std::path::PathBuf::from("t"),

@@ -28,7 +28,7 @@
 //! With `read_priority`, `suspend` and `multi_plane` off the model is the plain FIFO one:
 //! every operation placed on its die and channel in the order the FTL issues it.
 
-use crate::config::{Config, Layout};
+use crate::run::config::{Config, Layout};
 use serde::Serialize;
 use std::collections::VecDeque;
 

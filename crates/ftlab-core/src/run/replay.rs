@@ -17,19 +17,19 @@
 //!   Idle gaps longer than `trace.max_gap_ns` are shortened to it.
 //!
 //! A replay that needs to know the trace in advance (sizing, compaction, several devices
-//! laid out separately) gets a [`Plan`] from a [`scan`](super::scan). Otherwise the
+//! laid out separately) gets a [`Plan`] from a [`scan`](crate::io::trace::scan). Otherwise the
 //! trace is streamed at once with an optimistic plan; if it turns out to need one (a
 //! second device, an address beyond the device), the replay stops and asks for a scan,
 //! and the caller starts again. Both paths give identical results.
 
-use super::scan::{DeviceFilter, Scan, DEVICE_SHIFT, MAX_PAGES};
-use super::{
+use crate::error::{Error, Result};
+use crate::io::trace::scan::{DeviceFilter, Scan, DEVICE_SHIFT, MAX_PAGES};
+use crate::io::trace::{
     open_trace, Compact, DeviceLayout, Diagnostics, Extents, InputProgress, Order, RecordSource,
     TraceConfig,
 };
-use crate::config::Config;
-use crate::error::{Error, Result};
 use crate::request::{Request, RequestStream};
+use crate::run::config::Config;
 use serde::Serialize;
 use std::collections::VecDeque;
 use std::path::Path;
@@ -363,7 +363,7 @@ impl Replay {
 
     /// Maps a record of kept device `k` onto the device; None when the optimistic plan
     /// does not fit the trace.
-    fn map(&mut self, rec: &super::Record, k: u32) -> Result<Option<Request>> {
+    fn map(&mut self, rec: &crate::io::trace::Record, k: u32) -> Result<Option<Request>> {
         let len = rec.len_bytes;
         if len == 0 {
             // Touches no page: its position does not matter.

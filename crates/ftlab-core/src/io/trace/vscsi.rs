@@ -251,8 +251,8 @@ impl<R: Read + Send> FormatReader for VscsiReader<R> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::trace::BlkEvent;
-    use crate::trace::{Diagnostics, RecordSource};
+    use crate::io::trace::BlkEvent;
+    use crate::io::trace::{Diagnostics, RecordSource};
 
     fn v1(opcode: u16, len: u32, lbn: u64, ts: u64) -> Vec<u8> {
         let mut r = Vec::new();

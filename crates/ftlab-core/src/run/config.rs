@@ -7,8 +7,8 @@
 //! geometry is possible, naming the key at fault.
 
 use crate::error::{Error, Result};
+use crate::io::workload::WorkloadConfig;
 use crate::units;
-use crate::workload::WorkloadConfig;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -353,7 +353,7 @@ pub struct Config {
     pub metrics: MetricsConfig,
     pub workload: WorkloadConfig,
     /// How traces are read and mapped onto the device.
-    pub trace: crate::trace::TraceConfig,
+    pub trace: crate::io::trace::TraceConfig,
     /// The host stack between the application and the device.
     pub host: crate::host::HostConfig,
     /// The log-structured file systems of the `f2fs` and `alfs` stacks.
@@ -501,7 +501,7 @@ impl Default for Config {
             precondition: PreconditionConfig::default(),
             metrics: MetricsConfig::default(),
             workload: WorkloadConfig::default(),
-            trace: crate::trace::TraceConfig::default(),
+            trace: crate::io::trace::TraceConfig::default(),
             host: crate::host::HostConfig::default(),
             lfs: crate::host::lfs::LfsConfig::default(),
             schemes: crate::ftl::scheme_defaults(),
@@ -514,37 +514,37 @@ pub const PRESETS: &[(&str, &str, &str)] = &[
     (
         "default",
         "a current TLC SSD: 8 channels x 4 dies x 2 planes, 8 GiB raw (fitted to traces), 74/475/104 us, 16 MiB write buffer, background GC, read priority, suspend",
-        include_str!("../presets/default.toml"),
+        include_str!("../../presets/default.toml"),
     ),
     (
         "legacy",
         "ftlab's default before the device model of 0.2: 256 MiB raw, 2 channels x 2 dies, 50/500/3000 us, FIFO scheduling, foreground GC, no preconditioning",
-        include_str!("../presets/legacy.toml"),
+        include_str!("../../presets/legacy.toml"),
     ),
     (
         "small",
         "anchors.md section 3: 2 GiB raw, 4 ch x 2 chips x 2 dies x 2 planes, 128 pages/block, 7% OP, 50/500/3000 us",
-        include_str!("../presets/small.toml"),
+        include_str!("../../presets/small.toml"),
     ),
     (
         "leaftl",
         "LeaFTL (ASPLOS'23): 2 TiB raw, 16 channels, 4 KiB pages, 256 pages/block, 128 B OOB, 20/200/1500 us, 20% OP",
-        include_str!("../presets/leaftl.toml"),
+        include_str!("../../presets/leaftl.toml"),
     ),
     (
         "slimftl",
         "SlimFTL thesis: 16 GiB logical, 8 KiB pages, 256 pages/block, 10% OP of the logical size",
-        include_str!("../presets/slimftl.toml"),
+        include_str!("../../presets/slimftl.toml"),
     ),
     (
         "amf",
         "AMF (FAST'16): the BlueDBM SSD, 512 GB of MLC, 8 channels x 4 ways, 128 x 4 KiB pages/block, 100/490/3500 us, 120 MB/s channels (240K/67K IOPS raw), no write buffer",
-        include_str!("../presets/amf.toml"),
+        include_str!("../../presets/amf.toml"),
     ),
     (
         "kraft",
         "KRAFT: 64 GiB of MLC NAND (Samsung K9G8G08U0A): 2 KiB pages, 128 pages/block, 60/800/1500 us",
-        include_str!("../presets/kraft.toml"),
+        include_str!("../../presets/kraft.toml"),
     ),
 ];
 

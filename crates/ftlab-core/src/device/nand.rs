@@ -17,10 +17,10 @@
 //! a 4-byte sequence number): the simulator's wider sequence number is the data's identity,
 //! not device OOB.
 
-use crate::config::{Config, Layout, ProgramOrder, OOB_HEADER_BYTES};
+use crate::device::timing::{Place, SchedulerStats, Span, Timeline};
 use crate::divide::DivideBy;
 use crate::error::{Error, Result};
-use crate::timing::{Place, SchedulerStats, Span, Timeline};
+use crate::run::config::{Config, Layout, ProgramOrder, OOB_HEADER_BYTES};
 use serde::Serialize;
 use std::any::Any;
 use std::fmt;
