@@ -5,18 +5,17 @@
 //! its own claim: on a sequentially written device its models serve cache misses without
 //! reading translation pages, so it double-reads far less than DFTL with the same DRAM.
 
-#[path = "../../ftlab-core/tests/common/mod.rs"]
+#[path = "../../ftlab-core/tests/integration/common/mod.rs"]
 mod common;
 
+use common::store::{sink_of, OobSink};
 use common::*;
 use ftlab_core::controller::metrics::Report;
-use ftlab_core::device::nand::{Cause, Oob, PageSink, Ppn, ServedPage};
-use ftlab_core::device::recovery::FlashImage;
+use ftlab_core::device::nand::Cause;
 use ftlab_core::rng::Rng;
 use ftlab_core::run::block_device::{self, Device};
 use ftlab_core::run::config::{Config, GcMode, PreconditionMode};
 use ftlab_core::Request;
-use std::any::Any;
 
 fn registered() {
     ftlab_learnedftl::register().unwrap();
@@ -195,99 +194,6 @@ fn configuration_errors_name_their_key() {
 // keeps each program's OOB (an erased block's records cleared at the next sync), crashes
 // between requests and in the middle of one, and every flushed write survives.
 
-#[derive(Clone)]
-struct OobSink {
-    pages: Vec<Option<(Oob, u64)>>,
-    contents: Vec<Option<Vec<u8>>>,
-    erase_counts: Vec<u32>,
-    pages_per_block: u32,
-    prog: u64,
-    erased: Vec<u32>,
-    left: Option<u64>,
-}
-
-impl OobSink {
-    fn alive(&mut self) -> bool {
-        match &mut self.left {
-            Some(0) => false,
-            Some(n) => {
-                *n -= 1;
-                true
-            }
-            None => true,
-        }
-    }
-
-    fn sync(&mut self) {
-        let ppb = self.pages_per_block as usize;
-        for block in std::mem::take(&mut self.erased) {
-            let first = block as usize * ppb;
-            self.pages[first..first + ppb].fill(None);
-            self.contents[first..first + ppb].fill(None);
-        }
-    }
-
-    fn image(&self) -> FlashImage {
-        FlashImage {
-            pages: self
-                .pages
-                .iter()
-                .enumerate()
-                .filter_map(|(p, r)| r.map(|(oob, prog)| (p as Ppn, oob, prog)))
-                .collect(),
-            erase_counts: self.erase_counts.clone(),
-            trims: Vec::new(),
-            checkpoint: None,
-            contents: self
-                .contents
-                .iter()
-                .enumerate()
-                .filter(|&(p, c)| c.is_some() && self.pages[p].is_some())
-                .map(|(p, c)| (p as Ppn, c.clone().unwrap_or_default()))
-                .collect(),
-        }
-    }
-}
-
-impl PageSink for OobSink {
-    fn program(&mut self, ppn: Ppn, oob: Oob, content: Option<&[u8]>) {
-        if !self.alive() {
-            return;
-        }
-        if self.erased.contains(&(ppn / self.pages_per_block)) {
-            self.sync();
-        }
-        self.prog += 1;
-        self.pages[ppn as usize] = Some((oob, self.prog));
-        self.contents[ppn as usize] = content.map(<[u8]>::to_vec);
-    }
-    fn copy(&mut self, src: Ppn, dst: Ppn, oob: Oob) {
-        let content = self.contents[src as usize].clone();
-        self.program(dst, oob, content.as_deref());
-    }
-    fn erase(&mut self, block: u32) {
-        if !self.alive() {
-            return;
-        }
-        self.erase_counts[block as usize] += 1;
-        if !self.erased.contains(&block) {
-            self.erased.push(block);
-        }
-    }
-    fn served(&mut self, _lpa: u32, _from: ServedPage, _host_read: bool) {}
-    fn as_any_mut(&mut self) -> &mut dyn Any {
-        self
-    }
-}
-
-fn sink_of(dev: &mut Box<dyn Device>) -> &mut OobSink {
-    dev.sink()
-        .unwrap()
-        .as_any_mut()
-        .downcast_mut::<OobSink>()
-        .unwrap()
-}
-
 /// `n` random requests of 1-4 pages (writes, reads, trims with `trims`), each write's
 /// sequence numbers kept in `written`.
 fn serve(
@@ -336,15 +242,7 @@ fn every_flushed_write_survives_crashes() {
     cfg.dram.budget_fraction = 0.25;
     let layout = cfg.validate().unwrap();
     let logical = layout.logical_pages;
-    let sink = OobSink {
-        pages: vec![None; layout.physical_pages as usize],
-        contents: vec![None; layout.physical_pages as usize],
-        erase_counts: vec![0; layout.total_blocks as usize],
-        pages_per_block: layout.pages_per_block,
-        prog: 0,
-        erased: Vec::new(),
-        left: None,
-    };
+    let sink = OobSink::new(&layout);
     let mut dev = block_device::open_with_sink("learnedftl", &cfg, true, Box::new(sink)).unwrap();
     let mut rng = Rng::new(11);
     let mut written: Vec<Vec<u64>> = vec![Vec::new(); logical as usize];
@@ -362,7 +260,7 @@ fn every_flushed_write_survives_crashes() {
         gc += dev.live().gc_invocations;
         let mut image_sink = sink_of(&mut dev).clone();
         image_sink.left = None;
-        let image = image_sink.image();
+        let image = image_sink.image(&[]);
         let (mut recovered, _) =
             block_device::open_recovered("learnedftl", &cfg, true, Box::new(image_sink), &image)
                 .unwrap();

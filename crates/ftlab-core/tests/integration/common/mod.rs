@@ -3,6 +3,8 @@
 
 #![allow(dead_code)]
 
+pub mod store;
+
 use ftlab_core::controller::metrics::{Report, SourceInfo};
 use ftlab_core::controller::simulator::Simulator;
 use ftlab_core::device::nand::{Cause, Flash};

@@ -2,7 +2,7 @@
 //! the shadow copy, the NAND rules and their own accounting, with GC active and DRAM
 //! budgets from a few entries to the whole table.
 
-mod common;
+use crate::common;
 
 use common::*;
 use ftlab_core::controller::metrics::Report;
