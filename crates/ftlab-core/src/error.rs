@@ -16,7 +16,7 @@ pub enum Error {
     /// An I/O failure opening or reading a file.
     Io { file: PathBuf, message: String },
     /// The FTL asked the flash for something real NAND refuses.
-    Nand(crate::device::nand::NandError),
+    Nand(NandError),
     /// Verification mode found a read that returned the wrong data.
     Verify {
         request: u64,
@@ -88,8 +88,80 @@ impl fmt::Display for Error {
 
 impl std::error::Error for Error {}
 
-impl From<crate::device::nand::NandError> for Error {
-    fn from(e: crate::device::nand::NandError) -> Self {
+impl From<NandError> for Error {
+    fn from(e: NandError) -> Self {
         Error::Nand(e)
+    }
+}
+
+/// A NAND rule the FTL broke (pages and blocks by their physical number; the device
+/// model, `device::nand`, raises it).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum NandError {
+    AddressOutOfRange {
+        ppn: u64,
+    },
+    BlockOutOfRange {
+        block: u64,
+    },
+    ProgramNotErased {
+        ppn: u32,
+    },
+    ProgramOutOfOrder {
+        ppn: u32,
+        expected_page: u32,
+    },
+    /// Ascending order: a page at or below the block's highest programmed page.
+    ProgramBelowHighest {
+        ppn: u32,
+        lowest_page: u32,
+    },
+    OobTooLarge {
+        ppn: u32,
+        bytes: usize,
+        limit: usize,
+    },
+    ReadErased {
+        ppn: u32,
+    },
+    InvalidateNotValid {
+        ppn: u32,
+    },
+    EraseWithValidPages {
+        block: u32,
+        valid: u32,
+    },
+}
+
+impl fmt::Display for NandError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            NandError::AddressOutOfRange { ppn } => write!(f, "physical page {ppn} does not exist"),
+            NandError::BlockOutOfRange { block } => write!(f, "block {block} does not exist"),
+            NandError::ProgramNotErased { ppn } => {
+                write!(f, "page {ppn} programmed twice without an erase")
+            }
+            NandError::ProgramOutOfOrder { ppn, expected_page } => write!(
+                f,
+                "page {ppn} programmed out of order: the block's next page is offset {expected_page}"
+            ),
+            NandError::ProgramBelowHighest { ppn, lowest_page } => write!(
+                f,
+                "page {ppn} programmed below a higher programmed page of its block (ascending \
+                 order: the next page must be at offset {lowest_page} or above)"
+            ),
+            NandError::OobTooLarge { ppn, bytes, limit } => write!(
+                f,
+                "page {ppn} programmed with {bytes} extra OOB bytes, more than the {limit} available"
+            ),
+            NandError::ReadErased { ppn } => write!(f, "page {ppn} read while erased"),
+            NandError::InvalidateNotValid { ppn } => {
+                write!(f, "page {ppn} invalidated but it holds no valid data")
+            }
+            NandError::EraseWithValidPages { block, valid } => write!(
+                f,
+                "block {block} erased while it still holds {valid} valid pages (data loss)"
+            ),
+        }
     }
 }

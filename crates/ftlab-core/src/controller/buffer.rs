@@ -22,9 +22,86 @@
 //! slot, rather than the one write that triggered it by the whole batch. (A clean copy
 //! cached by a read may take such a slot without waiting for it: a simplification.)
 
-use crate::run::config::{BufferConfig, FlushOrder};
+use crate::units;
+use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
+
+/// What the write buffer evicts when it is full.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FlushOrder {
+    /// The least recently written pages, in that order.
+    Lru,
+    /// The least recently written pages, sorted by logical page address.
+    Sorted,
+}
+
+/// The DRAM write buffer in front of every FTL.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct BufferConfig {
+    /// Capacity in bytes (rounded down to whole pages); 0 disables the buffer.
+    #[serde(with = "units::bytes")]
+    pub size_bytes: u64,
+    /// Bytes evicted at once when the buffer is full; 0 means one page with `lru` and the
+    /// whole buffer with `sorted`.
+    #[serde(with = "units::bytes")]
+    pub flush_bytes: u64,
+    pub flush: FlushOrder,
+    /// Sorted flush only: group the flush candidates by `lpa / flush_group_pages` and
+    /// flush the groups with the most pages first, up to `flush_group_fill` of the flush
+    /// size (LeaFTL's filtering, so that flushed runs are learnable); 0 disables it.
+    pub flush_group_pages: u64,
+    /// Share of the flush size the group filtering may fill (at least one group is taken).
+    pub flush_group_fill: f64,
+    /// Also keep clean copies of pages read from flash (a data cache, as in LeaFTL's
+    /// evaluation); they give way to writes before any dirty page is flushed.
+    pub cache_reads: bool,
+    /// When dirty pages are written to flash.
+    pub destage: Destage,
+    /// `watermark`: destaging starts once this share of the buffer's pages is dirty...
+    pub high_watermark: f64,
+    /// ...and stops once at most this share is.
+    pub low_watermark: f64,
+    /// Rate at which data moves into and out of the buffer's DRAM, in bytes per second
+    /// (one transfer at a time); 0: not modelled.
+    #[serde(with = "units::bytes")]
+    pub dram_bytes_per_s: u64,
+}
+
+impl Default for BufferConfig {
+    fn default() -> Self {
+        BufferConfig {
+            size_bytes: 0,
+            flush_bytes: 0,
+            flush: FlushOrder::Lru,
+            flush_group_pages: 0,
+            flush_group_fill: 0.875,
+            cache_reads: false,
+            destage: Destage::Watermark,
+            // ftlab's choice (controllers do not publish theirs): a quarter of the buffer
+            // kept free for bursts, half of it left dirty for overwrites to hit.
+            high_watermark: 0.75,
+            low_watermark: 0.5,
+            // DDR4-2666 on a 32-bit bus: 10.7 GB/s.
+            dram_bytes_per_s: 10_000_000_000,
+        }
+    }
+}
+
+/// When the write buffer writes its dirty pages to flash.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Destage {
+    /// A controller's write-back: from `high_watermark` of the buffer dirty down to
+    /// `low_watermark`, in the dies' idle time between requests, so that a write waits
+    /// for flash only when it finds the buffer full.
+    Watermark,
+    /// Only when a write finds the buffer full, in that write's path (ftlab 0.2 and
+    /// before).
+    OnFull,
+}
 
 /// A multiplicative hash folded so that strided keys (every 1024th page) still spread.
 #[derive(Default, Clone, Copy)]

@@ -12,6 +12,36 @@
 //! read from DRAM), then its data crosses the link out.
 
 use crate::run::config::Config;
+use crate::units;
+use serde::{Deserialize, Serialize};
+
+/// The host interface: the command protocol and the link between host and controller
+/// (NVMe over PCIe). Every request pays `command_ns`; its data crosses the link at
+/// `link_bytes_per_s` in its direction (one transfer at a time per direction).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct InterfaceConfig {
+    /// Payload rate of the link, each direction, in bytes per second (lanes x lane rate x
+    /// line-code and packet efficiency); 0: not modelled.
+    #[serde(with = "units::bytes")]
+    pub link_bytes_per_s: u64,
+    /// Fixed time per command: doorbell, command fetch, completion post.
+    #[serde(with = "units::nanos")]
+    pub command_ns: u64,
+}
+
+impl Default for InterfaceConfig {
+    fn default() -> Self {
+        // PCIe 4.0 x4: 16 GT/s x 4 lanes x 128/130 = 7.88 GB/s, less ~9% of packet headers
+        // at a 256-byte payload (24 bytes a packet): 7.2 GB/s. The command: a doorbell
+        // write, a 64-byte command fetch (one PCIe read round trip, ~1 us) and a 16-byte
+        // completion with its interrupt (ftlab's estimate; controllers do not publish it).
+        InterfaceConfig {
+            link_bytes_per_s: 7_200_000_000,
+            command_ns: 2_000,
+        }
+    }
+}
 
 /// One data path: its rate and the latest run of back-to-back transfers placed on it.
 #[derive(Clone, Copy, Debug, Default)]

@@ -3,12 +3,29 @@
 //! The report is plain data with a fixed field order and no wall-clock figures, so that
 //! identical inputs give byte-identical JSON.
 
+use crate::device::geometry::Layout;
 use crate::device::nand::{Cause, Flash, CAUSES, CAUSE_COUNT};
 use crate::ftl::MemoryBreakdown;
-use crate::run::config::{Config, Layout};
+use crate::run::config::Config;
 use hdrhistogram::Histogram;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
+
+/// Metric collection.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct MetricsConfig {
+    /// A time-series sample (memory, WAF, GC) is taken every this many requests.
+    pub sample_every_requests: u64,
+}
+
+impl Default for MetricsConfig {
+    fn default() -> Self {
+        MetricsConfig {
+            sample_every_requests: 10_000,
+        }
+    }
+}
 
 /// What the host asked for, in requests and in logical pages.
 #[derive(Clone, Debug, Default, Serialize)]
@@ -432,7 +449,7 @@ pub struct LoadReport {
 /// What preconditioning wrote before the measured run (none of it is in the run's metrics).
 #[derive(Clone, Debug, Serialize)]
 pub struct PreconditionReport {
-    pub mode: crate::run::config::PreconditionMode,
+    pub mode: crate::controller::settings::PreconditionMode,
     /// Pages the source reads before writing them, written first (`precondition.warmup`).
     pub warmup_pages: u64,
     pub host_pages_written: u64,
@@ -453,7 +470,7 @@ pub struct PreconditionReport {
 
 impl PreconditionReport {
     /// Nothing written yet, in `mode`.
-    pub fn new(mode: crate::run::config::PreconditionMode) -> Self {
+    pub fn new(mode: crate::controller::settings::PreconditionMode) -> Self {
         PreconditionReport {
             mode,
             warmup_pages: 0,

@@ -5,4 +5,32 @@
 pub mod buffer;
 pub mod interface;
 pub mod metrics;
+pub mod settings;
 pub mod simulator;
+
+use crate::device::nand::Cause;
+
+/// Who a device request comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Origin {
+    /// The application (the trace or workload): counted as host requests, flash operations
+    /// under `host`.
+    Application,
+    /// The host stack's own cleaning (a log-structured file system moving live blocks out of
+    /// a segment): flash operations under `host_cleaning`.
+    HostCleaning,
+    /// The host stack's metadata (file-system checkpoints, segment summaries): flash
+    /// operations under `fs_metadata`.
+    FsMetadata,
+}
+
+impl Origin {
+    /// The cause the flash operations serving a request of this origin are counted under.
+    pub fn cause(self) -> Cause {
+        match self {
+            Origin::Application => Cause::Host,
+            Origin::HostCleaning => Cause::HostCleaning,
+            Origin::FsMetadata => Cause::FsMetadata,
+        }
+    }
+}

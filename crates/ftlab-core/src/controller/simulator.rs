@@ -19,20 +19,21 @@
 //! The buffer writes back in the background (`buffer.destage = "watermark"`): from its
 //! high watermark down to its low one, in the idle time before each request.
 
+use crate::controller::buffer::Destage;
 use crate::controller::buffer::{Buffered, WriteBuffer};
 use crate::controller::interface::Front;
 use crate::controller::metrics::{
     DeviceInfo, GcReport, HostCounters, Latency, LatencyReport, LoadReport, Metrics,
     PreconditionReport, Report, Sampler, SourceInfo,
 };
+use crate::controller::settings::{PreconditionConfig, PreconditionMode, ReplayMode};
+use crate::controller::Origin;
+use crate::device::geometry::Layout;
 use crate::device::nand::{Cause, Flash, FlashStats, Oob, ServedPage};
 use crate::error::{Error, Result};
 use crate::ftl::{Ftl, SectorSource, SECTOR_BYTES};
-use crate::host::Origin;
 use crate::request::{Op, Request};
-use crate::run::config::{
-    Config, Destage, Layout, PreconditionConfig, PreconditionMode, ReplayMode,
-};
+use crate::run::config::Config;
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap};
 

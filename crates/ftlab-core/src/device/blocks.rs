@@ -2,8 +2,9 @@
 //! selection (greedy and cost-benefit). Written once for every scheme that allocates
 //! blocks out of place.
 
+use crate::device::geometry::Layout;
 use crate::device::nand::Flash;
-use crate::run::config::{Layout, VictimPolicy};
+use crate::ftl::settings::VictimPolicy;
 use std::collections::VecDeque;
 
 /// Erased blocks of each parallel unit, handed out oldest-freed first (FIFO), which

@@ -17,13 +17,14 @@
 //! a 4-byte sequence number): the simulator's wider sequence number is the data's identity,
 //! not device OOB.
 
+use crate::device::geometry::{Layout, ProgramOrder, OOB_HEADER_BYTES};
 use crate::device::timing::{Place, SchedulerStats, Span, Timeline};
 use crate::divide::DivideBy;
+pub use crate::error::NandError;
 use crate::error::{Error, Result};
-use crate::run::config::{Config, Layout, ProgramOrder, OOB_HEADER_BYTES};
+use crate::run::config::Config;
 use serde::Serialize;
 use std::any::Any;
-use std::fmt;
 
 pub type Ppn = u32;
 /// An unmapped entry / a page holding no logical page.
@@ -229,77 +230,6 @@ impl OobStore {
         self.low[first..end].fill([0; 2]);
         if !self.high.is_empty() {
             self.high[first..end].fill(0);
-        }
-    }
-}
-
-/// A NAND rule the FTL broke.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum NandError {
-    AddressOutOfRange {
-        ppn: u64,
-    },
-    BlockOutOfRange {
-        block: u64,
-    },
-    ProgramNotErased {
-        ppn: Ppn,
-    },
-    ProgramOutOfOrder {
-        ppn: Ppn,
-        expected_page: u32,
-    },
-    /// Ascending order: a page at or below the block's highest programmed page.
-    ProgramBelowHighest {
-        ppn: Ppn,
-        lowest_page: u32,
-    },
-    OobTooLarge {
-        ppn: Ppn,
-        bytes: usize,
-        limit: usize,
-    },
-    ReadErased {
-        ppn: Ppn,
-    },
-    InvalidateNotValid {
-        ppn: Ppn,
-    },
-    EraseWithValidPages {
-        block: u32,
-        valid: u32,
-    },
-}
-
-impl fmt::Display for NandError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            NandError::AddressOutOfRange { ppn } => write!(f, "physical page {ppn} does not exist"),
-            NandError::BlockOutOfRange { block } => write!(f, "block {block} does not exist"),
-            NandError::ProgramNotErased { ppn } => {
-                write!(f, "page {ppn} programmed twice without an erase")
-            }
-            NandError::ProgramOutOfOrder { ppn, expected_page } => write!(
-                f,
-                "page {ppn} programmed out of order: the block's next page is offset {expected_page}"
-            ),
-            NandError::ProgramBelowHighest { ppn, lowest_page } => write!(
-                f,
-                "page {ppn} programmed below a higher programmed page of its block (ascending \
-                 order: the next page must be at offset {lowest_page} or above)"
-            ),
-            NandError::OobTooLarge { ppn, bytes, limit } => write!(
-                f,
-                "page {ppn} programmed with {bytes} extra OOB bytes, more than the {limit} available"
-            ),
-            NandError::ReadErased { ppn } => write!(f, "page {ppn} read while erased"),
-            NandError::InvalidateNotValid { ppn } => {
-                write!(f, "page {ppn} invalidated but it holds no valid data")
-            }
-            NandError::EraseWithValidPages { block, valid } => write!(
-                f,
-                "block {block} erased while it still holds {valid} valid pages (data loss)"
-            ),
         }
     }
 }

@@ -188,7 +188,7 @@ pub fn pad_block(flash: &mut Flash, block: u32) -> crate::Result<()> {
     let first = flash.first_page(block);
     // Below the write pointer only an any-order block has pages left to program.
     let from = match flash.program_order() {
-        crate::run::config::ProgramOrder::Any => 0,
+        crate::device::geometry::ProgramOrder::Any => 0,
         _ => flash.write_pointer(block),
     };
     for p in first + from..first + flash.layout().pages_per_block {

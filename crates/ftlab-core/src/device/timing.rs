@@ -28,9 +28,39 @@
 //! With `read_priority`, `suspend` and `multi_plane` off the model is the plain FIFO one:
 //! every operation placed on its die and channel in the order the FTL issues it.
 
-use crate::run::config::{Config, Layout};
-use serde::Serialize;
+use crate::device::geometry::Layout;
+use crate::run::config::Config;
+use crate::units;
+use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
+
+/// How the controller orders flash operations on a die.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SchedulerConfig {
+    /// Host reads go ahead of queued background work (GC, write-back) on their die.
+    pub read_priority: bool,
+    /// A host read arriving while its die programs or erases suspends that operation
+    /// (program/erase suspend), paying `suspend_ns`; the suspended operation resumes after.
+    pub suspend: bool,
+    /// Cost of one suspension (suspend plus resume), in ns.
+    #[serde(with = "units::nanos")]
+    pub suspend_ns: u64,
+    /// Reads and programs to the same page offset on different planes of one die, issued
+    /// back to back, run as one multi-plane operation (one tR or tPROG).
+    pub multi_plane: bool,
+}
+
+impl Default for SchedulerConfig {
+    fn default() -> Self {
+        SchedulerConfig {
+            read_priority: true,
+            suspend: true,
+            suspend_ns: 20_000,
+            multi_plane: true,
+        }
+    }
+}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Kind {

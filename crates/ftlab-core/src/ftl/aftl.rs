@@ -32,10 +32,11 @@
 //! flash's valid bits), not device DRAM.
 
 use crate::device::blocks::FreeBlocks;
+use crate::device::geometry::Layout;
 use crate::device::nand::{Cause, Flash, Oob, NONE};
 use crate::error::{Error, Result};
 use crate::ftl::{Ftl, MemoryBreakdown, Scheme};
-use crate::run::config::{Config, Layout};
+use crate::run::config::Config;
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
 

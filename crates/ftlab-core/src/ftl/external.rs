@@ -10,11 +10,12 @@
 //! The registry is process-wide. A name is registered once; registering it again replaces
 //! the scheme (a notebook re-running a cell), but a built-in name is refused.
 
+use crate::device::geometry::Layout;
 use crate::device::nand::{Flash, Oob};
 use crate::error::{Error, Result};
 use crate::ftl::{Ftl, MemoryBreakdown, Visitor};
 use crate::request::Op;
-use crate::run::config::{Config, Layout};
+use crate::run::config::Config;
 use std::collections::BTreeMap;
 use std::sync::{Arc, RwLock};
 

@@ -23,11 +23,13 @@ pub mod leaftl;
 pub mod logblock;
 pub mod native;
 pub mod page;
+pub mod settings;
 
+use crate::device::geometry::Layout;
 use crate::device::nand::{Flash, Oob, Ppn};
 use crate::error::{Error, Result};
 use crate::request::Op;
-use crate::run::config::{Config, Layout};
+use crate::run::config::Config;
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 

@@ -8,12 +8,13 @@
 //! error in the call's context and returns a status; the scheme passes the status back and
 //! the bridge returns the recorded error.
 
+use crate::device::geometry::Layout;
 use crate::device::nand::{Cause, Flash, Oob, CAUSES};
 use crate::error::{Error, Result};
 use crate::ftl::external::{self, intern_name, ExternalScheme};
 use crate::ftl::kit::alloc::{Move as CoreMove, PageAllocator};
 use crate::ftl::{Ftl, MemoryBreakdown};
-use crate::run::config::{Config, Layout};
+use crate::run::config::Config;
 use ftlab_scheme::{Geometry, HostApi, Move, SchemeApi, ABI_VERSION, NONE};
 use std::collections::VecDeque;
 use std::ffi::{c_char, c_void, CStr, CString};

@@ -14,11 +14,12 @@
 //! single active block does (GC then finds runs invalidated whole), at the cost of the
 //! die parallelism of sequential I/O.
 
+use crate::device::geometry::Layout;
 use crate::device::nand::{Cause, Flash, Oob, Ppn, NONE};
 use crate::error::{Error, Result};
 use crate::ftl::kit::alloc::PageAllocator;
 use crate::ftl::{Ftl, MemoryBreakdown, Scheme};
-use crate::run::config::{Config, Layout};
+use crate::run::config::Config;
 use serde::{Deserialize, Serialize};
 
 /// The `[page]` section.

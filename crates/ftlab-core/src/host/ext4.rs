@@ -30,10 +30,11 @@
 //! Not modelled: block and inode bitmaps, group descriptors, extent-tree blocks and
 //! directories (a few blocks a transaction), and discards of the journal (ext4 issues none).
 
+use crate::device::geometry::Layout;
 use crate::error::{Error, Result};
 use crate::host::{clear_bit, test_and_set, HostStack, Origin};
 use crate::request::{Op, Request};
-use crate::run::config::{Config, Layout};
+use crate::run::config::Config;
 
 /// `mke2fs`'s defaults: bytes of the device per inode, bytes of an inode.
 pub const INODE_RATIO_BYTES: u64 = 16384;

@@ -59,12 +59,14 @@
 //! cleaning and the device's own GC.
 
 use crate::device::blocks::{cost_benefit, GreedyIndex};
+use crate::device::geometry::Layout;
 use crate::device::nand::NONE;
 use crate::error::{Error, Result};
+use crate::ftl::settings::VictimPolicy;
 use crate::ftl::MemoryBreakdown;
 use crate::host::{clear_bit, test_and_set, HostStack, Origin, StackKind};
 use crate::request::{Op, Request};
-use crate::run::config::{Config, Layout, VictimPolicy};
+use crate::run::config::Config;
 use crate::units;
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;

@@ -26,11 +26,12 @@ pub mod lfs;
 
 use crate::controller::metrics::{HostStackReport, Report, SourceInfo};
 use crate::controller::simulator::Simulator;
-use crate::device::nand::Cause;
+pub use crate::controller::Origin;
+use crate::device::geometry::Layout;
 use crate::error::{Error, Result};
 use crate::ftl::{Ftl, MemoryBreakdown};
 use crate::request::{Op, Request};
-use crate::run::config::{Config, Layout};
+use crate::run::config::Config;
 use serde::{Deserialize, Serialize};
 
 /// Sets bit `i` of a bitmap (dirty-block sets of the host stacks); whether it was set.
@@ -46,31 +47,6 @@ fn test_and_set(bits: &mut [u64], i: u32) -> bool {
 #[inline]
 fn clear_bit(bits: &mut [u64], i: u32) {
     bits[(i >> 6) as usize] &= !(1u64 << (i & 63));
-}
-
-/// Who a device request comes from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Origin {
-    /// The application (the trace or workload): counted as host requests, flash operations
-    /// under `host`.
-    Application,
-    /// The host stack's own cleaning (a log-structured file system moving live blocks out of
-    /// a segment): flash operations under `host_cleaning`.
-    HostCleaning,
-    /// The host stack's metadata (file-system checkpoints, segment summaries): flash
-    /// operations under `fs_metadata`.
-    FsMetadata,
-}
-
-impl Origin {
-    /// The cause the flash operations serving a request of this origin are counted under.
-    pub fn cause(self) -> Cause {
-        match self {
-            Origin::Application => Cause::Host,
-            Origin::HostCleaning => Cause::HostCleaning,
-            Origin::FsMetadata => Cause::FsMetadata,
-        }
-    }
 }
 
 /// Which host stack a run uses (`host.stack`).
@@ -305,7 +281,7 @@ impl<S: HostStack, F: Ftl> Stacked<S, F> {
     /// per application page), and cleaning by the stack counts as reclaiming.
     pub fn precondition(
         &mut self,
-        cfg: &crate::run::config::PreconditionConfig,
+        cfg: &crate::controller::settings::PreconditionConfig,
         warmup: &[u32],
         progress: &mut dyn FnMut(u64, f64) -> bool,
     ) -> Result<()> {

@@ -16,6 +16,7 @@
 //! (logical + physical address bytes) per entry (8 bytes at 4-byte addresses, as the
 //! papers count it; list pointers and the index are not counted), and the GC bookkeeping.
 
+use crate::device::geometry::Layout;
 use crate::device::nand::{Flash, Oob, Ppn};
 use crate::error::Result;
 use crate::ftl::demand::{
@@ -25,7 +26,7 @@ use crate::ftl::demand::{
 use crate::ftl::kit::alloc::Move;
 use crate::ftl::kit::mapcache::{Links, List, Replacement, ReplacementKind, Slots, NIL};
 use crate::ftl::{Ftl, MemoryBreakdown, Scheme};
-use crate::run::config::{Config, Layout};
+use crate::run::config::Config;
 use serde::{Deserialize, Serialize};
 
 /// The `[dftl]` section.

@@ -24,14 +24,16 @@ pub mod selective;
 pub mod sftl;
 pub mod tpftl;
 
+use crate::device::geometry::Layout;
 use crate::device::nand::{Cause, Flash, Oob, Ppn, NONE};
 use crate::divide::DivideBy;
 use crate::error::Result;
 use crate::ftl::kit::alloc::Move;
 use crate::ftl::kit::mapcache::NIL;
 use crate::ftl::kit::translation::TranslationStore;
+use crate::ftl::settings::DramConfig;
 use crate::ftl::MemoryBreakdown;
-use crate::run::config::{Config, DramConfig, Layout};
+use crate::run::config::Config;
 use std::ops::Range;
 
 /// Counters every demand-cached scheme reports.

@@ -41,6 +41,7 @@
 //! relocated page can leave its stripe, so the translation store also keeps each page's
 //! address.
 
+use crate::device::geometry::Layout;
 use crate::device::nand::{Flash, Oob, Ppn, NONE};
 use crate::error::{Error, Result};
 use crate::ftl::demand::{self, read_data, settle, CachesEntries, OnFlashTable};
@@ -48,7 +49,7 @@ use crate::ftl::kit::alloc::Move;
 use crate::ftl::kit::mapcache::IndexedHeap;
 use crate::ftl::{Ftl, MemoryBreakdown, Scheme};
 use crate::request::Op;
-use crate::run::config::{Config, Layout};
+use crate::run::config::Config;
 use crate::units;
 use serde::{Deserialize, Serialize};
 

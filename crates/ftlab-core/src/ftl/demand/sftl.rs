@@ -22,13 +22,14 @@
 //! location must be invalidated). GC updates cached pages and buffered entries in place
 //! and batches the rest per translation page, as DFTL.
 
+use crate::device::geometry::Layout;
 use crate::device::nand::{Flash, Oob, Ppn, NONE};
 use crate::error::{Error, Result};
 use crate::ftl::demand::{self, read_data, settle, CachesEntries, OnFlashTable};
 use crate::ftl::kit::alloc::{Move, StripeOrder};
 use crate::ftl::kit::mapcache::{IndexedHeap, Links, List, Replacement, ReplacementKind, NIL};
 use crate::ftl::{Ftl, MemoryBreakdown, Scheme};
-use crate::run::config::{Config, Layout};
+use crate::run::config::Config;
 use serde::{Deserialize, Serialize};
 
 /// The `[sftl]` section.

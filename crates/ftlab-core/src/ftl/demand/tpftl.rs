@@ -23,6 +23,7 @@
 //! as DFTL. Unlike the WiscSee code, selective prefetching is gated by its flag (spec
 //! section 15).
 
+use crate::device::geometry::Layout;
 use crate::device::nand::{Flash, Oob, Ppn};
 use crate::error::Result;
 use crate::ftl::demand::{
@@ -33,7 +34,7 @@ use crate::ftl::kit::alloc::Move;
 use crate::ftl::kit::mapcache::{IndexedHeap, Links, List, Slots, NIL};
 use crate::ftl::{Ftl, MemoryBreakdown, Scheme};
 use crate::request::Op;
-use crate::run::config::{Config, Layout};
+use crate::run::config::Config;
 use serde::{Deserialize, Serialize};
 
 /// The `[tpftl]` section.

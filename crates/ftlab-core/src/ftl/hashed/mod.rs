@@ -11,9 +11,9 @@
 pub mod hpftl;
 pub mod slimftl;
 
+use crate::device::geometry::Layout;
 use crate::error::{Error, Result};
 use crate::ftl::MemoryBreakdown;
-use crate::run::config::Layout;
 use md5::{Digest, Md5};
 
 /// md5 of `lpa >> lpa_shift`, computed once per logical page access. The simulator keeps

@@ -51,11 +51,13 @@
 //! shared out of that VBA, so that overwriting a page of a VBA with none needs no probe.
 
 use crate::device::blocks::FreeBlocks;
+use crate::device::geometry::Layout;
 use crate::device::nand::{Cause, Flash, Oob, Ppn, NONE};
 use crate::error::{Error, Result};
 use crate::ftl::hashed::{self, EncodedTable, Md5Hasher};
+use crate::ftl::settings::GcMode;
 use crate::ftl::{Ftl, MemoryBreakdown, Scheme};
-use crate::run::config::{Config, GcMode, Layout};
+use crate::run::config::Config;
 use serde::{Deserialize, Serialize};
 
 /// The `[slimftl]` section.

@@ -22,11 +22,13 @@
 //! translation block, and the translation store updates its directory.
 
 use crate::device::blocks::{select_victim, FreeBlocks};
+use crate::device::geometry::Layout;
 use crate::device::nand::{Cause, Flash, Oob, Ppn, NONE};
 use crate::divide::DivideBy;
 use crate::error::{Error, Result};
+use crate::ftl::settings::{CopyStream, GcMode, VictimPolicy};
 use crate::ftl::MemoryBreakdown;
-use crate::run::config::{Config, CopyStream, GcMode, Layout, VictimPolicy};
+use crate::run::config::Config;
 
 /// Physical pages in the order the host stream writes them: `chunk` pages on one parallel
 /// unit, then `chunk` on the next, round-robin over the units in the allocator's order

@@ -17,11 +17,12 @@
 //! A translation page that was never written holds no mapping: the directory says so, and
 //! looking it up costs no flash read (a fresh device has no translation pages).
 
+use crate::device::geometry::Layout;
 use crate::device::nand::{Cause, Flash, Oob, Ppn, NONE};
 use crate::error::{Error, Result};
 use crate::ftl::kit::alloc::{Move, PageAllocator};
 use crate::ftl::MemoryBreakdown;
-use crate::run::config::{Config, Layout};
+use crate::run::config::Config;
 
 pub struct TranslationStore {
     pub alloc: PageAllocator,

@@ -40,13 +40,14 @@
 pub mod plr;
 pub mod table;
 
+use crate::device::geometry::{Layout, OOB_HEADER_BYTES};
 use crate::device::nand::{Cause, Flash, Oob, Ppn, NONE};
 use crate::error::{Error, Result};
 use crate::ftl::kit::alloc::{Move, PageAllocator, StripeOrder};
 use crate::ftl::kit::mapcache::{Links, List, NIL};
 use crate::ftl::kit::translation::TranslationStore;
 use crate::ftl::{Ftl, MemoryBreakdown, Scheme};
-use crate::run::config::{Config, Layout, OOB_HEADER_BYTES};
+use crate::run::config::Config;
 use plr::{Codec, Learned, Learner, Point};
 use serde::{Deserialize, Serialize};
 use std::time::Instant;

@@ -15,13 +15,14 @@
 //! block its table entry (block number, top, flags), its owner LBN, its page table (page
 //! index of each offset, with "absent") and a valid bitmap.
 
+use crate::device::geometry::Layout;
 use crate::device::nand::{Cause, Flash, Oob};
 use crate::error::Result;
 use crate::ftl::logblock::{
     bits_for, pool_size, Core, CoreOptions, LogMemory, PoolKeys, VictimOrder, Widths,
 };
 use crate::ftl::{Ftl, MemoryBreakdown, Scheme};
-use crate::run::config::{Config, Layout};
+use crate::run::config::Config;
 use crate::units;
 use serde::{Deserialize, Serialize};
 

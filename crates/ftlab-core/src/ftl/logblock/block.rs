@@ -20,11 +20,12 @@
 //! DRAM (by bits): the block map, and per open replacement block its logical block,
 //! physical block and top.
 
+use crate::device::geometry::Layout;
 use crate::device::nand::{Cause, Flash, Oob, NONE};
 use crate::error::{Error, Result};
 use crate::ftl::logblock::{bits_for, max_log_blocks, Core, CoreOptions, VictimOrder, Widths};
 use crate::ftl::{Ftl, MemoryBreakdown, Scheme};
-use crate::run::config::{Config, Layout};
+use crate::run::config::Config;
 use serde::{Deserialize, Serialize};
 
 /// The `[block]` section.

@@ -18,13 +18,14 @@
 //! DRAM (by bits): the block map, and per log block its table entry, a page map of absolute
 //! logical page numbers and a valid bitmap; the SW log's logical block number.
 
+use crate::device::geometry::Layout;
 use crate::device::nand::{Cause, Flash, Oob};
 use crate::error::Result;
 use crate::ftl::logblock::{
     pool_size, Core, CoreOptions, LogMemory, PoolKeys, VictimOrder, Widths,
 };
 use crate::ftl::{Ftl, MemoryBreakdown, Scheme};
-use crate::run::config::{Config, Layout};
+use crate::run::config::Config;
 use crate::units;
 use serde::{Deserialize, Serialize};
 

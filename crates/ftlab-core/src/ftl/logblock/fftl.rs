@@ -47,6 +47,7 @@
 //! per sector (the spec's `N_log x Npb x sectors_per_page x E`, over the whole pool), and
 //! the packing buffer (one page).
 
+use crate::device::geometry::Layout;
 use crate::device::nand::{Cause, Flash, Oob, Ppn, SectorTag, NONE};
 use crate::error::{Error, Result};
 use crate::ftl::logblock::bits_for;
@@ -55,7 +56,7 @@ use crate::ftl::logblock::{
     pool_size, Core, CoreOptions, LogMemory, PoolKeys, VictimOrder, Widths,
 };
 use crate::ftl::{Ftl, MemoryBreakdown, Scheme, SectorSource, SECTOR_BYTES};
-use crate::run::config::{Config, Layout};
+use crate::run::config::Config;
 use crate::units;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;

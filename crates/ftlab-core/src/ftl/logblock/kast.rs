@@ -13,13 +13,14 @@
 //! DRAM (by bits): FAST's (absolute logical page per log page, valid bitmap, table entry),
 //! plus the K logical block numbers of each log block's association set.
 
+use crate::device::geometry::Layout;
 use crate::device::nand::{Cause, Flash, Oob};
 use crate::error::{Error, Result};
 use crate::ftl::logblock::{
     pool_size, Core, CoreOptions, LogMemory, PoolKeys, VictimOrder, Widths,
 };
 use crate::ftl::{Ftl, MemoryBreakdown, Scheme};
-use crate::run::config::{Config, Layout};
+use crate::run::config::Config;
 use crate::units;
 use serde::{Deserialize, Serialize};
 

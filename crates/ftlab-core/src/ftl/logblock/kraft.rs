@@ -54,6 +54,7 @@
 //! against 128). DRAM (by bits): the block map, and per log block its table entry, N
 //! relative entries, the LBN array and a valid bitmap.
 
+use crate::device::geometry::Layout;
 use crate::device::nand::{Cause, Flash, Oob};
 use crate::error::{Error, Result};
 use crate::ftl::logblock::kast::check_k;
@@ -61,7 +62,7 @@ use crate::ftl::logblock::{
     bits_for, pool_size, Core, CoreOptions, LogMemory, PoolKeys, VictimOrder, Widths,
 };
 use crate::ftl::{Ftl, MemoryBreakdown, Scheme};
-use crate::run::config::{Config, Layout};
+use crate::run::config::Config;
 use crate::units;
 use serde::{Deserialize, Serialize};
 

@@ -56,11 +56,12 @@ pub mod kraft;
 mod recovery;
 
 use crate::device::blocks::FreeBlocks;
+use crate::device::geometry::{Layout, ProgramOrder};
 use crate::device::nand::{Cause, Flash, Oob, Ppn, NONE};
 use crate::error::{Error, Result};
 use crate::ftl::kit::mapcache::{Links, List, NIL};
 use crate::ftl::MemoryBreakdown;
-use crate::run::config::{Config, Layout, ProgramOrder};
+use crate::run::config::Config;
 use serde::{Deserialize, Serialize};
 
 /// Bits to hold the values `0..=n` (`n` itself standing for "none" where one is needed).

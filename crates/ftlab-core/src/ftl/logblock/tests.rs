@@ -2,10 +2,11 @@
 //! logical page, and the machinery's invariants checked against the flash.
 
 use super::Core;
+use crate::device::geometry::Layout;
 use crate::device::nand::Flash;
 use crate::ftl::Scheme;
 use crate::rng::Rng;
-use crate::run::config::{resolve, Layout};
+use crate::run::config::resolve;
 use std::collections::BTreeMap;
 
 /// Access to a log-block scheme's machinery (tests).
