@@ -55,7 +55,7 @@ fn simulate(c: &mut Criterion) {
                 b.iter(|| {
                     ftl::build(
                         scheme,
-                        &cfg,
+                        &cfg.scheme_context(),
                         &layout,
                         Replay {
                             cfg: &cfg,

@@ -73,6 +73,7 @@
 //! served), `model_misses`, `trainings`, `predictable_pages` (bits set), and the
 //! counters every demand-cached scheme reports.
 
+use ftlab_core::device::geometry::Layout;
 use ftlab_core::device::nand::{Flash, Oob, Ppn, NONE};
 use ftlab_core::ftl::demand::{
     self, read_data, settle, CachesEntries, CachesSingleEntries, OnFlashTable,
@@ -80,8 +81,8 @@ use ftlab_core::ftl::demand::{
 use ftlab_core::ftl::external::{self, ExternalScheme};
 use ftlab_core::ftl::kit::alloc::{Move, StripeOrder};
 use ftlab_core::ftl::kit::mapcache::{Links, List, Replacement, ReplacementKind, Slots, NIL};
+use ftlab_core::ftl::settings::SchemeContext;
 use ftlab_core::ftl::{Ftl, MemoryBreakdown};
-use ftlab_core::run::config::{Config, Layout};
 use ftlab_core::{Error, Result};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
@@ -278,7 +279,7 @@ pub struct LearnedFtl {
 
 impl LearnedFtl {
     /// The scheme for a fresh device, its `[learnedftl]` section checked.
-    pub fn new(cfg: &Config, layout: &Layout) -> Result<Self> {
+    pub fn new(cfg: &SchemeContext, layout: &Layout) -> Result<Self> {
         let c: LearnedFtlConfig = cfg.scheme_config(NAME)?;
         if c.models_per_page == 0 {
             return Err(Error::config(

@@ -10,12 +10,13 @@
 //! Python so that a scheme need not write allocation and garbage collection again.
 
 use crate::to_py;
+use ftlab_core::device::geometry::Layout;
 use ftlab_core::device::nand::{Cause, Flash, Oob, Ppn, NONE};
 use ftlab_core::ftl::external::{self, intern_name, ExternalScheme};
 use ftlab_core::ftl::kit::alloc::{self, PageAllocator as CoreAllocator};
 use ftlab_core::ftl::kit::translation::TranslationStore as CoreStore;
+use ftlab_core::ftl::settings::SchemeContext;
 use ftlab_core::ftl::{Ftl, MemoryBreakdown};
-use ftlab_core::run::config::{Config, Layout};
 use ftlab_core::{Error, Result};
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::intern;
@@ -159,7 +160,7 @@ impl FlashHandle {
 /// configured for the run.
 #[pyclass(frozen, module = "ftlab._core")]
 pub struct Device {
-    cfg: Config,
+    cfg: SchemeContext,
     layout: Layout,
 }
 
@@ -625,7 +626,7 @@ pub fn register_scheme(
         })?),
     };
     let scheme_name = name.clone();
-    let build = move |cfg: &Config, layout: &Layout| -> Result<Box<dyn Ftl>> {
+    let build = move |cfg: &SchemeContext, layout: &Layout| -> Result<Box<dyn Ftl>> {
         Python::with_gil(|py| {
             let section = serde_json::to_string(&cfg.scheme_section(&scheme_name))
                 .map_err(|e| Error::Usage(format!("internal: {e}")))?;

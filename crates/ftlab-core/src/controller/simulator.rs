@@ -28,7 +28,7 @@ use crate::controller::metrics::{
 };
 use crate::controller::settings::{PreconditionConfig, PreconditionMode, ReplayMode};
 use crate::controller::Origin;
-use crate::device::geometry::Layout;
+use crate::device::geometry::{Layout, Nand};
 use crate::device::nand::{Cause, Flash, FlashStats, Oob, ServedPage};
 use crate::error::{Error, Result};
 use crate::ftl::{Ftl, SectorSource, SECTOR_BYTES};
@@ -165,9 +165,9 @@ impl BurstMeter {
     /// Windows of one second of (scaled) arrival time.
     const WINDOW_NS: u64 = 1_000_000_000;
 
-    fn new(cfg: &Config) -> Self {
+    fn new(nand: &Nand, layout: &Layout) -> Self {
         BurstMeter {
-            queue_limit_ns: crate::device::timing::block_reclaim_ns(cfg),
+            queue_limit_ns: crate::device::timing::block_reclaim_ns(nand, layout),
             ..BurstMeter::default()
         }
     }
@@ -275,7 +275,7 @@ impl<F: Ftl> Simulator<F> {
             precondition: None,
             request_done: 0,
             served: None,
-            bursts: BurstMeter::new(cfg),
+            bursts: BurstMeter::new(&cfg.nand, layout),
             sectors: None,
         }
         .with_sector_path()
@@ -759,9 +759,9 @@ impl<F: Ftl> Simulator<F> {
         self.ftl.reset_counters();
         self.sampler = Sampler::default();
         self.until_sample = self.sample_every;
-        self.bursts = BurstMeter::new(&self.cfg);
+        self.bursts = BurstMeter::new(&self.cfg.nand, &self.layout);
         if timed {
-            self.flash.restart_timing(&self.cfg);
+            self.flash.restart_timing(&self.cfg.device());
         }
         self.precondition = Some(report);
     }
@@ -1318,8 +1318,8 @@ mod tests {
             let mut cfg = Config::default();
             cfg.buffer.size_bytes = buffer_pages * 4096;
             let layout = cfg.validate().unwrap();
-            let flash = Flash::new(&cfg, &layout, 0, true).unwrap();
-            let ftl = PageFtl::new(&cfg, &layout).unwrap();
+            let flash = Flash::new(&cfg.device(), &layout, 0, true).unwrap();
+            let ftl = PageFtl::new(&cfg.scheme_context(), &layout).unwrap();
             let mut sim = Simulator::new(&cfg, &layout, ftl, flash, true);
             sim.last_seq = u32::MAX as u64 - 2;
             let page = |lpa: u64, op| Request {

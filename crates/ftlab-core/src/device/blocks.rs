@@ -4,8 +4,22 @@
 
 use crate::device::geometry::Layout;
 use crate::device::nand::Flash;
-use crate::ftl::settings::VictimPolicy;
+use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
+
+/// How garbage-collection victims are chosen.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum VictimPolicy {
+    /// Fewest valid pages.
+    Greedy,
+    /// Highest (1 - u) / 2u x age (Rosenblum and Ousterhout), age in host page writes.
+    CostBenefit,
+    /// The block that filled first (FIFO, as a circular log cleans): the policy of
+    /// Desnoyers' closed-form model (SYSTOR 2012), for validation; a block with no invalid
+    /// page is passed over.
+    Fifo,
+}
 
 /// Erased blocks of each parallel unit, handed out oldest-freed first (FIFO), which
 /// spreads erases over the blocks without a separate wear-levelling policy.

@@ -7,3 +7,16 @@ pub mod geometry;
 pub mod nand;
 pub mod recovery;
 pub mod timing;
+
+use geometry::Nand;
+use serde::Serialize;
+use timing::SchedulerConfig;
+
+/// What the device model is built from: the NAND's characteristics and the die
+/// scheduler's policy (the `[nand]` and `[scheduler]` sections; the geometry comes as the
+/// derived [`geometry::Layout`]).
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct DeviceConfig {
+    pub nand: Nand,
+    pub scheduler: SchedulerConfig,
+}

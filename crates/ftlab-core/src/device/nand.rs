@@ -19,10 +19,10 @@
 
 use crate::device::geometry::{Layout, ProgramOrder, OOB_HEADER_BYTES};
 use crate::device::timing::{Place, SchedulerStats, Span, Timeline};
+use crate::device::DeviceConfig;
 use crate::divide::DivideBy;
 pub use crate::error::NandError;
 use crate::error::{Error, Result};
-use crate::run::config::Config;
 use serde::Serialize;
 use std::any::Any;
 
@@ -451,7 +451,7 @@ impl Flash {
     /// A fresh, fully erased device. `extra_oob_bytes` is the per-page OOB space a scheme
     /// stores beyond the 8-byte header; `timed` enables the timing model.
     pub fn new(
-        cfg: &Config,
+        cfg: &DeviceConfig,
         layout: &Layout,
         extra_oob_bytes: usize,
         timed: bool,
@@ -911,7 +911,7 @@ impl Flash {
     }
 
     /// Restarts the timing model with every die and channel idle at time 0.
-    pub fn restart_timing(&mut self, cfg: &Config) {
+    pub fn restart_timing(&mut self, cfg: &DeviceConfig) {
         self.timeline = Some(Timeline::new(cfg, &self.layout));
         self.timing_restarts += 1;
         self.cursor = 0;

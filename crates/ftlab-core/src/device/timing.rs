@@ -29,7 +29,8 @@
 //! every operation placed on its die and channel in the order the FTL issues it.
 
 use crate::device::geometry::Layout;
-use crate::run::config::Config;
+use crate::device::geometry::Nand;
+use crate::device::DeviceConfig;
 use crate::units;
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
@@ -236,14 +237,13 @@ fn book_channel(channel_free: &mut u64, start: u64, len: u64, keep_gaps: bool) -
 }
 
 /// One block's whole reclaim: every page read and programmed, then the block erased.
-pub fn block_reclaim_ns(cfg: &Config) -> u64 {
-    let nand = &cfg.nand;
-    cfg.geometry.pages_per_block as u64 * (nand.read_latency_ns + nand.program_latency_ns)
+pub fn block_reclaim_ns(nand: &Nand, layout: &Layout) -> u64 {
+    layout.pages_per_block as u64 * (nand.read_latency_ns + nand.program_latency_ns)
         + nand.erase_latency_ns
 }
 
 impl Timeline {
-    pub fn new(cfg: &Config, layout: &Layout) -> Self {
+    pub fn new(cfg: &DeviceConfig, layout: &Layout) -> Self {
         let bytes = layout.page_size as u128 + layout.oob_size as u128;
         let transfer_ns =
             (bytes * 1_000_000_000).div_ceil(cfg.nand.channel_bytes_per_s as u128) as u64;
@@ -256,7 +256,7 @@ impl Timeline {
             erase_ns: cfg.nand.erase_latency_ns,
             transfer_ns,
             read_priority: s.read_priority,
-            defer_limit_ns: block_reclaim_ns(cfg),
+            defer_limit_ns: block_reclaim_ns(&cfg.nand, layout),
             suspend: s.suspend,
             suspend_ns: s.suspend_ns,
             multi_plane: s.multi_plane && layout.planes_per_die > 1,

@@ -35,8 +35,8 @@ use crate::device::blocks::FreeBlocks;
 use crate::device::geometry::Layout;
 use crate::device::nand::{Cause, Flash, Oob, NONE};
 use crate::error::{Error, Result};
+use crate::ftl::settings::SchemeContext;
 use crate::ftl::{Ftl, MemoryBreakdown, Scheme};
-use crate::run::config::Config;
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
 
@@ -108,7 +108,7 @@ impl Scheme for Aftl {
     type Section = AftlConfig;
     const APPEND_ONLY: bool = true;
 
-    fn new(cfg: &Config, layout: &Layout) -> Result<Self> {
+    fn new(cfg: &SchemeContext, layout: &Layout) -> Result<Self> {
         let section: AftlConfig = Self::section(cfg)?;
         let units = layout.units;
         let segment_pages = units

@@ -13,15 +13,15 @@
 use crate::device::geometry::Layout;
 use crate::device::nand::{Flash, Oob};
 use crate::error::{Error, Result};
+use crate::ftl::settings::SchemeContext;
 use crate::ftl::{Ftl, MemoryBreakdown, Visitor};
 use crate::request::Op;
-use crate::run::config::Config;
 use std::collections::BTreeMap;
 use std::sync::{Arc, RwLock};
 
 /// Builds an external scheme for a fresh device (its configuration section is
 /// `cfg.scheme_section(name)`, already checked against the registered defaults' keys).
-pub type Builder = dyn Fn(&Config, &Layout) -> Result<Box<dyn Ftl>> + Send + Sync;
+pub type Builder = dyn Fn(&SchemeContext, &Layout) -> Result<Box<dyn Ftl>> + Send + Sync;
 
 /// What the registry knows of an external scheme: the facts [`crate::ftl::Scheme`] gives
 /// for a built-in one, and its constructor.
@@ -134,12 +134,12 @@ pub fn intern_name(name: &str) -> &'static str {
 /// Builds external scheme `scheme` over a fresh device and hands it to `visitor`.
 pub fn build<V: Visitor>(
     scheme: &ExternalScheme,
-    cfg: &Config,
+    cfg: &SchemeContext,
     layout: &Layout,
     visitor: V,
 ) -> Result<V::Output> {
     let ftl = (scheme.build)(cfg, layout)?;
-    let flash = Flash::new(cfg, layout, scheme.extra_oob_bytes, cfg.replay.timing)?;
+    let flash = Flash::new(&cfg.device, layout, scheme.extra_oob_bytes, cfg.timed)?;
     Ok(visitor.visit(ftl, flash))
 }
 
@@ -278,10 +278,12 @@ mod tests {
         assert!(err.to_string().contains("boxed-page-test.nob"), "{err}");
         let layout = cfg.validate().unwrap();
         assert_eq!(
-            crate::ftl::build("boxed-page-test", &cfg, &layout, Programs).unwrap(),
+            crate::ftl::build("boxed-page-test", &cfg.scheme_context(), &layout, Programs).unwrap(),
             2
         );
         assert!(unregister("boxed-page-test"));
-        assert!(crate::ftl::build("boxed-page-test", &cfg, &layout, Programs).is_err());
+        assert!(
+            crate::ftl::build("boxed-page-test", &cfg.scheme_context(), &layout, Programs).is_err()
+        );
     }
 }

@@ -28,8 +28,8 @@ pub mod settings;
 use crate::device::geometry::Layout;
 use crate::device::nand::{Flash, Oob, Ppn};
 use crate::error::{Error, Result};
+use crate::ftl::settings::SchemeContext;
 use crate::request::Op;
-use crate::run::config::Config;
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 
@@ -182,7 +182,7 @@ pub trait Scheme: Ftl + Sized {
 
     /// The scheme for a fresh device, its configuration checked. Called before the flash is
     /// built, so a bad key of the scheme's section is reported before anything else.
-    fn new(cfg: &Config, layout: &Layout) -> Result<Self>;
+    fn new(cfg: &SchemeContext, layout: &Layout) -> Result<Self>;
 
     /// Whether the scheme refuses overwrites (an append-only device such as AMF's AFTL): it
     /// then needs a host stack that writes append-only, and `host.stack = "auto"` gives it
@@ -207,7 +207,7 @@ pub trait Scheme: Ftl + Sized {
     }
 
     /// The scheme's section of `cfg`, read into its typed configuration.
-    fn section(cfg: &Config) -> Result<Self::Section>
+    fn section(cfg: &SchemeContext) -> Result<Self::Section>
     where
         Self::Section: serde::de::DeserializeOwned,
     {
@@ -247,12 +247,12 @@ pub trait Visitor {
 /// Builds scheme `S` over a fresh device and hands it to `visitor`: the scheme first (its
 /// configuration checked), then the flash with the OOB bytes the scheme asks for.
 pub fn build_scheme<S: Scheme, V: Visitor>(
-    cfg: &Config,
+    cfg: &SchemeContext,
     layout: &Layout,
     visitor: V,
 ) -> Result<V::Output> {
     let ftl = S::new(cfg, layout)?;
-    let flash = Flash::new(cfg, layout, ftl.extra_oob_bytes(), cfg.replay.timing)?;
+    let flash = Flash::new(&cfg.device, layout, ftl.extra_oob_bytes(), cfg.timed)?;
     Ok(visitor.visit(ftl, flash))
 }
 
@@ -336,7 +336,7 @@ macro_rules! schemes {
         /// Builds scheme `name` over a fresh device and hands it to `visitor`.
         pub fn build<V: Visitor>(
             name: &str,
-            cfg: &Config,
+            cfg: &SchemeContext,
             layout: &Layout,
             visitor: V,
         ) -> Result<V::Output> {

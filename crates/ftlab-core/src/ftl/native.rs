@@ -13,8 +13,8 @@ use crate::device::nand::{Cause, Flash, Oob, CAUSES};
 use crate::error::{Error, Result};
 use crate::ftl::external::{self, intern_name, ExternalScheme};
 use crate::ftl::kit::alloc::{Move as CoreMove, PageAllocator};
+use crate::ftl::settings::SchemeContext;
 use crate::ftl::{Ftl, MemoryBreakdown};
-use crate::run::config::Config;
 use ftlab_scheme::{Geometry, HostApi, Move, SchemeApi, ABI_VERSION, NONE};
 use std::collections::VecDeque;
 use std::ffi::{c_char, c_void, CStr, CString};
@@ -120,7 +120,7 @@ unsafe extern "C" fn fail(ctx: *mut c_void, message: *const u8, len: usize) -> i
 
 /// The configuration a scheme's kit is built from (`device` of `new`).
 struct DeviceRef<'a> {
-    cfg: &'a Config,
+    cfg: &'a SchemeContext,
     layout: &'a Layout,
 }
 
@@ -386,7 +386,7 @@ pub unsafe fn register(api: *const SchemeApi) -> Result<String> {
         })?)
     };
     let scheme_name = name.clone();
-    let build = move |cfg: &Config, layout: &Layout| -> Result<Box<dyn Ftl>> {
+    let build = move |cfg: &SchemeContext, layout: &Layout| -> Result<Box<dyn Ftl>> {
         let section = toml::to_string(&cfg.scheme_section(&scheme_name))
             .map_err(|e| Error::Usage(format!("internal: {e}")))?;
         let section = CString::new(section).map_err(|e| Error::Usage(e.to_string()))?;

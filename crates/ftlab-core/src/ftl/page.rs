@@ -18,8 +18,8 @@ use crate::device::geometry::Layout;
 use crate::device::nand::{Cause, Flash, Oob, Ppn, NONE};
 use crate::error::{Error, Result};
 use crate::ftl::kit::alloc::PageAllocator;
+use crate::ftl::settings::SchemeContext;
 use crate::ftl::{Ftl, MemoryBreakdown, Scheme};
-use crate::run::config::Config;
 use serde::{Deserialize, Serialize};
 
 /// The `[page]` section.
@@ -45,7 +45,7 @@ impl Scheme for PageFtl {
         "page-level FTL (PFTL): the whole L2P table in DRAM, greedy or cost-benefit GC";
     type Section = PageConfig;
 
-    fn new(cfg: &Config, layout: &Layout) -> Result<Self> {
+    fn new(cfg: &SchemeContext, layout: &Layout) -> Result<Self> {
         let c = Self::section(cfg)?;
         if c.stripe_pages > layout.pages_per_block {
             return Err(Error::config(

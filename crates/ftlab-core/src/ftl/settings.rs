@@ -2,9 +2,13 @@
 //! (`[gc]`) and the mapping's DRAM budget (`[dram]`). A scheme's own section is its
 //! `Scheme::Section`.
 
+pub use crate::device::blocks::VictimPolicy;
 use crate::device::geometry::Layout;
+use crate::device::DeviceConfig;
+use crate::error::{Error, Result};
 use crate::units;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
 /// Settings every FTL shares.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -21,20 +25,6 @@ impl Default for FtlConfig {
             over_provisioning: 0.07,
         }
     }
-}
-
-/// How garbage-collection victims are chosen.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum VictimPolicy {
-    /// Fewest valid pages.
-    Greedy,
-    /// Highest (1 - u) / 2u x age (Rosenblum and Ousterhout), age in host page writes.
-    CostBenefit,
-    /// The block that filled first (FIFO, as a circular log cleans): the policy of
-    /// Desnoyers' closed-form model (SYSTOR 2012), for validation; a block with no invalid
-    /// page is passed over.
-    Fifo,
 }
 
 /// Garbage-collection trigger and policy.
@@ -121,5 +111,48 @@ impl DramConfig {
         } else {
             "dram.budget_bytes"
         }
+    }
+}
+
+/// What a scheme is built from: the device it runs on, the FTL's settings and the
+/// configuration sections of the schemes, and nothing else of the run's configuration (the
+/// trace, the host stack, the report are not a scheme's business). The run assembles it
+/// (`run::config::Config::scheme_context`).
+#[derive(Clone, Debug, Default)]
+pub struct SchemeContext {
+    pub device: DeviceConfig,
+    pub ftl: FtlConfig,
+    pub gc: GcConfig,
+    pub dram: DramConfig,
+    /// Whether the run models timing (false: mapping-only).
+    pub timed: bool,
+    /// Bytes of the controller's write buffer (0: no buffer).
+    pub buffer_bytes: u64,
+    /// Every scheme's section (`[NAME]`), by scheme name, checked against its defaults.
+    pub sections: BTreeMap<String, toml::Table>,
+}
+
+impl SchemeContext {
+    /// A scheme's own section, or an empty one.
+    pub fn scheme_section(&self, scheme: &str) -> toml::Table {
+        self.sections.get(scheme).cloned().unwrap_or_default()
+    }
+
+    /// A scheme's section read into its typed configuration (a serde struct with defaults);
+    /// a value of the wrong type is an error naming `scheme.key`.
+    pub fn scheme_config<T: serde::de::DeserializeOwned>(&self, scheme: &str) -> Result<T> {
+        let table = self.scheme_section(scheme);
+        toml::Value::Table(table.clone())
+            .try_into()
+            .map_err(|e: toml::de::Error| {
+                let culprit = table.iter().find(|(k, v)| {
+                    let one = toml::Table::from_iter([(k.to_string(), (*v).clone())]);
+                    toml::Value::Table(one).try_into::<T>().is_err()
+                });
+                match culprit {
+                    Some((k, _)) => Error::config(format!("{scheme}.{k}"), e.message().to_string()),
+                    None => Error::config(scheme, e.message().to_string()),
+                }
+            })
     }
 }

@@ -336,8 +336,8 @@ mod tests {
         cfg.host.ext4_footprint = true;
         cfg.host.ext4_file_bytes = 64 << 10;
         let layout = cfg.validate().unwrap();
-        let ftl = PageFtl::new(&cfg, &layout).unwrap();
-        let flash = Flash::new(&cfg, &layout, 0, true).unwrap();
+        let ftl = PageFtl::new(&cfg.scheme_context(), &layout).unwrap();
+        let flash = Flash::new(&cfg.device(), &layout, 0, true).unwrap();
         let mut sim = Simulator::new(&cfg, &layout, ftl, flash, true);
         sim.record_served(true);
         Stacked::new(Ext4::new(&cfg, &layout).unwrap(), sim)

@@ -1592,8 +1592,8 @@ mod tests {
         ) = (2, 1, 2, 2);
         (g.blocks_per_plane, g.pages_per_block) = (64, 16);
         let layout = cfg.validate().unwrap();
-        let ftl = crate::ftl::aftl::Aftl::new(&cfg, &layout).unwrap();
-        let flash = Flash::new(&cfg, &layout, ftl.extra_oob_bytes(), true).unwrap();
+        let ftl = crate::ftl::aftl::Aftl::new(&cfg.scheme_context(), &layout).unwrap();
+        let flash = Flash::new(&cfg.device(), &layout, ftl.extra_oob_bytes(), true).unwrap();
         let sim = Simulator::new(&cfg, &layout, ftl, flash, true);
         let lfs = Lfs::new(&cfg, &layout, StackKind::Alfs, true).unwrap();
         Stacked::new(lfs, sim)

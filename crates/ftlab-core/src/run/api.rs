@@ -308,7 +308,7 @@ pub fn run_with_progress(
                 replay: None,
                 progress,
             };
-            ftl::build(&opts.ftl, &cfg, &layout, visitor)??
+            ftl::build(&opts.ftl, &cfg.scheme_context(), &layout, visitor)??
                 .ok_or_else(|| Error::Usage("internal: workload asked for a scan".into()))?
         }
         Some(path) => {
@@ -350,7 +350,7 @@ pub fn run_with_progress(
                     requests: replay.into_stream(),
                     progress: &mut *progress,
                 };
-                match ftl::build(&opts.ftl, &cfg, &layout, visitor) {
+                match ftl::build(&opts.ftl, &cfg.scheme_context(), &layout, visitor) {
                     Err(e) if plan.is_fitted() && needs_more_spare(&e) && grown < MAX_GROWTH => {
                         grown += 1;
                         grow(&mut cfg);
@@ -483,7 +483,7 @@ pub fn fitted_blocks_per_plane(opts: &RunOptions, schemes: &[String]) -> Result<
                 cfg.geometry.blocks_per_plane += 1;
                 continue;
             }
-            match ftl::build(scheme, &cfg, &layout, Nothing) {
+            match ftl::build(scheme, &cfg.scheme_context(), &layout, Nothing) {
                 Err(e) if needs_more_spare(&e) && grown < MAX_GROWTH => {
                     grown += 1;
                     grow(&mut cfg);
@@ -578,7 +578,7 @@ pub fn memory(opts: &RunOptions) -> Result<MemoryFootprint> {
     let (mut cfg, _) = resolve_config_keys(opts)?;
     cfg.replay.timing = false;
     let layout = cfg.validate()?;
-    let device = ftl::build(&opts.ftl, &cfg, &layout, MemoryOf)?;
+    let device = ftl::build(&opts.ftl, &cfg.scheme_context(), &layout, MemoryOf)?;
     let mut host = Vec::new();
     match cfg.host.stack {
         host::StackKind::F2fs | host::StackKind::Alfs => {
@@ -698,7 +698,7 @@ pub fn bench(opts: &RunOptions) -> Result<BenchResult> {
         requests: &requests,
         verify: opts.verify,
     };
-    let waf = ftl::build(&opts.ftl, &cfg, &layout, visitor)??;
+    let waf = ftl::build(&opts.ftl, &cfg.scheme_context(), &layout, visitor)??;
     let simulate_seconds = simulating.elapsed().as_secs_f64();
     Ok(BenchResult {
         ftl: opts.ftl.clone(),

@@ -145,7 +145,7 @@ fn open_any(
     let layout = cfg.validate()?;
     ftl::build(
         scheme,
-        cfg,
+        &cfg.scheme_context(),
         &layout,
         Open {
             cfg,
@@ -206,7 +206,7 @@ impl Visitor for Open<'_> {
             flash.stats = FlashStats::default();
             ftl.reset_counters();
             if timed {
-                flash.restart_timing(self.cfg);
+                flash.restart_timing(&self.cfg.device());
             }
             rebuilt = Some((found, seq_of, programs));
         }

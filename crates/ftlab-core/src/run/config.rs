@@ -14,8 +14,11 @@ pub use crate::controller::settings::{
 };
 pub use crate::device::geometry::{Geometry, Layout, Nand, ProgramOrder, OOB_HEADER_BYTES};
 pub use crate::device::timing::SchedulerConfig;
+pub use crate::device::DeviceConfig;
 use crate::error::{Error, Result};
-pub use crate::ftl::settings::{CopyStream, DramConfig, FtlConfig, GcConfig, GcMode, VictimPolicy};
+pub use crate::ftl::settings::{
+    CopyStream, DramConfig, FtlConfig, GcConfig, GcMode, SchemeContext, VictimPolicy,
+};
 use crate::io::workload::WorkloadConfig;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -547,26 +550,30 @@ impl Config {
         toml::to_string_pretty(self).unwrap_or_else(|e| format!("# cannot render: {e}\n"))
     }
 
+    /// The device model's settings ([`Flash::new`](crate::device::nand::Flash::new)).
+    pub fn device(&self) -> DeviceConfig {
+        DeviceConfig {
+            nand: self.nand.clone(),
+            scheduler: self.scheduler.clone(),
+        }
+    }
+
+    /// What a scheme is built from: the device, the FTL's settings and every scheme's
+    /// section, not the rest of the run's configuration.
+    pub fn scheme_context(&self) -> SchemeContext {
+        SchemeContext {
+            device: self.device(),
+            ftl: self.ftl.clone(),
+            gc: self.gc.clone(),
+            dram: self.dram.clone(),
+            timed: self.replay.timing,
+            buffer_bytes: self.buffer.size_bytes,
+            sections: self.schemes.clone(),
+        }
+    }
+
     /// A scheme's own section, or an empty one.
     pub fn scheme_section(&self, scheme: &str) -> toml::Table {
         self.schemes.get(scheme).cloned().unwrap_or_default()
-    }
-
-    /// A scheme's section read into its typed configuration (a serde struct with defaults);
-    /// a value of the wrong type is an error naming `scheme.key`.
-    pub fn scheme_config<T: serde::de::DeserializeOwned>(&self, scheme: &str) -> Result<T> {
-        let table = self.scheme_section(scheme);
-        toml::Value::Table(table.clone())
-            .try_into()
-            .map_err(|e: toml::de::Error| {
-                let culprit = table.iter().find(|(k, v)| {
-                    let one = toml::Table::from_iter([(k.to_string(), (*v).clone())]);
-                    toml::Value::Table(one).try_into::<T>().is_err()
-                });
-                match culprit {
-                    Some((k, _)) => Error::config(format!("{scheme}.{k}"), e.message().to_string()),
-                    None => Error::config(scheme, e.message().to_string()),
-                }
-            })
     }
 }

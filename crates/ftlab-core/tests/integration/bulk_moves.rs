@@ -141,7 +141,7 @@ fn build(s: &Setup) -> Flash {
     ) = s.scheduler;
     let layout = cfg.validate().unwrap();
     let extra = if s.extra_oob { 4 } else { 0 };
-    let mut f = Flash::new(&cfg, &layout, extra, s.timed).unwrap();
+    let mut f = Flash::new(&cfg.device(), &layout, extra, s.timed).unwrap();
     if s.sink {
         f.attach_sink(Box::new(Recorder::default()));
     }

@@ -88,7 +88,7 @@ fn host_reads_go_ahead_of_queued_background_work() {
         offset: 0,
     };
     let schedule = |cfg: &Config| {
-        let mut t = Timeline::new(cfg, &layout);
+        let mut t = Timeline::new(&cfg.device(), &layout);
         // Three background programs queued at time 0, then a host read at 10 us.
         for _ in 0..3 {
             t.program(place, 0, true);

@@ -144,8 +144,8 @@ fn slimftl_gc_keeps_every_hash_id() {
     let cfg = small_config((2, 1, 1, 1), 32, 16, 0.15);
     let layout = cfg.validate().unwrap();
     let page = layout.page_size;
-    let flash = Flash::new(&cfg, &layout, 0, false).unwrap();
-    let ftl = SlimFtl::new(&cfg, &layout).unwrap();
+    let flash = Flash::new(&cfg.device(), &layout, 0, false).unwrap();
+    let ftl = SlimFtl::new(&cfg.scheme_context(), &layout).unwrap();
     let mut sim = Simulator::new(&cfg, &layout, ftl, flash, true);
     let lp = layout.logical_pages;
     for p in 0..lp {

@@ -91,7 +91,9 @@ fn run_stacked<S: HostStack>(cfg: &Config, stack: S, requests: &[Request]) -> Re
         stack,
         requests,
     };
-    ftl::build("page", cfg, &layout, visitor).unwrap().unwrap()
+    ftl::build("page", &cfg.scheme_context(), &layout, visitor)
+        .unwrap()
+        .unwrap()
 }
 
 fn random_requests(cfg: &Config, n: usize, seed: u64) -> Vec<Request> {

@@ -10,7 +10,7 @@ fn flash(order: ProgramOrder, extra: usize) -> Flash {
     let mut cfg = small_config((1, 1, 1, 1), 8, 8, 0.5);
     cfg.nand.program_order = order;
     let layout = cfg.validate().unwrap();
-    Flash::new(&cfg, &layout, extra, true).unwrap()
+    Flash::new(&cfg.device(), &layout, extra, true).unwrap()
 }
 
 const OOB: Oob = Oob { lpa: 1, seq: 1 };
@@ -93,10 +93,10 @@ fn oob_size_is_enforced() {
     // The default OOB is 128 bytes, 8 of them the header.
     let mut cfg = small_config((1, 1, 1, 1), 8, 8, 0.5);
     let layout = cfg.validate().unwrap();
-    assert!(Flash::new(&cfg, &layout, 121, false).is_err());
+    assert!(Flash::new(&cfg.device(), &layout, 121, false).is_err());
     cfg.geometry.oob_size = 16;
     let layout = cfg.validate().unwrap();
-    let mut f = Flash::new(&cfg, &layout, 8, false).unwrap();
+    let mut f = Flash::new(&cfg.device(), &layout, 8, false).unwrap();
     assert_eq!(
         f.program(0, OOB, &[7; 9], Cause::Host),
         Err(NandError::OobTooLarge {
@@ -162,7 +162,7 @@ fn timing_overlaps_dies_and_serialises_one_die() {
     cfg.nand.channel_bytes_per_s = 4096 + 128; // one page+OOB per second... scaled below
     cfg.nand.channel_bytes_per_s = (4096 + 128) * 1_000_000; // 1 us per page transfer
     let layout = cfg.validate().unwrap();
-    let mut f = Flash::new(&cfg, &layout, 0, true).unwrap();
+    let mut f = Flash::new(&cfg.device(), &layout, 0, true).unwrap();
     let ppb = layout.pages_per_block;
     let unit1 = layout.blocks_per_unit * ppb; // first page of unit 1 (other channel, other die)
     f.begin_request(0);

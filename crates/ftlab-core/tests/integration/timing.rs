@@ -153,7 +153,7 @@ fn a_vector_command_takes_one_page_time() {
     let (tr, tprog) = (cfg.nand.read_latency_ns, cfg.nand.program_latency_ns);
     let mut work = Vec::new();
     for command in [false, true] {
-        let mut flash = Flash::new(&cfg, &layout, 0, true).unwrap();
+        let mut flash = Flash::new(&cfg.device(), &layout, 0, true).unwrap();
         flash.begin_request(0);
         if command {
             flash.begin_command();

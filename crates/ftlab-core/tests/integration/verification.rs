@@ -38,9 +38,9 @@ fn simulate(verify: bool, buffer_pages: u64) -> Result<()> {
     let mut cfg = small_config((1, 1, 2, 1), 16, 16, 0.3);
     cfg.buffer.size_bytes = buffer_pages * 4096;
     let layout = cfg.validate().unwrap();
-    let flash = Flash::new(&cfg, &layout, 0, true)?;
+    let flash = Flash::new(&cfg.device(), &layout, 0, true)?;
     let ftl = LosesWrites {
-        inner: PageFtl::new(&cfg, &layout)?,
+        inner: PageFtl::new(&cfg.scheme_context(), &layout)?,
         writes: 0,
     };
     let mut sim = Simulator::new(&cfg, &layout, ftl, flash, verify);

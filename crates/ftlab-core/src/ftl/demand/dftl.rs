@@ -25,8 +25,8 @@ use crate::ftl::demand::{
 };
 use crate::ftl::kit::alloc::Move;
 use crate::ftl::kit::mapcache::{Links, List, Replacement, ReplacementKind, Slots, NIL};
+use crate::ftl::settings::SchemeContext;
 use crate::ftl::{Ftl, MemoryBreakdown, Scheme};
-use crate::run::config::Config;
 use serde::{Deserialize, Serialize};
 
 /// The `[dftl]` section.
@@ -80,7 +80,7 @@ impl Scheme for Dftl {
     type Section = DftlConfig;
     const ADVISE: &'static str = r#"replacement = ["slru", "lru"]"#;
 
-    fn new(cfg: &Config, layout: &Layout) -> Result<Self> {
+    fn new(cfg: &SchemeContext, layout: &Layout) -> Result<Self> {
         let c = Self::section(cfg)?;
         if !(0.0..1.0).contains(&c.protected_fraction) {
             return Err(crate::Error::config(

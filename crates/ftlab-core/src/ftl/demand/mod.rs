@@ -32,8 +32,8 @@ use crate::ftl::kit::alloc::Move;
 use crate::ftl::kit::mapcache::NIL;
 use crate::ftl::kit::translation::TranslationStore;
 use crate::ftl::settings::DramConfig;
+use crate::ftl::settings::SchemeContext;
 use crate::ftl::MemoryBreakdown;
-use crate::run::config::Config;
 use std::ops::Range;
 
 /// Counters every demand-cached scheme reports.
@@ -114,7 +114,7 @@ pub fn decode_entries(bytes: &[u8], width: usize, count: usize, out: &mut Vec<Pp
 
 impl OnFlashTable {
     /// The table of a fresh device, in units of `unit_pages` translation pages.
-    pub fn new(cfg: &Config, layout: &Layout, unit_pages: u32) -> Result<Self> {
+    pub fn new(cfg: &SchemeContext, layout: &Layout, unit_pages: u32) -> Result<Self> {
         let ppa_bytes = layout.ppa_entry_bytes();
         let per_page = (layout.page_size as u64 / ppa_bytes) as u32;
         let unit_entries = per_page * unit_pages;
@@ -127,7 +127,7 @@ impl OnFlashTable {
             unit_divide: DivideBy::new(unit_entries),
             lpa_bytes: address_bytes(layout.logical_pages),
             ppa_bytes,
-            timed: cfg.replay.timing,
+            timed: cfg.timed,
             background_writeback: false,
             unit_command: false,
             staged: Vec::new(),

@@ -47,9 +47,9 @@ use crate::error::{Error, Result};
 use crate::ftl::demand::{self, read_data, settle, CachesEntries, OnFlashTable};
 use crate::ftl::kit::alloc::Move;
 use crate::ftl::kit::mapcache::IndexedHeap;
+use crate::ftl::settings::SchemeContext;
 use crate::ftl::{Ftl, MemoryBreakdown, Scheme};
 use crate::request::Op;
-use crate::run::config::Config;
 use crate::units;
 use serde::{Deserialize, Serialize};
 
@@ -168,7 +168,7 @@ impl Scheme for Selective {
     type Section = SelectiveConfig;
     const ADVISE: &'static str = r#"mapping_block_bytes = ["16KiB", "64KiB"]"#;
 
-    fn new(cfg: &Config, layout: &Layout) -> Result<Self> {
+    fn new(cfg: &SchemeContext, layout: &Layout) -> Result<Self> {
         let c = Self::section(cfg)?;
         let page = layout.page_size as u64;
         if c.mapping_block_bytes < page || !c.mapping_block_bytes.is_multiple_of(page) {

@@ -28,8 +28,8 @@ use crate::error::{Error, Result};
 use crate::ftl::demand::{self, read_data, settle, CachesEntries, OnFlashTable};
 use crate::ftl::kit::alloc::{Move, StripeOrder};
 use crate::ftl::kit::mapcache::{IndexedHeap, Links, List, Replacement, ReplacementKind, NIL};
+use crate::ftl::settings::SchemeContext;
 use crate::ftl::{Ftl, MemoryBreakdown, Scheme};
-use crate::run::config::Config;
 use serde::{Deserialize, Serialize};
 
 /// The `[sftl]` section.
@@ -129,7 +129,7 @@ impl Scheme for Sftl {
     type Section = SftlConfig;
     const ADVISE: &'static str = r#"dirty_buffer_fraction = [0.05, 0.2]"#;
 
-    fn new(cfg: &Config, layout: &Layout) -> Result<Self> {
+    fn new(cfg: &SchemeContext, layout: &Layout) -> Result<Self> {
         let c = Self::section(cfg)?;
         if !(1..=2).contains(&c.bits_per_entry) {
             return Err(Error::config("sftl.bits_per_entry", "must be 1 or 2"));

@@ -32,9 +32,9 @@ use crate::ftl::demand::{
 };
 use crate::ftl::kit::alloc::Move;
 use crate::ftl::kit::mapcache::{IndexedHeap, Links, List, Slots, NIL};
+use crate::ftl::settings::SchemeContext;
 use crate::ftl::{Ftl, MemoryBreakdown, Scheme};
 use crate::request::Op;
-use crate::run::config::Config;
 use serde::{Deserialize, Serialize};
 
 /// The `[tpftl]` section.
@@ -107,7 +107,7 @@ impl Scheme for Tpftl {
     type Section = TpftlConfig;
     const ADVISE: &'static str = r#"selective_prefetch = [true, false]"#;
 
-    fn new(cfg: &Config, layout: &Layout) -> Result<Self> {
+    fn new(cfg: &SchemeContext, layout: &Layout) -> Result<Self> {
         let c = Self::section(cfg)?;
         if c.selective_threshold == 0 {
             return Err(crate::Error::config(

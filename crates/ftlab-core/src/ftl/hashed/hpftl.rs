@@ -43,8 +43,8 @@ use crate::device::nand::{Cause, Flash, Oob, Ppn, NONE};
 use crate::error::{Error, Result};
 use crate::ftl::hashed::{self, EncodedTable, Md5Hasher};
 use crate::ftl::settings::GcMode;
+use crate::ftl::settings::SchemeContext;
 use crate::ftl::{Ftl, MemoryBreakdown, Scheme};
-use crate::run::config::Config;
 use serde::{Deserialize, Serialize};
 
 /// The `[hpftl]` section.
@@ -149,7 +149,7 @@ impl Scheme for HpFtl {
     type Section = HpConfig;
     const ADVISE: &'static str = r#"hid_bits = [3, 6]"#;
 
-    fn new(cfg: &Config, layout: &Layout) -> Result<Self> {
+    fn new(cfg: &SchemeContext, layout: &Layout) -> Result<Self> {
         let c = Self::section(cfg)?;
         hashed::check_bits("hpftl", c.hid_bits, 2, c.ppid_bits, layout)?;
         let ppb = layout.pages_per_block as u64;

@@ -56,8 +56,8 @@ use crate::device::nand::{Cause, Flash, Oob, Ppn, NONE};
 use crate::error::{Error, Result};
 use crate::ftl::hashed::{self, EncodedTable, Md5Hasher};
 use crate::ftl::settings::GcMode;
+use crate::ftl::settings::SchemeContext;
 use crate::ftl::{Ftl, MemoryBreakdown, Scheme};
-use crate::run::config::Config;
 use serde::{Deserialize, Serialize};
 
 /// The `[slimftl]` section.
@@ -138,7 +138,7 @@ impl Scheme for SlimFtl {
     type Section = SlimConfig;
     const ADVISE: &'static str = r#"hid_bits = [3, 6]"#;
 
-    fn new(cfg: &Config, layout: &Layout) -> Result<Self> {
+    fn new(cfg: &SchemeContext, layout: &Layout) -> Result<Self> {
         let c = Self::section(cfg)?;
         hashed::check_bits("slimftl", c.hid_bits, 1, c.ppid_bits, layout)?;
         if c.lpa_shift > 31 {

@@ -26,9 +26,9 @@ use crate::device::geometry::Layout;
 use crate::device::nand::{Cause, Flash, Oob, Ppn, NONE};
 use crate::divide::DivideBy;
 use crate::error::{Error, Result};
+use crate::ftl::settings::SchemeContext;
 use crate::ftl::settings::{CopyStream, GcMode, VictimPolicy};
 use crate::ftl::MemoryBreakdown;
-use crate::run::config::Config;
 
 /// Physical pages in the order the host stream writes them: `chunk` pages on one parallel
 /// unit, then `chunk` on the next, round-robin over the units in the allocator's order
@@ -57,7 +57,7 @@ pub struct StripeOrder {
 impl StripeOrder {
     /// The stripe order of the allocator `PageAllocator::new(cfg, layout, ..)` builds, with
     /// a host stripe of `chunk` pages (a divisor of the pages per block).
-    pub fn new(cfg: &Config, layout: &Layout, chunk: u32) -> Self {
+    pub fn new(cfg: &SchemeContext, layout: &Layout, chunk: u32) -> Self {
         debug_assert!(chunk > 0 && layout.pages_per_block.is_multiple_of(chunk));
         let unit = round_robin(cfg, layout);
         let mut rank = vec![0; unit.len()];
@@ -106,8 +106,8 @@ impl StripeOrder {
 /// The units in the order the host stream visits them: plane first (the planes of a die
 /// in turn, so that their pages pair up as multi-plane programs) with multi-plane
 /// operations on, else in unit order (channel first).
-pub(crate) fn round_robin(cfg: &Config, layout: &Layout) -> Vec<u32> {
-    if cfg.scheduler.multi_plane && layout.planes_per_die > 1 {
+pub(crate) fn round_robin(cfg: &SchemeContext, layout: &Layout) -> Vec<u32> {
+    if cfg.device.scheduler.multi_plane && layout.planes_per_die > 1 {
         (0..layout.units).map(|k| layout.stripe_unit(k)).collect()
     } else {
         (0..layout.units).collect()
@@ -157,7 +157,7 @@ pub const GC_RESERVE_BLOCKS: usize = 1;
 /// blocks above the hard one: on a small device (a device fitted to a short trace has tens
 /// of blocks per unit) the percentages round to adjacent counts, and background GC would
 /// have no runway before writes wait for foreground GC.
-pub fn gc_thresholds(cfg: &Config, layout: &Layout) -> (usize, usize) {
+pub fn gc_thresholds(cfg: &SchemeContext, layout: &Layout) -> (usize, usize) {
     let blocks = layout.blocks_per_unit as f64;
     let hard = ((cfg.gc.hard_threshold * blocks).ceil() as usize).max(GC_RESERVE_BLOCKS);
     let runway = if cfg.gc.mode == GcMode::Background {
@@ -220,7 +220,7 @@ pub struct PageAllocator {
 
 impl PageAllocator {
     /// An allocator over a fresh device; `translation` enables the translation stream.
-    pub fn new(cfg: &Config, layout: &Layout, translation: bool) -> Self {
+    pub fn new(cfg: &SchemeContext, layout: &Layout, translation: bool) -> Self {
         let (soft_free_blocks, hard_free_blocks) = gc_thresholds(cfg, layout);
         let units = layout.units as usize;
         PageAllocator {

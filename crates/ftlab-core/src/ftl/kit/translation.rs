@@ -21,8 +21,8 @@ use crate::device::geometry::Layout;
 use crate::device::nand::{Cause, Flash, Oob, Ppn, NONE};
 use crate::error::{Error, Result};
 use crate::ftl::kit::alloc::{Move, PageAllocator};
+use crate::ftl::settings::SchemeContext;
 use crate::ftl::MemoryBreakdown;
-use crate::run::config::Config;
 
 pub struct TranslationStore {
     pub alloc: PageAllocator,
@@ -36,7 +36,7 @@ impl TranslationStore {
     /// A store of `pages` translation pages over a fresh device. Fails, naming
     /// `ftl.over_provisioning`, when the spare area cannot hold them beside the open and
     /// reserved blocks.
-    pub fn new(cfg: &Config, layout: &Layout, pages: u32) -> Result<Self> {
+    pub fn new(cfg: &SchemeContext, layout: &Layout, pages: u32) -> Result<Self> {
         let spare_blocks = layout.units as u64 * PageAllocator::spare_blocks_per_unit(true);
         let needed =
             layout.logical_pages + pages as u64 + spare_blocks * layout.pages_per_block as u64;
@@ -200,6 +200,7 @@ impl TranslationStore {
 mod tests {
     use super::*;
     use crate::rng::Rng;
+    use crate::run::config::Config;
 
     /// Data and translation pages overwritten at random on a nearly full device: GC must
     /// relocate both kinds, keep them apart, and every location must stay right.
@@ -216,9 +217,9 @@ mod tests {
         (g.blocks_per_plane, g.pages_per_block) = (24, 16);
         cfg.ftl.over_provisioning = 0.3;
         let layout = cfg.validate().unwrap();
-        let mut flash = Flash::new(&cfg, &layout, 0, true).unwrap();
+        let mut flash = Flash::new(&cfg.device(), &layout, 0, true).unwrap();
         let tps = 20;
-        let mut store = TranslationStore::new(&cfg, &layout, tps).unwrap();
+        let mut store = TranslationStore::new(&cfg.scheme_context(), &layout, tps).unwrap();
         let mut l2p = vec![NONE; layout.logical_pages as usize];
         let mut rng = Rng::new(7);
         let mut seq = 0;
@@ -284,7 +285,9 @@ mod tests {
         cfg.geometry.blocks_per_plane = 8;
         cfg.ftl.over_provisioning = 0.38;
         let layout = cfg.validate().unwrap();
-        let err = TranslationStore::new(&cfg, &layout, 100).err().unwrap();
+        let err = TranslationStore::new(&cfg.scheme_context(), &layout, 100)
+            .err()
+            .unwrap();
         assert!(err.to_string().contains("ftl.over_provisioning"), "{err}");
     }
 }

@@ -46,8 +46,8 @@ use crate::error::{Error, Result};
 use crate::ftl::kit::alloc::{Move, PageAllocator, StripeOrder};
 use crate::ftl::kit::mapcache::{Links, List, NIL};
 use crate::ftl::kit::translation::TranslationStore;
+use crate::ftl::settings::SchemeContext;
 use crate::ftl::{Ftl, MemoryBreakdown, Scheme};
-use crate::run::config::Config;
 use plr::{Codec, Learned, Learner, Point};
 use serde::{Deserialize, Serialize};
 use std::time::Instant;
@@ -329,7 +329,7 @@ low_watermark = 0.5
 "#,
     );
 
-    fn new(cfg: &Config, layout: &Layout) -> Result<Self> {
+    fn new(cfg: &SchemeContext, layout: &Layout) -> Result<Self> {
         let lcfg = Self::section(cfg)?;
         let codec = Codec::for_pages(layout.physical_pages).ok_or_else(|| {
             Error::config(

@@ -21,8 +21,8 @@ use crate::error::Result;
 use crate::ftl::logblock::{
     bits_for, pool_size, Core, CoreOptions, LogMemory, PoolKeys, VictimOrder, Widths,
 };
+use crate::ftl::settings::SchemeContext;
 use crate::ftl::{Ftl, MemoryBreakdown, Scheme};
-use crate::run::config::Config;
 use crate::units;
 use serde::{Deserialize, Serialize};
 
@@ -63,7 +63,7 @@ impl Scheme for Bast {
         "BAST (TCE 2002): log-block hybrid, one log block per logical block, LRU victim";
     type Section = BastConfig;
 
-    fn new(cfg: &Config, layout: &Layout) -> Result<Self> {
+    fn new(cfg: &SchemeContext, layout: &Layout) -> Result<Self> {
         let c = Self::section(cfg)?;
         let widths = Widths::new(layout);
         let mem = LogMemory {

@@ -24,8 +24,8 @@ use crate::device::geometry::Layout;
 use crate::device::nand::{Cause, Flash, Oob, NONE};
 use crate::error::{Error, Result};
 use crate::ftl::logblock::{bits_for, max_log_blocks, Core, CoreOptions, VictimOrder, Widths};
+use crate::ftl::settings::SchemeContext;
 use crate::ftl::{Ftl, MemoryBreakdown, Scheme};
-use crate::run::config::Config;
 use serde::{Deserialize, Serialize};
 
 /// The `[block]` section.
@@ -53,7 +53,7 @@ impl Scheme for BlockFtl {
         "block-level FTL: one physical block per logical block, overwrite = copy-merge";
     type Section = BlockConfig;
 
-    fn new(cfg: &Config, layout: &Layout) -> Result<Self> {
+    fn new(cfg: &SchemeContext, layout: &Layout) -> Result<Self> {
         let c = Self::section(cfg)?;
         let max = max_log_blocks(layout);
         if c.open_blocks == 0 || c.open_blocks as u64 > max {

@@ -24,8 +24,8 @@ use crate::error::Result;
 use crate::ftl::logblock::{
     pool_size, Core, CoreOptions, LogMemory, PoolKeys, VictimOrder, Widths,
 };
+use crate::ftl::settings::SchemeContext;
 use crate::ftl::{Ftl, MemoryBreakdown, Scheme};
-use crate::run::config::Config;
 use crate::units;
 use serde::{Deserialize, Serialize};
 
@@ -55,7 +55,7 @@ impl Scheme for Fast {
         "FAST (TECS 2007): log-block hybrid, one sequential + fully associative random log blocks";
     type Section = FastConfig;
 
-    fn new(cfg: &Config, layout: &Layout) -> Result<Self> {
+    fn new(cfg: &SchemeContext, layout: &Layout) -> Result<Self> {
         let c = Self::section(cfg)?;
         let widths = Widths::new(layout);
         let mem = LogMemory {

@@ -55,8 +55,8 @@ use crate::ftl::logblock::kast::{associative_write, check_k, merge_least_cost};
 use crate::ftl::logblock::{
     pool_size, Core, CoreOptions, LogMemory, PoolKeys, VictimOrder, Widths,
 };
+use crate::ftl::settings::SchemeContext;
 use crate::ftl::{Ftl, MemoryBreakdown, Scheme, SectorSource, SECTOR_BYTES};
-use crate::run::config::Config;
 use crate::units;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
@@ -159,7 +159,7 @@ impl Scheme for Fftl {
         "FFTL (TCE 2014): K-associative log blocks, balanced, cleaned before merged";
     type Section = FftlConfig;
 
-    fn new(cfg: &Config, layout: &Layout) -> Result<Self> {
+    fn new(cfg: &SchemeContext, layout: &Layout) -> Result<Self> {
         let c = Self::section(cfg)?;
         check_k("fftl.max_associativity", c.max_associativity, layout)?;
         if !(0.0..1.0).contains(&c.clean_max_fraction) {
@@ -170,7 +170,7 @@ impl Scheme for Fftl {
         }
         let widths = Widths::new(layout);
         let sectors = (layout.page_size as u64 / SECTOR_BYTES).max(1) as u32;
-        let packs = c.sector_packing && cfg.buffer.size_bytes == 0 && sectors > 1;
+        let packs = c.sector_packing && cfg.buffer_bytes == 0 && sectors > 1;
         // With packing, each log page's map entry holds a logical sector number per sector
         // (the spec's `N_log x Npb x sectors_per_page x E`).
         let entry_bits = if packs {
@@ -852,8 +852,8 @@ mod tests {
         let cfg =
             crate::run::config::resolve(None, None, &[], &all).unwrap_or_else(|e| panic!("{e}"));
         let layout = cfg.validate().unwrap();
-        let ftl = F::new(&cfg, &layout).unwrap_or_else(|e| panic!("{e}"));
-        let flash = Flash::new(&cfg, &layout, 0, cfg.replay.timing).unwrap();
+        let ftl = F::new(&cfg.scheme_context(), &layout).unwrap_or_else(|e| panic!("{e}"));
+        let flash = Flash::new(&cfg.device(), &layout, 0, cfg.replay.timing).unwrap();
         crate::controller::simulator::Simulator::new(&cfg, &layout, ftl, flash, true)
     }
 

@@ -19,8 +19,8 @@ use crate::error::{Error, Result};
 use crate::ftl::logblock::{
     pool_size, Core, CoreOptions, LogMemory, PoolKeys, VictimOrder, Widths,
 };
+use crate::ftl::settings::SchemeContext;
 use crate::ftl::{Ftl, MemoryBreakdown, Scheme};
-use crate::run::config::Config;
 use crate::units;
 use serde::{Deserialize, Serialize};
 
@@ -112,7 +112,7 @@ impl Scheme for Kast {
         "KAST (DATE 2009): FAST with log-block associativity bounded by K, least-cost victim";
     type Section = KastConfig;
 
-    fn new(cfg: &Config, layout: &Layout) -> Result<Self> {
+    fn new(cfg: &SchemeContext, layout: &Layout) -> Result<Self> {
         let c = Self::section(cfg)?;
         check_k("kast.max_associativity", c.max_associativity, layout)?;
         let widths = Widths::new(layout);
@@ -223,7 +223,10 @@ mod tests {
             crate::run::config::resolve(None, None, &[], &["kast.max_associativity=0".to_string()])
                 .unwrap();
         let layout = cfg.validate().unwrap();
-        let err = Kast::new(&cfg, &layout).err().unwrap().to_string();
+        let err = Kast::new(&cfg.scheme_context(), &layout)
+            .err()
+            .unwrap()
+            .to_string();
         assert!(err.contains("kast.max_associativity"), "{err}");
     }
 }

@@ -61,8 +61,8 @@ use crate::ftl::logblock::kast::check_k;
 use crate::ftl::logblock::{
     bits_for, pool_size, Core, CoreOptions, LogMemory, PoolKeys, VictimOrder, Widths,
 };
+use crate::ftl::settings::SchemeContext;
 use crate::ftl::{Ftl, MemoryBreakdown, Scheme};
-use crate::run::config::Config;
 use crate::units;
 use serde::{Deserialize, Serialize};
 
@@ -127,7 +127,7 @@ impl Scheme for Kraft {
         "KRAFT: K-associative log blocks kept serial (switch over full merge), relative addressing";
     type Section = KraftConfig;
 
-    fn new(cfg: &Config, layout: &Layout) -> Result<Self> {
+    fn new(cfg: &SchemeContext, layout: &Layout) -> Result<Self> {
         let c = Self::section(cfg)?;
         check_k("kraft.max_associativity", c.max_associativity, layout)?;
         for (key, v) in [

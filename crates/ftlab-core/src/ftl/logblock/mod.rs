@@ -60,8 +60,8 @@ use crate::device::geometry::{Layout, ProgramOrder};
 use crate::device::nand::{Cause, Flash, Oob, Ppn, NONE};
 use crate::error::{Error, Result};
 use crate::ftl::kit::mapcache::{Links, List, NIL};
+use crate::ftl::settings::SchemeContext;
 use crate::ftl::MemoryBreakdown;
-use crate::run::config::Config;
 use serde::{Deserialize, Serialize};
 
 /// Bits to hold the values `0..=n` (`n` itself standing for "none" where one is needed).
@@ -464,7 +464,7 @@ pub struct Core {
 pub const FREE_LIST: usize = 0;
 
 impl Core {
-    pub fn new(cfg: &Config, layout: &Layout, opts: CoreOptions) -> Result<Core> {
+    pub fn new(cfg: &SchemeContext, layout: &Layout, opts: CoreOptions) -> Result<Core> {
         let w = Widths::new(layout);
         let ppb = layout.pages_per_block;
         let logical_blocks = w.logical_blocks as u32;
@@ -486,7 +486,7 @@ impl Core {
             layout: *layout,
             ppb,
             shift: ppb.is_power_of_two().then(|| ppb.trailing_zeros()),
-            order: cfg.nand.program_order,
+            order: cfg.device.nand.program_order,
             logical_blocks,
             dbm: vec![NONE; logical_blocks as usize],
             newest: vec![0; logical_blocks as usize * ppb as usize],
@@ -507,9 +507,9 @@ impl Core {
             room: vec![List::EMPTY; lists],
             lru_links: Links::new(logs),
             lru: List::EMPTY,
-            t_copy: cfg.nand.read_latency_ns + cfg.nand.program_latency_ns,
-            t_program: cfg.nand.program_latency_ns,
-            t_erase: cfg.nand.erase_latency_ns,
+            t_copy: cfg.device.nand.read_latency_ns + cfg.device.nand.program_latency_ns,
+            t_program: cfg.device.nand.program_latency_ns,
+            t_erase: cfg.device.nand.erase_latency_ns,
             clock: 0,
             stats: Stats::default(),
             scratch: Vec::new(),

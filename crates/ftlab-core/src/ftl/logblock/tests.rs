@@ -41,8 +41,8 @@ impl<F: Scheme + HasCore> Harness<F> {
         let all: Vec<String> = BASE.iter().chain(sets).map(|s| s.to_string()).collect();
         let cfg = resolve(None, None, &[], &all).unwrap_or_else(|e| panic!("{e}"));
         let layout = cfg.validate().unwrap();
-        let ftl = F::new(&cfg, &layout).unwrap_or_else(|e| panic!("{e}"));
-        let flash = Flash::new(&cfg, &layout, 0, cfg.replay.timing).unwrap();
+        let ftl = F::new(&cfg.scheme_context(), &layout).unwrap_or_else(|e| panic!("{e}"));
+        let flash = Flash::new(&cfg.device(), &layout, 0, cfg.replay.timing).unwrap();
         Harness {
             ftl,
             flash,

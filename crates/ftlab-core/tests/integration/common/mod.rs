@@ -135,7 +135,7 @@ fn run_verified(
     let layout = cfg.validate()?;
     ftl::build(
         scheme,
-        cfg,
+        &cfg.scheme_context(),
         &layout,
         RunAll {
             cfg,
