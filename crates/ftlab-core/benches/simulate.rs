@@ -19,7 +19,7 @@ struct Replay<'a> {
 impl Visitor for Replay<'_> {
     type Output = u64;
     fn visit<F: Ftl>(self, ftl: F, flash: Flash) -> u64 {
-        let mut sim = Simulator::new(self.cfg, self.layout, ftl, flash, false);
+        let mut sim = Simulator::new(&self.cfg.controller(), self.layout, ftl, flash, false);
         for r in self.requests {
             sim.submit(r).expect("benchmark workload runs");
         }

@@ -10,11 +10,11 @@ mod common;
 
 use common::store::{sink_of, OobSink};
 use common::*;
-use ftlab_core::controller::metrics::Report;
 use ftlab_core::device::nand::Cause;
 use ftlab_core::rng::Rng;
 use ftlab_core::run::block_device::{self, Device};
 use ftlab_core::run::config::{Config, GcMode, PreconditionMode};
+use ftlab_core::run::report::Report;
 use ftlab_core::Request;
 
 fn registered() {

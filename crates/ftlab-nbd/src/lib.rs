@@ -18,8 +18,8 @@ pub mod recovery;
 pub mod server;
 pub mod store;
 
-use ftlab_core::controller::metrics::Report;
 use ftlab_core::run::config::Config;
+use ftlab_core::run::report::Report;
 use std::path::PathBuf;
 use std::time::Instant;
 

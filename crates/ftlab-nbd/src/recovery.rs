@@ -20,9 +20,9 @@
 use crate::engine::Engine;
 use crate::store::{meta_for, Files, Meta, PageStore, Record};
 use crate::ServeOptions;
-use ftlab_core::controller::metrics::Report;
 use ftlab_core::device::recovery::{FlashImage, MapCheckpoint};
 use ftlab_core::run::block_device;
+use ftlab_core::run::report::Report;
 use std::path::Path;
 use std::time::Instant;
 

@@ -11,7 +11,7 @@
 //! programmed once it has crossed); a read's flash pages are read (or its buffered pages
 //! read from DRAM), then its data crosses the link out.
 
-use crate::run::config::Config;
+use crate::controller::settings::ControllerConfig;
 use crate::units;
 use serde::{Deserialize, Serialize};
 
@@ -82,7 +82,7 @@ pub struct Front {
 }
 
 impl Front {
-    pub fn new(cfg: &Config) -> Self {
+    pub fn new(cfg: &ControllerConfig) -> Self {
         let link = Path {
             bytes_per_s: cfg.interface.link_bytes_per_s,
             ..Path::default()
@@ -128,7 +128,7 @@ mod tests {
     use super::*;
 
     fn front(link: u64, command: u64, dram: u64) -> Front {
-        let mut cfg = Config::default();
+        let mut cfg = ControllerConfig::default();
         cfg.interface.link_bytes_per_s = link;
         cfg.interface.command_ns = command;
         cfg.buffer.dram_bytes_per_s = dram;

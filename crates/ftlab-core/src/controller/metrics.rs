@@ -6,7 +6,6 @@
 use crate::device::geometry::Layout;
 use crate::device::nand::{Cause, Flash, CAUSES, CAUSE_COUNT};
 use crate::ftl::MemoryBreakdown;
-use crate::run::config::Config;
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -506,80 +505,17 @@ impl Metrics {
     }
 }
 
-/// Device size as simulated.
-#[derive(Clone, Debug, Serialize)]
-pub struct DeviceInfo {
-    pub physical_pages: u64,
-    pub logical_pages: u64,
-    pub page_size: u32,
-    pub physical_bytes: u64,
-    pub logical_bytes: u64,
-    pub parallel_units: u32,
-    pub dies: u32,
-    pub blocks: u32,
-    /// The page-level table: logical pages x entry bytes (the reference of
-    /// `dram.budget_fraction` and of the "DRAM vs page" comparisons).
-    pub page_table_bytes: u64,
-    /// The mapping DRAM budget of the run in bytes (`dram.budget_bytes`, or
-    /// `dram.budget_fraction` of the page table); 0: unlimited.
-    pub dram_budget_bytes: u64,
-}
-
-impl DeviceInfo {
-    pub fn from(cfg: &Config, layout: &Layout) -> Self {
-        DeviceInfo {
-            physical_pages: layout.physical_pages,
-            logical_pages: layout.logical_pages,
-            page_size: layout.page_size,
-            physical_bytes: layout.physical_pages * layout.page_size as u64,
-            logical_bytes: layout.logical_bytes(),
-            parallel_units: layout.units,
-            dies: layout.dies,
-            blocks: layout.total_blocks,
-            page_table_bytes: layout.logical_pages * layout.ppa_entry_bytes(),
-            dram_budget_bytes: cfg.dram.budget(layout),
-        }
-    }
-}
-
-/// Where the requests came from.
-#[derive(Clone, Debug, Serialize)]
-pub struct SourceInfo {
-    /// "trace" or "workload".
-    pub kind: String,
-    /// Trace path as given, or workload name.
-    pub name: String,
-    /// Trace format ("" for workloads).
-    pub format: String,
-}
-
-/// The result of one run.
-#[derive(Clone, Debug, Serialize)]
-pub struct Report {
-    pub ftlab_version: &'static str,
-    pub ftl: String,
-    pub source: SourceInfo,
-    /// How a trace was read and mapped onto the device (absent for synthetic workloads).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub trace: Option<crate::run::replay::TraceReport>,
-    /// "timed" or "mapping-only".
-    pub mode: &'static str,
-    pub verify: bool,
-    pub device: DeviceInfo,
-    pub config: Config,
+/// What a finished simulation hands the run's report (`run::report::Report::new`).
+#[derive(Clone, Debug)]
+pub struct Finished {
+    pub layout: Layout,
+    /// Whether the timing model ran (false: mapping-only).
+    pub timed: bool,
+    /// Whether every read was checked against the shadow copy.
+    pub verified: bool,
     /// What was written before the run (absent when nothing was).
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub precondition: Option<PreconditionReport>,
     pub metrics: Metrics,
-}
-
-impl Report {
-    pub fn to_json(&self) -> String {
-        let mut s = serde_json::to_string_pretty(self)
-            .unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"));
-        s.push('\n');
-        s
-    }
 }
 
 #[cfg(test)]

@@ -1,6 +1,11 @@
 //! How the controller is driven: the replay of requests (`[replay]`) and the
-//! preconditioning before the measured run (`[precondition]`).
+//! preconditioning before the measured run (`[precondition]`); and [`ControllerConfig`],
+//! what a simulator is built from.
 
+use crate::controller::buffer::BufferConfig;
+use crate::controller::interface::InterfaceConfig;
+use crate::controller::metrics::MetricsConfig;
+use crate::device::DeviceConfig;
 use serde::{Deserialize, Serialize};
 
 /// Preconditioning: what is written to the device before the measured run.
@@ -93,4 +98,16 @@ impl Default for ReplayConfig {
             timing: true,
         }
     }
+}
+
+/// What a [`Simulator`](crate::controller::simulator::Simulator) is built from: the device
+/// model's settings and the controller's own sections, not the rest of the run's
+/// configuration. The run assembles it (`run::config::Config::controller`).
+#[derive(Clone, Debug, Default)]
+pub struct ControllerConfig {
+    pub device: DeviceConfig,
+    pub buffer: BufferConfig,
+    pub interface: InterfaceConfig,
+    pub replay: ReplayConfig,
+    pub metrics: MetricsConfig,
 }

@@ -23,17 +23,19 @@ use crate::controller::buffer::Destage;
 use crate::controller::buffer::{Buffered, WriteBuffer};
 use crate::controller::interface::Front;
 use crate::controller::metrics::{
-    DeviceInfo, GcReport, HostCounters, Latency, LatencyReport, LoadReport, Metrics,
-    PreconditionReport, Report, Sampler, SourceInfo,
+    Finished, GcReport, HostCounters, Latency, LatencyReport, LoadReport, Metrics,
+    PreconditionReport, Sampler,
 };
-use crate::controller::settings::{PreconditionConfig, PreconditionMode, ReplayMode};
+use crate::controller::settings::{
+    ControllerConfig, PreconditionConfig, PreconditionMode, ReplayMode,
+};
 use crate::controller::Origin;
 use crate::device::geometry::{Layout, Nand};
 use crate::device::nand::{Cause, Flash, FlashStats, Oob, ServedPage};
+use crate::device::DeviceConfig;
 use crate::error::{Error, Result};
 use crate::ftl::{Ftl, SectorSource, SECTOR_BYTES};
 use crate::request::{Op, Request};
-use crate::run::config::Config;
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap};
 
@@ -105,8 +107,9 @@ pub struct Simulator<F: Ftl> {
     /// Requests left until the next time-series sample.
     until_sample: u64,
     last_time: u64,
-    /// The configuration (the timing model restarts from it after preconditioning).
-    cfg: Config,
+    /// The device model's settings (the timing model restarts from them after
+    /// preconditioning).
+    device: DeviceConfig,
     precondition: Option<PreconditionReport>,
     /// Completion time of the last request.
     request_done: u64,
@@ -239,7 +242,13 @@ impl PageSize {
 }
 
 impl<F: Ftl> Simulator<F> {
-    pub fn new(cfg: &Config, layout: &Layout, ftl: F, flash: Flash, verify: bool) -> Self {
+    pub fn new(
+        cfg: &ControllerConfig,
+        layout: &Layout,
+        ftl: F,
+        flash: Flash,
+        verify: bool,
+    ) -> Self {
         let buffer = WriteBuffer::new(&cfg.buffer, layout.page_size as u64);
         let pages = |share: f64| share * buffer.as_ref().map_or(0, |b| b.capacity()) as f64;
         let watermark = buffer.is_some() && cfg.buffer.destage == Destage::Watermark;
@@ -271,11 +280,11 @@ impl<F: Ftl> Simulator<F> {
             sampler: Sampler::default(),
             until_sample: cfg.metrics.sample_every_requests,
             last_time: 0,
-            cfg: cfg.clone(),
+            device: cfg.device.clone(),
             precondition: None,
             request_done: 0,
             served: None,
-            bursts: BurstMeter::new(&cfg.nand, layout),
+            bursts: BurstMeter::new(&cfg.device.nand, layout),
             sectors: None,
         }
         .with_sector_path()
@@ -759,9 +768,9 @@ impl<F: Ftl> Simulator<F> {
         self.ftl.reset_counters();
         self.sampler = Sampler::default();
         self.until_sample = self.sample_every;
-        self.bursts = BurstMeter::new(&self.cfg.nand, &self.layout);
+        self.bursts = BurstMeter::new(&self.device.nand, &self.layout);
         if timed {
-            self.flash.restart_timing(&self.cfg.device());
+            self.flash.restart_timing(&self.device);
         }
         self.precondition = Some(report);
     }
@@ -1094,8 +1103,8 @@ impl<F: Ftl> Simulator<F> {
         Ok(())
     }
 
-    /// Drains the buffer and assembles the report.
-    pub fn finish(mut self, ftl_name: &str, source: SourceInfo, cfg: &Config) -> Result<Report> {
+    /// Drains the buffer and hands over what was measured.
+    pub fn finish(mut self) -> Result<Finished> {
         self.drain()?;
         self.ftl.finish(&mut self.flash)?;
         self.sample();
@@ -1158,15 +1167,10 @@ impl<F: Ftl> Simulator<F> {
             time_series: std::mem::take(&mut self.sampler.series),
             host: self.host.clone(),
         };
-        Ok(Report {
-            ftlab_version: env!("CARGO_PKG_VERSION"),
-            ftl: ftl_name.to_string(),
-            source,
-            trace: None,
-            mode: if timed { "timed" } else { "mapping-only" },
-            verify: self.shadow.is_some(),
-            device: DeviceInfo::from(cfg, &self.layout),
-            config: report_config(cfg, ftl_name),
+        Ok(Finished {
+            layout: self.layout,
+            timed,
+            verified: self.shadow.is_some(),
             precondition: self.precondition.take(),
             metrics,
         })
@@ -1278,24 +1282,11 @@ pub fn is_steady(values: &[f64], cfg: &PreconditionConfig) -> bool {
     max - min <= cfg.tolerance * mean && slope_excursion <= cfg.slope_tolerance * mean
 }
 
-/// The configuration a report records: every section shipped with ftlab and the run's own
-/// scheme's, but not the sections of schemes users registered in this process, so that a
-/// report's bytes do not depend on which plugins happen to be loaded.
-fn report_config(cfg: &Config, ftl_name: &str) -> Config {
-    let mut cfg = cfg.clone();
-    let user: Vec<String> = crate::ftl::scheme_info()
-        .into_iter()
-        .filter(|s| !s.builtin && s.name != ftl_name)
-        .map(|s| s.name)
-        .collect();
-    cfg.schemes.retain(|name, _| !user.contains(name));
-    cfg
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::ftl::{page::PageFtl, Scheme};
+    use crate::run::config::Config;
 
     #[test]
     fn steady_state_is_snia_pts_rule() {
@@ -1320,7 +1311,7 @@ mod tests {
             let layout = cfg.validate().unwrap();
             let flash = Flash::new(&cfg.device(), &layout, 0, true).unwrap();
             let ftl = PageFtl::new(&cfg.scheme_context(), &layout).unwrap();
-            let mut sim = Simulator::new(&cfg, &layout, ftl, flash, true);
+            let mut sim = Simulator::new(&cfg.controller(), &layout, ftl, flash, true);
             sim.last_seq = u32::MAX as u64 - 2;
             let page = |lpa: u64, op| Request {
                 time_ns: 0,

@@ -32,9 +32,9 @@
 
 use crate::device::geometry::Layout;
 use crate::error::{Error, Result};
+use crate::host::StackConfig;
 use crate::host::{clear_bit, test_and_set, HostStack, Origin};
 use crate::request::{Op, Request};
-use crate::run::config::Config;
 
 /// `mke2fs`'s defaults: bytes of the device per inode, bytes of an inode.
 pub const INODE_RATIO_BYTES: u64 = 16384;
@@ -130,7 +130,7 @@ pub struct Ext4 {
 }
 
 impl Ext4 {
-    pub fn new(cfg: &Config, layout: &Layout) -> Result<Ext4> {
+    pub fn new(cfg: &StackConfig, layout: &Layout) -> Result<Ext4> {
         let l = Ext4Layout::new(layout)?;
         let bits = vec![0; l.inode_table_pages.div_ceil(64) as usize];
         Ok(Ext4 {
@@ -320,6 +320,7 @@ mod tests {
     use crate::ftl::page::PageFtl;
     use crate::ftl::Scheme;
     use crate::host::Stacked;
+    use crate::run::config::Config;
 
     /// 8 units of 64 blocks of 64 pages: 32,768 pages, a 4 MiB journal.
     fn stacked() -> Stacked<Ext4, PageFtl> {
@@ -338,9 +339,9 @@ mod tests {
         let layout = cfg.validate().unwrap();
         let ftl = PageFtl::new(&cfg.scheme_context(), &layout).unwrap();
         let flash = Flash::new(&cfg.device(), &layout, 0, true).unwrap();
-        let mut sim = Simulator::new(&cfg, &layout, ftl, flash, true);
+        let mut sim = Simulator::new(&cfg.controller(), &layout, ftl, flash, true);
         sim.record_served(true);
-        Stacked::new(Ext4::new(&cfg, &layout).unwrap(), sim)
+        Stacked::new(Ext4::new(&cfg.stack(), &layout).unwrap(), sim)
     }
 
     fn req(op: Op, time_s: f64, page: u64, pages: u32) -> Request {

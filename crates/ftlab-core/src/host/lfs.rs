@@ -64,9 +64,9 @@ use crate::device::nand::NONE;
 use crate::error::{Error, Result};
 use crate::ftl::settings::VictimPolicy;
 use crate::ftl::MemoryBreakdown;
+use crate::host::StackConfig;
 use crate::host::{clear_bit, test_and_set, HostStack, Origin, StackKind};
 use crate::request::{Op, Request};
-use crate::run::config::Config;
 use crate::units;
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
@@ -234,7 +234,7 @@ fn gcd(a: u32, b: u32) -> u32 {
 
 impl FsLayout {
     /// The file system `kind` (`f2fs` or `alfs`) on a device of `layout.logical_pages`.
-    pub fn new(cfg: &Config, layout: &Layout, kind: StackKind) -> Result<FsLayout> {
+    pub fn new(cfg: &StackConfig, layout: &Layout, kind: StackKind) -> Result<FsLayout> {
         let lfs = &cfg.lfs;
         let page_size = layout.page_size;
         let section_pages = match (lfs.section_pages, kind) {
@@ -587,7 +587,7 @@ fn bitset(n: u64) -> Vec<u64> {
 impl Lfs {
     /// The file system `kind` (`f2fs` or `alfs`) on a fresh device; `verify` checks every
     /// application read end to end.
-    pub fn new(cfg: &Config, layout: &Layout, kind: StackKind, verify: bool) -> Result<Lfs> {
+    pub fn new(cfg: &StackConfig, layout: &Layout, kind: StackKind, verify: bool) -> Result<Lfs> {
         let l = FsLayout::new(cfg, layout, kind)?;
         let lfs = &cfg.lfs;
         let s = l.section_pages;
@@ -1580,6 +1580,7 @@ mod tests {
     use crate::device::nand::Flash;
     use crate::ftl::Scheme;
     use crate::host::Stacked;
+    use crate::run::config::Config;
 
     fn stacked() -> Stacked<Lfs, crate::ftl::aftl::Aftl> {
         let mut cfg = Config::default();
@@ -1594,8 +1595,8 @@ mod tests {
         let layout = cfg.validate().unwrap();
         let ftl = crate::ftl::aftl::Aftl::new(&cfg.scheme_context(), &layout).unwrap();
         let flash = Flash::new(&cfg.device(), &layout, ftl.extra_oob_bytes(), true).unwrap();
-        let sim = Simulator::new(&cfg, &layout, ftl, flash, true);
-        let lfs = Lfs::new(&cfg, &layout, StackKind::Alfs, true).unwrap();
+        let sim = Simulator::new(&cfg.controller(), &layout, ftl, flash, true);
+        let lfs = Lfs::new(&cfg.stack(), &layout, StackKind::Alfs, true).unwrap();
         Stacked::new(lfs, sim)
     }
 

@@ -24,14 +24,13 @@
 pub mod ext4;
 pub mod lfs;
 
-use crate::controller::metrics::{HostStackReport, Report, SourceInfo};
+use crate::controller::metrics::{Finished, HostStackReport};
 use crate::controller::simulator::Simulator;
 pub use crate::controller::Origin;
 use crate::device::geometry::Layout;
 use crate::error::{Error, Result};
 use crate::ftl::{Ftl, MemoryBreakdown};
 use crate::request::{Op, Request};
-use crate::run::config::Config;
 use serde::{Deserialize, Serialize};
 
 /// Sets bit `i` of a bitmap (dirty-block sets of the host stacks); whether it was set.
@@ -107,6 +106,14 @@ impl StackKind {
              metadata in a log located by the TIMB, cleaned segments trimmed",
         ),
     ];
+}
+
+/// What a host stack is built from: the `[host]` and `[lfs]` sections (the run assembles
+/// it, `run::config::Config::stack`).
+#[derive(Clone, Debug, Default)]
+pub struct StackConfig {
+    pub host: HostConfig,
+    pub lfs: lfs::LfsConfig,
 }
 
 /// The `[host]` section.
@@ -212,7 +219,7 @@ impl HostStack for PassThrough {
 
 /// Pages the application can address on `layout` under the configuration's stack
 /// (`host.stack` resolved: `auto` counts as `inplace`).
-pub fn app_pages(cfg: &Config, layout: &Layout) -> Result<u64> {
+pub fn app_pages(cfg: &StackConfig, layout: &Layout) -> Result<u64> {
     match cfg.host.stack {
         StackKind::Auto | StackKind::Inplace if cfg.host.ext4_footprint => {
             ext4::Ext4Layout::new(layout).map(|l| l.app_pages)
@@ -344,11 +351,12 @@ impl<S: HostStack, F: Ftl> Stacked<S, F> {
         Ok(())
     }
 
-    /// Drains the device's buffer and assembles the report, with the stack's section.
-    pub fn finish(self, ftl_name: &str, source: SourceInfo, cfg: &Config) -> Result<Report> {
+    /// Drains the device's buffer and hands over what was measured, with the stack's
+    /// section.
+    pub fn finish(self) -> Result<Finished> {
         let Stacked { stack, sim, .. } = self;
         let app_pages = stack.app_pages().unwrap_or(sim.layout().logical_pages);
-        let mut report = sim.finish(ftl_name, source, cfg)?;
+        let mut report = sim.finish()?;
         let mut memory = Vec::new();
         stack.memory(&mut memory);
         let mut counters = Vec::new();
@@ -379,7 +387,7 @@ pub trait StackVisitor {
 /// Puts `sim` behind the stack the configuration names (`host.stack`, resolved for scheme
 /// `ftl`) and hands it to `visitor`; `verify` checks every application read end to end.
 pub fn with_stack<F: Ftl, V: StackVisitor>(
-    cfg: &Config,
+    cfg: &StackConfig,
     ftl: &str,
     sim: Simulator<F>,
     verify: bool,

@@ -1,7 +1,6 @@
 //! The entry points the front ends call: resolve a configuration, run a scheme over a
 //! trace or a synthetic workload, describe a trace, and measure speed for `ftlab bench`.
 
-use crate::controller::metrics::{Report, SourceInfo};
 use crate::controller::simulator::Simulator;
 use crate::device::nand::Flash;
 use crate::error::{Error, Result};
@@ -13,6 +12,7 @@ use crate::io::workload;
 use crate::request::{Request, RequestStream};
 use crate::run::config::{self, Config, Layout};
 use crate::run::replay::{Plan, Replay, ReplayState};
+use crate::run::report::{Report, SourceInfo};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -186,9 +186,15 @@ impl Visitor for RunVisitor<'_> {
     /// None: the replay needs a scan first.
     type Output = Result<Option<Report>>;
     fn visit<F: Ftl>(self, ftl: F, flash: Flash) -> Result<Option<Report>> {
-        let sim = Simulator::new(self.cfg, self.layout, ftl, flash, self.opts.verify);
+        let sim = Simulator::new(
+            &self.cfg.controller(),
+            self.layout,
+            ftl,
+            flash,
+            self.opts.verify,
+        );
         let (cfg, name, verify) = (self.cfg, self.opts.ftl.clone(), self.opts.verify);
-        host::with_stack(cfg, &name, sim, verify, self)?
+        host::with_stack(&cfg.stack(), &name, sim, verify, self)?
     }
 }
 
@@ -240,7 +246,8 @@ impl StackVisitor for RunVisitor<'_> {
             fraction: Some(1.0),
         });
         let format = trace_report.as_ref().map_or("", |r| r.format.as_str());
-        let mut report = host.finish(&self.opts.ftl, source_info(self.opts, format), self.cfg)?;
+        let source = source_info(self.opts, format);
+        let mut report = Report::new(&self.opts.ftl, source, self.cfg, host.finish()?);
         report.trace = trace_report;
         Ok(Some(report))
     }
@@ -284,7 +291,7 @@ pub fn run_with_progress(
     let report = match &opts.trace {
         None => {
             let layout = cfg.validate()?;
-            let app_pages = host::app_pages(&cfg, &layout)?;
+            let app_pages = host::app_pages(&cfg.stack(), &layout)?;
             let generate = || {
                 workload::generate(
                     &cfg.workload,
@@ -324,7 +331,7 @@ pub fn run_with_progress(
             let mut grown = 0;
             loop {
                 let layout = cfg.validate()?;
-                let app_pages = host::app_pages(&cfg, &layout)?;
+                let app_pages = host::app_pages(&cfg.stack(), &layout)?;
                 let open = || {
                     Replay::open(
                         path,
@@ -476,7 +483,7 @@ pub fn fitted_blocks_per_plane(opts: &RunOptions, schemes: &[String]) -> Result<
         let (mut grown, mut grown_for_app) = (0, 0);
         loop {
             let layout = cfg.validate()?;
-            if !host::app_pages(&cfg, &layout).is_ok_and(|app| app >= footprint)
+            if !host::app_pages(&cfg.stack(), &layout).is_ok_and(|app| app >= footprint)
                 && grown_for_app < 4096
             {
                 grown_for_app += 1;
@@ -503,7 +510,7 @@ pub fn load_requests(opts: &RunOptions) -> Result<(Vec<Request>, Config)> {
     let (mut cfg, keys) = resolve_config_keys(opts)?;
     let Some(path) = &opts.trace else {
         let layout = cfg.validate()?;
-        let app_bytes = host::app_pages(&cfg, &layout)? * layout.page_size as u64;
+        let app_bytes = host::app_pages(&cfg.stack(), &layout)? * layout.page_size as u64;
         let requests = workload::generate(&cfg.workload, app_bytes, layout.page_size)?
             .collect::<Result<Vec<_>>>()?;
         return Ok((requests, cfg));
@@ -522,7 +529,7 @@ pub fn load_requests(opts: &RunOptions) -> Result<(Vec<Request>, Config)> {
             &cfg.trace,
             plan,
             layout.page_size as u64,
-            host::app_pages(&cfg, &layout)?,
+            host::app_pages(&cfg.stack(), &layout)?,
         )?;
         let state = replay.state();
         let requests: Vec<Request> = replay.collect::<Result<_>>()?;
@@ -582,7 +589,7 @@ pub fn memory(opts: &RunOptions) -> Result<MemoryFootprint> {
     let mut host = Vec::new();
     match cfg.host.stack {
         host::StackKind::F2fs | host::StackKind::Alfs => {
-            host::lfs::FsLayout::new(&cfg, &layout, cfg.host.stack)?.memory(&mut host)
+            host::lfs::FsLayout::new(&cfg.stack(), &layout, cfg.host.stack)?.memory(&mut host)
         }
         _ => {}
     }
@@ -590,7 +597,7 @@ pub fn memory(opts: &RunOptions) -> Result<MemoryFootprint> {
         device,
         host: host.into_iter().map(|(k, v)| (k.to_string(), v)).collect(),
         logical_pages: layout.logical_pages,
-        app_pages: host::app_pages(&cfg, &layout)?,
+        app_pages: host::app_pages(&cfg.stack(), &layout)?,
     })
 }
 
@@ -663,9 +670,9 @@ struct BenchVisitor<'a> {
 impl Visitor for BenchVisitor<'_> {
     type Output = Result<Option<f64>>;
     fn visit<F: Ftl>(self, ftl: F, flash: Flash) -> Result<Option<f64>> {
-        let sim = Simulator::new(self.cfg, self.layout, ftl, flash, self.verify);
+        let sim = Simulator::new(&self.cfg.controller(), self.layout, ftl, flash, self.verify);
         let (cfg, name, verify) = (self.cfg, self.ftl, self.verify);
-        host::with_stack(cfg, name, sim, verify, self)?
+        host::with_stack(&cfg.stack(), name, sim, verify, self)?
     }
 }
 

@@ -11,7 +11,6 @@
 //! bytes live where the scheme put them. Reads are checked against the shadow copy when the
 //! device was opened with verification.
 
-use crate::controller::metrics::{Report, SourceInfo};
 use crate::controller::simulator::Simulator;
 use crate::device::nand::{Flash, FlashStats, PageSink, Ppn, NONE};
 use crate::device::recovery::{self, FlashImage};
@@ -19,6 +18,7 @@ use crate::error::Result;
 use crate::ftl::{self, Ftl, Visitor};
 use crate::request::{Op, Request};
 use crate::run::config::{Config, Layout, PreconditionMode};
+use crate::run::report::{Report, SourceInfo};
 
 /// How a request went.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -210,7 +210,7 @@ impl Visitor for Open<'_> {
             }
             rebuilt = Some((found, seq_of, programs));
         }
-        let mut sim = Simulator::new(self.cfg, self.layout, ftl, flash, self.verify);
+        let mut sim = Simulator::new(&self.cfg.controller(), self.layout, ftl, flash, self.verify);
         if self.cfg.precondition.mode != PreconditionMode::None {
             sim.precondition(&self.cfg.precondition, &[], &mut |_, _| true)?;
         }
@@ -268,7 +268,12 @@ impl<F: Ftl> Device for SimDevice<F> {
             name: "device".into(),
             format: String::new(),
         };
-        self.sim.finish(&self.scheme, source, &self.cfg)
+        Ok(Report::new(
+            &self.scheme,
+            source,
+            &self.cfg,
+            self.sim.finish()?,
+        ))
     }
 
     fn sink(&mut self) -> Option<&mut (dyn PageSink + 'static)> {

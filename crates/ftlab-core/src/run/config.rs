@@ -10,7 +10,7 @@ pub use crate::controller::buffer::{BufferConfig, Destage, FlushOrder};
 pub use crate::controller::interface::InterfaceConfig;
 pub use crate::controller::metrics::MetricsConfig;
 pub use crate::controller::settings::{
-    PreconditionConfig, PreconditionMode, ReplayConfig, ReplayMode,
+    ControllerConfig, PreconditionConfig, PreconditionMode, ReplayConfig, ReplayMode,
 };
 pub use crate::device::geometry::{Geometry, Layout, Nand, ProgramOrder, OOB_HEADER_BYTES};
 pub use crate::device::timing::SchedulerConfig;
@@ -19,6 +19,7 @@ use crate::error::{Error, Result};
 pub use crate::ftl::settings::{
     CopyStream, DramConfig, FtlConfig, GcConfig, GcMode, SchemeContext, VictimPolicy,
 };
+pub use crate::host::StackConfig;
 use crate::io::workload::WorkloadConfig;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -555,6 +556,26 @@ impl Config {
         DeviceConfig {
             nand: self.nand.clone(),
             scheduler: self.scheduler.clone(),
+        }
+    }
+
+    /// What a simulator is built from: the device model's settings and the controller's
+    /// sections.
+    pub fn controller(&self) -> ControllerConfig {
+        ControllerConfig {
+            device: self.device(),
+            buffer: self.buffer.clone(),
+            interface: self.interface.clone(),
+            replay: self.replay.clone(),
+            metrics: self.metrics.clone(),
+        }
+    }
+
+    /// What a host stack is built from: `[host]` and `[lfs]`.
+    pub fn stack(&self) -> StackConfig {
+        StackConfig {
+            host: self.host.clone(),
+            lfs: self.lfs.clone(),
         }
     }
 

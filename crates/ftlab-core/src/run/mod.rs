@@ -7,4 +7,5 @@ pub mod api;
 pub mod block_device;
 pub mod config;
 pub mod replay;
+pub mod report;
 pub mod summary;

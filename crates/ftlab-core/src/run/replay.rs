@@ -103,7 +103,7 @@ impl Plan {
             fit_to(cfg, footprint)?;
         }
         // The application's capacity: the device's, less what a host file system keeps.
-        let logical = crate::host::app_pages(cfg, &cfg.validate()?)?;
+        let logical = crate::host::app_pages(&cfg.stack(), &cfg.validate()?)?;
         let span = scan.info.span_pages;
         let compact = match cfg.trace.compact {
             Compact::Always => true,
@@ -203,7 +203,9 @@ pub fn fit_to(cfg: &mut Config, pages: u64) -> Result<()> {
         }
         cfg.geometry.blocks_per_plane = bpp as u32;
         match cfg.validate() {
-            Ok(layout) if crate::host::app_pages(cfg, &layout).is_ok_and(|app| app >= pages) => {
+            Ok(layout)
+                if crate::host::app_pages(&cfg.stack(), &layout).is_ok_and(|app| app >= pages) =>
+            {
                 return Ok(())
             }
             Ok(_) => bpp += 1,

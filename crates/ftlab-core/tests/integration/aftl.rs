@@ -29,7 +29,7 @@ fn fill_segment(seg: u64, chunk: u32) -> Vec<Request> {
         .collect()
 }
 
-fn refused(result: ftlab_core::Result<ftlab_core::controller::metrics::Report>) -> String {
+fn refused(result: ftlab_core::Result<ftlab_core::run::report::Report>) -> String {
     match result {
         Err(Error::Refused { message }) => message,
         Err(e) => panic!("expected a refusal, got {e}"),

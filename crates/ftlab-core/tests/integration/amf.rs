@@ -2,12 +2,12 @@
 //! device, and the conventional stacks it is measured against (`f2fs` over page-mapped
 //! FTLs, `inplace`), through the public run API, every application read verified.
 
-use ftlab_core::controller::metrics::Report;
 use ftlab_core::device::nand::Cause;
 use ftlab_core::host::lfs::FsLayout;
 use ftlab_core::host::StackKind;
 use ftlab_core::run::api::{self, RunOptions};
 use ftlab_core::run::config::PreconditionMode;
+use ftlab_core::run::report::Report;
 use ftlab_core::Error;
 
 /// 2 channels x 1 chip x 2 dies x 2 planes (8 units), 16-page blocks: 128-page AMF
@@ -335,7 +335,7 @@ fn runs_are_deterministic() {
 fn the_file_system_keeps_its_metadata_and_reserve_from_the_application() {
     let mut cfg = api::resolve_config(&options("aftl", &[])).unwrap();
     let layout = cfg.validate().unwrap();
-    let alfs = FsLayout::new(&cfg, &layout, StackKind::Alfs).unwrap();
+    let alfs = FsLayout::new(&cfg.stack(), &layout, StackKind::Alfs).unwrap();
     // Sections are the device's segments: a block of every unit.
     assert_eq!(alfs.section_pages, 8 * 16);
     assert_eq!(alfs.main_start % 128, 0);
@@ -350,7 +350,7 @@ fn the_file_system_keeps_its_metadata_and_reserve_from_the_application() {
             <= (alfs.main_sections - alfs.reserved_sections) as u64 * 128
     );
     cfg.lfs.section_pages = 128;
-    let f2fs = FsLayout::new(&cfg, &layout, StackKind::F2fs).unwrap();
+    let f2fs = FsLayout::new(&cfg.stack(), &layout, StackKind::F2fs).unwrap();
     assert!(
         f2fs.app_pages > alfs.app_pages,
         "in-place metadata takes less room"
@@ -359,7 +359,7 @@ fn the_file_system_keeps_its_metadata_and_reserve_from_the_application() {
     cfg.geometry.blocks_per_plane = 10;
     cfg.ftl.over_provisioning = 0.3;
     let layout = cfg.validate().unwrap();
-    let err = FsLayout::new(&cfg, &layout, StackKind::Alfs).unwrap_err();
+    let err = FsLayout::new(&cfg.stack(), &layout, StackKind::Alfs).unwrap_err();
     assert!(
         err.to_string().contains("too small for the alfs stack"),
         "{err}"

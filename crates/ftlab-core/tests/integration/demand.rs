@@ -5,10 +5,10 @@
 use crate::common;
 
 use common::*;
-use ftlab_core::controller::metrics::Report;
 use ftlab_core::device::nand::Cause;
 use ftlab_core::rng::Rng;
 use ftlab_core::run::config::Config;
+use ftlab_core::run::report::Report;
 use ftlab_core::Request;
 use proptest::prelude::*;
 
@@ -225,7 +225,7 @@ fn a_budget_fraction_is_a_share_of_the_page_table() {
         bytes.dram.budget_fraction = 0.0;
         bytes.dram.budget_bytes = budget;
         let by_bytes = run(scheme, &bytes, &reqs, true).unwrap();
-        let flash = |r: &ftlab_core::controller::metrics::Report| format!("{:?}", r.metrics.flash);
+        let flash = |r: &ftlab_core::run::report::Report| format!("{:?}", r.metrics.flash);
         assert_eq!(flash(&by_fraction), flash(&by_bytes), "{scheme}");
         assert_eq!(by_fraction.device.dram_budget_bytes, budget);
     }

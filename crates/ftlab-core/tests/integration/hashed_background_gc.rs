@@ -4,8 +4,8 @@
 use crate::common;
 
 use common::*;
-use ftlab_core::controller::metrics::Report;
 use ftlab_core::run::config::{Config, GcMode};
+use ftlab_core::run::report::Report;
 use ftlab_core::Request;
 
 /// The schemes and settings under test: HPFTL, SlimFTL with the thesis's virtual blocks

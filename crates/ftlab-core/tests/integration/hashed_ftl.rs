@@ -4,12 +4,12 @@
 use crate::common;
 
 use common::*;
-use ftlab_core::controller::metrics::Report;
 use ftlab_core::controller::simulator::Simulator;
 use ftlab_core::device::nand::{Cause, Flash};
 use ftlab_core::ftl::hashed::slimftl::SlimFtl;
 use ftlab_core::ftl::Scheme;
 use ftlab_core::run::config::Config;
+use ftlab_core::run::report::Report;
 use ftlab_core::{Op, Request};
 use proptest::prelude::*;
 use std::path::Path;
@@ -146,7 +146,7 @@ fn slimftl_gc_keeps_every_hash_id() {
     let page = layout.page_size;
     let flash = Flash::new(&cfg.device(), &layout, 0, false).unwrap();
     let ftl = SlimFtl::new(&cfg.scheme_context(), &layout).unwrap();
-    let mut sim = Simulator::new(&cfg, &layout, ftl, flash, true);
+    let mut sim = Simulator::new(&cfg.controller(), &layout, ftl, flash, true);
     let lp = layout.logical_pages;
     for p in 0..lp {
         sim.submit(&write(p, 1, page)).unwrap();

@@ -4,7 +4,6 @@
 use crate::common;
 
 use common::{read, small_config, trim, write};
-use ftlab_core::controller::metrics::{Report, SourceInfo};
 use ftlab_core::controller::simulator::Simulator;
 use ftlab_core::device::nand::{Cause, Flash};
 use ftlab_core::ftl::{self, is_append_only, Ftl, Visitor, SCHEMES};
@@ -12,6 +11,7 @@ use ftlab_core::host::{HostStack, Origin, PassThrough, Stacked};
 use ftlab_core::rng::Rng;
 use ftlab_core::run::block_device;
 use ftlab_core::run::config::{Config, Layout, PreconditionMode};
+use ftlab_core::run::report::{Report, SourceInfo};
 use ftlab_core::{Op, Request, Result};
 
 fn device_config() -> Config {
@@ -68,7 +68,7 @@ struct RunStacked<'a, S: HostStack> {
 impl<S: HostStack> Visitor for RunStacked<'_, S> {
     type Output = Result<Report>;
     fn visit<F: Ftl>(self, ftl: F, flash: Flash) -> Result<Report> {
-        let sim = Simulator::new(self.cfg, self.layout, ftl, flash, true);
+        let sim = Simulator::new(&self.cfg.controller(), self.layout, ftl, flash, true);
         let mut host = Stacked::new(self.stack, sim);
         for r in self.requests {
             host.submit(r)?;
@@ -79,7 +79,7 @@ impl<S: HostStack> Visitor for RunStacked<'_, S> {
             name: "test".into(),
             format: String::new(),
         };
-        host.sim.finish("page", source, self.cfg)
+        Ok(Report::new("page", source, self.cfg, host.sim.finish()?))
     }
 }
 

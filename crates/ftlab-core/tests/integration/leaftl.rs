@@ -53,7 +53,7 @@ fn mixed(cfg: &Config, n: usize, seed: u64, trims: bool) -> Vec<Request> {
     reqs
 }
 
-fn counter(report: &ftlab_core::controller::metrics::Report, name: &str) -> f64 {
+fn counter(report: &ftlab_core::run::report::Report, name: &str) -> f64 {
     report.metrics.scheme[name]
 }
 

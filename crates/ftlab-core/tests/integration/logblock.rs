@@ -5,10 +5,10 @@
 use crate::common;
 
 use common::*;
-use ftlab_core::controller::metrics::Report;
 use ftlab_core::device::nand::Cause;
 use ftlab_core::ftl::logblock::max_log_blocks;
 use ftlab_core::run::config::{Config, PreconditionMode, ProgramOrder};
+use ftlab_core::run::report::Report;
 use ftlab_core::Request;
 use proptest::prelude::*;
 

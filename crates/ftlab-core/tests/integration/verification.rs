@@ -43,7 +43,7 @@ fn simulate(verify: bool, buffer_pages: u64) -> Result<()> {
         inner: PageFtl::new(&cfg.scheme_context(), &layout)?,
         writes: 0,
     };
-    let mut sim = Simulator::new(&cfg, &layout, ftl, flash, verify);
+    let mut sim = Simulator::new(&cfg.controller(), &layout, ftl, flash, verify);
     let page = layout.page_size;
     let mut reqs: Vec<Request> = (0..40).map(|p| write(p, 1, page)).collect();
     reqs.extend((0..40).map(|p| write(p, 1, page)));

@@ -854,7 +854,7 @@ mod tests {
         let layout = cfg.validate().unwrap();
         let ftl = F::new(&cfg.scheme_context(), &layout).unwrap_or_else(|e| panic!("{e}"));
         let flash = Flash::new(&cfg.device(), &layout, 0, cfg.replay.timing).unwrap();
-        crate::controller::simulator::Simulator::new(&cfg, &layout, ftl, flash, true)
+        crate::controller::simulator::Simulator::new(&cfg.controller(), &layout, ftl, flash, true)
     }
 
     fn request(op: crate::request::Op, sector: u64, sectors: u32) -> crate::request::Request {

@@ -5,11 +5,11 @@
 
 pub mod store;
 
-use ftlab_core::controller::metrics::{Report, SourceInfo};
 use ftlab_core::controller::simulator::Simulator;
 use ftlab_core::device::nand::{Cause, Flash};
 use ftlab_core::ftl::{self, Ftl, Visitor};
 use ftlab_core::run::config::{Config, Layout};
+use ftlab_core::run::report::{Report, SourceInfo};
 use ftlab_core::{Op, Request, Result};
 
 /// A small device with the given shape; everything else default.
@@ -89,7 +89,7 @@ struct RunAll<'a> {
 impl Visitor for RunAll<'_> {
     type Output = Result<Report>;
     fn visit<F: Ftl>(self, ftl: F, flash: Flash) -> Result<Report> {
-        let mut sim = Simulator::new(self.cfg, self.layout, ftl, flash, self.verify);
+        let mut sim = Simulator::new(&self.cfg.controller(), self.layout, ftl, flash, self.verify);
         if self.precondition {
             let warmup = ftlab_core::run::api::read_before_written(
                 self.requests.iter().map(|r| Ok(*r)),
@@ -109,7 +109,7 @@ impl Visitor for RunAll<'_> {
             name: "requests".into(),
             format: String::new(),
         };
-        sim.finish(self.name, source, self.cfg)
+        Ok(Report::new(self.name, source, self.cfg, sim.finish()?))
     }
 }
 
