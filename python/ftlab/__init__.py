@@ -218,9 +218,8 @@ def _model(preset: str | None, sets: list[str]) -> tuple[str | None, list[str]]:
 
 def split_stack(name: str) -> tuple[str | None, str]:
     """A scheme named with its host stack, `STACK+SCHEME` (`f2fs+dftl`, `alfs+aftl`): the
-    stack (None when not named) and the scheme."""
-    stack, plus, scheme = name.partition("+")
-    return (stack.strip(), scheme.strip()) if plus else (None, name)
+    stack (None when not named) and the scheme (the core's rule)."""
+    return _core.split_stack(name)
 
 
 def _stack_sets(stack: str | None) -> list[str]:

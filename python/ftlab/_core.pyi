@@ -157,6 +157,9 @@ def summarize(report_json: str) -> str:
 def summary_columns() -> list[tuple[str, str]]:
     """(name, type) of each summary field: str, int, float or bool."""
 
+def split_stack(name: str) -> tuple[str | None, str]:
+    """A scheme named with its host stack, `STACK+SCHEME`: (the stack or None, the scheme)."""
+
 def families() -> list[tuple[str, str]]:
     """(name, description) of each scheme family."""
 

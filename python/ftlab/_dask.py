@@ -1,6 +1,7 @@
 """Sweeps on a Dask distributed cluster (`ftlab sweep --scheduler ADDRESS`).
 
-Each run is one Dask task (`_sweep.execute`, keyed by its run key); a worker runs it in
+Each run is one Dask task (the sweep's `execute`, keyed by its run key; this module does not
+import the sweep, which hands it the function); a worker runs it in
 the core with the GIL released and sends back its row, which this process writes to the
 table as for a local sweep. Workers need ftlab installed (the same version: checked before
 anything runs). Traces are read by path, so the workers must see them at the same absolute
@@ -16,12 +17,22 @@ from __future__ import annotations
 import hashlib
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable, Protocol, TypeVar
 
 from ftlab import FtlabError, _core
 
-if TYPE_CHECKING:
-    from ftlab._sweep import Outcome, Task
+
+class ClusterTask(Protocol):
+    """What the cluster needs of a sweep's task: its run key (the Dask key), its options
+    (the trace to ship) and where its shipped trace is."""
+
+    run_key: str
+    options: dict[str, Any]
+    shipped: str | None
+
+
+TaskT = TypeVar("TaskT", bound=ClusterTask)
+OutcomeT = TypeVar("OutcomeT")
 
 #: Seconds to wait for the scheduler, and for a first worker.
 CONNECT_TIMEOUT = 30
@@ -78,14 +89,14 @@ def _ship_plugin(path: str) -> tuple[str, Any]:
 
 
 def run(
-    tasks: list[Task],
+    tasks: list[TaskT],
+    execute: Callable[[TaskT], OutcomeT],
     address: str,
     ship_traces: bool,
-    record: Callable[[Outcome], None],
+    record: Callable[[OutcomeT], None],
 ) -> None:
-    """Runs the tasks on the cluster at `address`, recording each outcome as it arrives."""
-    from ftlab._sweep import execute
-
+    """Runs `execute` on each task on the cluster at `address`, recording each outcome as
+    it arrives."""
     distributed = _distributed()
     try:
         client = distributed.Client(address, timeout=CONNECT_TIMEOUT)
@@ -127,7 +138,7 @@ def run(
         ]
         for future in distributed.as_completed(futures):
             try:
-                outcome: Outcome = future.result()
+                outcome: OutcomeT = future.result()
             except Exception as e:
                 raise FtlabError(f"a run failed on the Dask cluster ({future.key}): {e}") from None
             record(outcome)

@@ -896,7 +896,7 @@ def run_plan(
                         "a package (entry points `ftlab.schemes`) or register them in a module "
                         "the workers can import"
                     )
-                _dask.run(todo, scheduler, ship_traces, record)
+                _dask.run(todo, execute, scheduler, ship_traces, record)
             else:
                 _run_local(todo, jobs, record)
         except KeyboardInterrupt:

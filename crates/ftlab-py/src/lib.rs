@@ -182,6 +182,13 @@ fn summary_columns() -> Vec<(String, String)> {
     pairs(ftlab_core::run::summary::COLUMNS)
 }
 
+/// A scheme named with its host stack, `STACK+SCHEME`: (the stack or None, the scheme).
+#[pyfunction]
+fn split_stack(name: &str) -> (Option<String>, String) {
+    let (stack, scheme) = ftlab_core::run::api::split_stack(name);
+    (stack.map(str::to_string), scheme.to_string())
+}
+
 /// (name, description) of each scheme family.
 #[pyfunction]
 fn families() -> Vec<(String, String)> {
@@ -435,6 +442,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(schemes, m)?)?;
     m.add_function(wrap_pyfunction!(scheme_info, m)?)?;
     m.add_function(wrap_pyfunction!(families, m)?)?;
+    m.add_function(wrap_pyfunction!(split_stack, m)?)?;
     m.add_function(wrap_pyfunction!(summarize, m)?)?;
     m.add_function(wrap_pyfunction!(summary_columns, m)?)?;
     m.add_function(wrap_pyfunction!(stacks, m)?)?;

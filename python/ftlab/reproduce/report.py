@@ -25,43 +25,12 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+from ftlab._html import SCRIPT, STYLE
 from ftlab.reproduce import EXPERIMENTS, MODEL_FILE, MODELS, VALIDATION_DIR, run
 from ftlab.reproduce._summary import DIFFERENCE, Headline, read
 
 #: Written by `run_all` when an experiment's run raised: its traceback.
 FAILED = "FAILED.txt"
-
-_SCRIPT = """
-window.addEventListener("load", function () {
-  var broken = [];
-  var images = document.querySelectorAll("img");
-  for (var i = 0; i < images.length; i++) {
-    if (!images[i].complete || images[i].naturalWidth === 0) {
-      broken.push(images[i].getAttribute("src"));
-    }
-  }
-  document.body.setAttribute("data-plots", broken.length ? "broken: " + broken.join(", ") : "ok");
-  document.body.setAttribute("data-images", String(images.length));
-  if (broken.length) {
-    var banner = document.createElement("p");
-    banner.className = "banner";
-    banner.textContent = broken.length + " plot(s) did not load: " + broken.join(", ");
-    document.body.insertBefore(banner, document.body.firstChild);
-  }
-});
-"""
-
-_STYLE = """
-body { font-family: sans-serif; margin: 2em; max-width: 1300px; }
-table { border-collapse: collapse; margin: 1em 0; font-size: 90%; }
-th, td { border: 1px solid #ccc; padding: 4px 8px; vertical-align: top; }
-th { background: #f0f0f0; text-align: left; }
-td.num { text-align: right; white-space: nowrap; }
-tr.differs td.ratio { background: #fde8e8; }
-img { max-width: 640px; margin: 0.5em 1em 0.5em 0; border: 1px solid #eee; }
-.banner { background: #fde8e8; padding: 0.5em; }
-.note { color: #555; }
-"""
 
 
 def run_all(
@@ -243,8 +212,8 @@ def write(out_dir: Path, quick: bool = False) -> Path:
 <head>
 <meta charset="utf-8">
 <title>ftlab reproductions</title>
-<style>{_STYLE}</style>
-<script>{_SCRIPT}</script>
+<style>{STYLE}</style>
+<script>{SCRIPT}</script>
 </head>
 <body>
 <h1>ftlab reproductions</h1>

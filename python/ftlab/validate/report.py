@@ -7,8 +7,8 @@ import html
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ftlab._html import SCRIPT, STYLE
 from ftlab._report import _pyplot, _save
-from ftlab.reproduce.report import _SCRIPT, _STYLE
 
 if TYPE_CHECKING:
     from ftlab.validate import CaseResult, Scorecard
@@ -168,8 +168,8 @@ def write(card: Scorecard, folder: Path) -> Path:
 <head>
 <meta charset="utf-8">
 <title>ftlab validate</title>
-<style>{_STYLE}</style>
-<script>{_SCRIPT}</script>
+<style>{STYLE}</style>
+<script>{SCRIPT}</script>
 </head>
 <body>
 <h1>ftlab validate</h1>
