@@ -39,6 +39,7 @@ __all__ = [
     "scheme_info",
     "schemes",
     "serve",
+    "split_stack",
     "stacks",
     "summarize",
     "summary_columns",
