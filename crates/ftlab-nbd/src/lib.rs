@@ -13,6 +13,7 @@
 //! [`ftlab_core::nand::PageSink`].
 
 pub mod engine;
+pub mod lock;
 pub mod proto;
 pub mod recovery;
 pub mod server;
@@ -64,10 +65,13 @@ pub fn serve(
     started: &mut dyn FnMut(&recovery::Startup, &str),
     tick: &mut dyn FnMut(&Status) -> bool,
 ) -> Result<Outcome, String> {
+    // The store's owner first, then the address: a start that cannot serve reads and
+    // writes nothing.
+    let _lock = lock::StoreLock::acquire(&opts.store)?;
+    let listener = server::Server::listen(&opts.listen)?;
     let epoch = Instant::now();
     let (engine, startup) = recovery::open(opts, epoch)?;
-    let mut server =
-        server::Server::bind(&opts.listen, engine, &opts.export_name, opts.timing_real)?;
+    let mut server = server::Server::new(listener, engine, &opts.export_name, opts.timing_real);
     let address = server.local_addr();
     started(&startup, &address);
     let t0 = Instant::now();

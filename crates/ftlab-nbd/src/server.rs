@@ -64,18 +64,19 @@ pub struct Server {
 }
 
 impl Server {
-    /// Binds `listen` and serves `engine` as export `name`.
-    pub fn bind(
-        listen: &str,
-        engine: Engine,
-        name: &str,
-        timing_real: bool,
-    ) -> Result<Server, String> {
+    /// Binds `listen` (before the store is opened: a start that cannot serve changes
+    /// nothing).
+    pub fn listen(listen: &str) -> Result<TcpListener, String> {
         let listener =
             TcpListener::bind(listen).map_err(|e| format!("cannot listen on {listen}: {e}"))?;
         listener
             .set_nonblocking(true)
             .map_err(|e| format!("listener: {e}"))?;
+        Ok(listener)
+    }
+
+    /// Serves `engine` as export `name` on `listener` (from [`Server::listen`]).
+    pub fn new(listener: TcpListener, engine: Engine, name: &str, timing_real: bool) -> Server {
         let flags = proto::FLAG_HAS_FLAGS
             | proto::FLAG_SEND_FLUSH
             | proto::FLAG_SEND_FUA
@@ -88,7 +89,7 @@ impl Server {
             flags,
             block_size: engine.page_size() as u32,
         };
-        Ok(Server {
+        Server {
             listener,
             shared: Arc::new(Shared {
                 engine: Mutex::new(engine),
@@ -101,7 +102,7 @@ impl Server {
                 errors: AtomicU64::new(0),
             }),
             clients: Vec::new(),
-        })
+        }
     }
 
     pub fn local_addr(&self) -> String {
