@@ -85,6 +85,9 @@ def serve(
     """Serves scheme `ftl` over NBD until `tick(status_json)` returns False or a signal
     arrives; `on_start(startup_json, address)` once listening. Returns the report JSON."""
 
+def store_check(store: _Path, repair: bool) -> str:
+    """Verifies (or repairs) the page store in `store` under its lock; the findings JSON."""
+
 def bench(
     ftl: str,
     *,

@@ -50,6 +50,7 @@ class StatusLine:
             f"{s['requests']:,} requests  WAF {waf}  GC {s['gc_invocations']:,}  "
             f"mapping DRAM {size_text(s['memory_bytes'])}  flushes {s['flushes']:,}  "
             f"errors {s['errors']:,}"
+            + (f" (media errors {s['media_errors']:,})" if s.get("media_errors") else "")
         )
 
     def __call__(self, status_json: str) -> bool:

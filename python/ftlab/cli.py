@@ -924,6 +924,50 @@ def trace_formats() -> None:
 
 
 @main.group()
+def store() -> None:
+    """Check or repair the page store of `ftlab serve` (offline: its server stopped)."""
+
+
+def _store_findings(directory: Path, repair: bool) -> dict[str, Any]:
+    if not (directory / "meta.json").exists():
+        fail(f"{directory}: not a page store (no meta.json)")
+    found: dict[str, Any] = json.loads(run_core(lambda: _core.store_check(str(directory), repair)))
+    return found
+
+
+@store.command("check")
+@click.argument("directory", type=click.Path(path_type=Path))
+def store_check(directory: Path) -> None:
+    """Verify every file of the store, every OOB record against the checkpoint's map and
+    every page against its checksum; list the damage. Exit status 1 if there is any."""
+    found = _store_findings(directory, repair=False)
+    for line in found["damage"]:
+        click.echo(f"damaged: {line}")
+    click.echo(
+        f"{found['records']:,} OOB records, {found['pages_checked']:,} pages checked, "
+        f"{found['torn']:,} torn writes since the checkpoint (ignored by recovery), "
+        f"{len(found['damage']):,} problems"
+    )
+    if found["damage"]:
+        click.echo(f"`ftlab store repair {directory}` rebuilds what can be rebuilt", err=True)
+        sys.exit(1)
+
+
+@store.command("repair")
+@click.argument("directory", type=click.Path(path_type=Path))
+def store_repair(directory: Path) -> None:
+    """Rebuild what the OOB records and the checkpoint's map allow (truncated files
+    extended, lost OOB records rebuilt) and list what cannot be rebuilt."""
+    found = _store_findings(directory, repair=True)
+    for line in found["repaired"]:
+        click.echo(f"repaired: {line}")
+    for line in found["unrepairable"]:
+        click.echo(f"cannot repair: {line}")
+    if not found["repaired"] and not found["unrepairable"]:
+        click.echo("nothing to repair")
+
+
+@main.group()
 def config() -> None:
     """Show configurations and presets."""
 

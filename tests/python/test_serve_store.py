@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import hashlib
+import json
+import struct
 import subprocess
 import sys
 from pathlib import Path
@@ -76,3 +78,131 @@ def test_a_start_that_cannot_listen_leaves_the_store_untouched(tmp_path: Path) -
         assert busy.stop() == 0, busy.text()
     assert out.returncode == 2 and f"cannot listen on {busy.address}" in out.stderr, out.stderr
     assert store_digest(store) == before
+
+
+def ftlab_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "ftlab", *args], capture_output=True, text=True, timeout=120
+    )
+
+
+def written_store(tmp_path: Path, blocks: int = 64) -> Path:
+    """A store holding blocks 0..`blocks` (version 1), cleanly shut down."""
+    store = tmp_path / "store"
+    served = Served(store, sets=SMALL_DEVICE)
+    client = NbdClient(served.host, served.port)
+    for block in range(blocks):
+        client.write(block * BLOCK, block_bytes(block, 1))
+    client.flush()
+    client.close()
+    assert served.stop() == 0, served.text()
+    return store
+
+
+def physical_page(store: Path, lpa: int) -> int:
+    """Where the checkpoint's map places logical page `lpa`."""
+    checkpoint = json.loads((store / "checkpoint").read_text())
+    raw = (store / checkpoint["map"]).read_bytes()
+    ppn: int = struct.unpack_from("<I", raw, 4 * lpa)[0]
+    assert ppn != 0xFFFFFFFF
+    return ppn
+
+
+def flip_byte(store: Path, lpa: int) -> None:
+    at = physical_page(store, lpa) * BLOCK + 100
+    with open(store / "pages", "r+b") as f:
+        f.seek(at)
+        byte = f.read(1)[0]
+        f.seek(at)
+        f.write(bytes([byte ^ 0x40]))
+
+
+EIO = 5
+
+
+def test_a_flipped_byte_is_a_media_error_on_that_request_only(tmp_path: Path) -> None:
+    store = written_store(tmp_path)
+    flip_byte(store, 5)
+    flip_byte(store, 7)
+    check = ftlab_cli("store", "check", str(store))
+    assert check.returncode == 1, check.stdout + check.stderr
+    assert "(logical page 5): its bytes do not match their checksum" in check.stdout
+    assert "(logical page 7)" in check.stdout and "2 problems" in check.stdout, check.stdout
+    served = Served(store, sets=SMALL_DEVICE)
+    client = NbdClient(served.host, served.port)
+    try:
+        assert client.request(0, 5 * BLOCK, BLOCK)[0] == EIO
+        assert client.request(0, 4 * BLOCK, 3 * BLOCK)[0] == EIO  # a range over it
+        assert client.read(4 * BLOCK, BLOCK) == block_bytes(4, 1)  # the others go on
+        assert client.read(6 * BLOCK, BLOCK) == block_bytes(6, 1)
+        # Part of a damaged page written: the write fails and the page stays damaged.
+        assert client.request(1, 7 * BLOCK, 512, b"\x01" * 512)[0] == EIO
+        assert client.request(0, 7 * BLOCK, BLOCK)[0] == EIO
+        # Written whole, it reads again.
+        client.write(5 * BLOCK, block_bytes(5, 2))
+        client.flush()
+        assert client.read(5 * BLOCK, BLOCK) == block_bytes(5, 2)
+        client.close()
+    finally:
+        assert served.stop() == 0, served.text()
+    assert "media error: logical page 5 at physical page" in served.text(), served.text()
+
+
+def test_a_truncated_oob_file_is_refused_then_repaired(tmp_path: Path) -> None:
+    store = written_store(tmp_path)
+    oob = store / "oob"
+    oob.write_bytes(oob.read_bytes()[: 32 * 600])
+    before = store_digest(store)
+    refused = serve_once(store)
+    assert refused.returncode == 2, refused.stderr
+    assert "oob: 19200 bytes" in refused.stderr and "(truncated)" in refused.stderr
+    assert "ftlab store repair" in refused.stderr, refused.stderr
+    assert store_digest(store) == before
+    assert ftlab_cli("store", "check", str(store)).returncode == 1
+    repair = ftlab_cli("store", "repair", str(store))
+    assert repair.returncode == 0, repair.stderr
+    assert "repaired: " in repair.stdout and "OOB records rebuilt" in repair.stdout
+    check = ftlab_cli("store", "check", str(store))
+    assert check.returncode == 0, check.stdout + check.stderr
+    served = Served(store, sets=SMALL_DEVICE, extra=["--verify"])
+    client = NbdClient(served.host, served.port)
+    assert client.read(0, 64 * BLOCK) == b"".join(block_bytes(b, 1) for b in range(64))
+    client.close()
+    assert served.stop() == 0, served.text()
+
+
+def test_a_zeroed_oob_file_is_refused_then_repaired(tmp_path: Path) -> None:
+    store = written_store(tmp_path)
+    oob = store / "oob"
+    oob.write_bytes(bytes(oob.stat().st_size))
+    refused = serve_once(store)
+    assert refused.returncode == 2, refused.stderr
+    assert "the OOB records of 64 logical pages the checkpoint's map places are gone" in (
+        refused.stderr
+    ), refused.stderr
+    check = ftlab_cli("store", "check", str(store))
+    assert check.returncode == 1 and "64 problems" in check.stdout, check.stdout
+    repair = ftlab_cli("store", "repair", str(store))
+    assert "64 OOB records rebuilt" in repair.stdout, repair.stdout + repair.stderr
+    served = Served(store, sets=SMALL_DEVICE, extra=["--verify"])
+    client = NbdClient(served.host, served.port)
+    assert client.read(0, 64 * BLOCK) == b"".join(block_bytes(b, 1) for b in range(64))
+    # The device goes on: new writes, flushed, read back.
+    for block in range(64, 128):
+        client.write(block * BLOCK, block_bytes(block, 1))
+    client.flush()
+    assert client.read(64 * BLOCK, 64 * BLOCK) == b"".join(
+        block_bytes(b, 1) for b in range(64, 128)
+    )
+    client.close()
+    assert served.stop() == 0, served.text()
+
+
+def test_a_live_store_is_not_checked(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    served = Served(store, sets=SMALL_DEVICE)
+    try:
+        out = ftlab_cli("store", "repair", str(store))
+        assert out.returncode == 2 and f"in use by process {served.proc.pid}" in out.stderr
+    finally:
+        assert served.stop() == 0, served.text()

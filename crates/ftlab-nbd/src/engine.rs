@@ -63,6 +63,11 @@ impl Engine {
         self.device.last_seq()
     }
 
+    /// Media errors met in the session (reads of damaged pages).
+    pub fn media_errors(&mut self) -> u64 {
+        self.store().media_errors
+    }
+
     pub fn failed(&self) -> Option<&str> {
         self.failed.as_deref()
     }
@@ -95,6 +100,18 @@ impl Engine {
                 message: format!("the device failed earlier: {e}"),
             }),
             None => Ok(()),
+        }
+    }
+
+    /// The media error the request just served met (a damaged page it read): EIO for this
+    /// request only, the device goes on.
+    fn media_check(&mut self) -> Result<(), Failure> {
+        match self.store().take_media_error() {
+            None => Ok(()),
+            Some(m) => Err(Failure {
+                errno: crate::proto::EIO,
+                message: format!("media error: {m}"),
+            }),
         }
     }
 
@@ -137,6 +154,7 @@ impl Engine {
         }
         self.store().begin_read();
         let done = self.submit(Op::Read, offset, len as u64)?;
+        self.media_check()?;
         let start = (offset % self.page) as usize;
         let data = self.store().read_out();
         out.extend_from_slice(&data[start..start + len as usize]);
@@ -169,6 +187,8 @@ impl Engine {
         match self.submit(Op::Write, offset, data.len() as u64) {
             Ok(done) => {
                 self.store().settle_write();
+                // (The write is done, over a damaged page: that page stays damaged.)
+                self.media_check()?;
                 Ok(done)
             }
             Err(e) => {

@@ -17,6 +17,7 @@
 //! a new checkpoint with the rebuilt map, marked unclean until the next clean shutdown, is
 //! written, and the trim log is emptied: what it said is in the map.
 
+use crate::check;
 use crate::engine::Engine;
 use crate::store::{meta_for, Files, Meta, PageStore, Record};
 use crate::ServeOptions;
@@ -48,7 +49,7 @@ pub struct Startup {
     pub trims_replayed: u64,
 }
 
-fn read_meta(dir: &Path) -> Result<Option<Meta>, String> {
+pub(crate) fn read_meta(dir: &Path) -> Result<Option<Meta>, String> {
     let path = dir.join("meta.json");
     match std::fs::read_to_string(&path) {
         Ok(text) => serde_json::from_str(&text)
@@ -114,7 +115,15 @@ pub fn open(opts: &ServeOptions, epoch: Instant) -> Result<(Engine, Startup), St
     let text = serde_json::to_string_pretty(&meta).map_err(|e| e.to_string())?;
     write_atomically(&opts.store.join("meta.json"), text.as_bytes())?;
     write_checkpoint(&opts.store, &Checkpoint::default())?;
-    let store = PageStore::new(files, &meta, 1, vec![0; meta.total_blocks as usize], 0);
+    let pages = meta.physical_pages as usize;
+    let store = PageStore::new(
+        files,
+        &meta,
+        1,
+        vec![0; meta.total_blocks as usize],
+        vec![0; pages],
+        0,
+    );
     let device = device::open_with_sink(&opts.scheme, &opts.cfg, opts.verify, Box::new(store))
         .map_err(|e| e.to_string())?;
     Ok((Engine::new(device, epoch)?, Startup::default()))
@@ -138,7 +147,7 @@ pub struct Checkpoint {
     pub map_crc: u32,
 }
 
-fn read_checkpoint(dir: &Path) -> Result<Checkpoint, String> {
+pub(crate) fn read_checkpoint(dir: &Path) -> Result<Checkpoint, String> {
     let path = dir.join("checkpoint");
     match std::fs::read_to_string(&path) {
         Ok(text) => serde_json::from_str(&text)
@@ -150,7 +159,7 @@ fn read_checkpoint(dir: &Path) -> Result<Checkpoint, String> {
     }
 }
 
-fn write_checkpoint(dir: &Path, cp: &Checkpoint) -> Result<(), String> {
+pub(crate) fn write_checkpoint(dir: &Path, cp: &Checkpoint) -> Result<(), String> {
     let text = serde_json::to_string_pretty(cp).map_err(|e| e.to_string())?;
     write_atomically(&dir.join("checkpoint"), text.as_bytes())
 }
@@ -194,7 +203,11 @@ fn checkpoint_with_map(engine: &mut Engine, dir: &Path, clean: bool) -> Result<(
 }
 
 /// The map a checkpoint names, checked against its CRC.
-fn read_map(dir: &Path, cp: &Checkpoint, logical: u64) -> Result<Option<Vec<u32>>, String> {
+pub(crate) fn read_map(
+    dir: &Path,
+    cp: &Checkpoint,
+    logical: u64,
+) -> Result<Option<Vec<u32>>, String> {
     let Some(name) = &cp.map else {
         return Ok(None);
     };
@@ -228,6 +241,8 @@ fn reopen(opts: &ServeOptions, meta: &Meta, epoch: Instant) -> Result<(Engine, S
     use std::os::unix::fs::FileExt;
     let t0 = Instant::now();
     let cp = read_checkpoint(&opts.store)?;
+    // A truncated file is refused, not extended (half the device would read zeros).
+    check::refuse(&opts.store, check::truncated(&opts.store, meta)?)?;
     let files = Files::open(&opts.store, meta)?;
     let records = read_all(
         &files.oob,
@@ -250,11 +265,13 @@ fn reopen(opts: &ServeOptions, meta: &Meta, epoch: Instant) -> Result<(Engine, S
     }
     let mut page = vec![0u8; meta.page_size as usize];
     let mut max_prog = cp.durable_prog;
+    let mut crcs = vec![0u32; meta.physical_pages as usize];
     for (ppn, raw) in records.chunks_exact(crate::store::RECORD_BYTES).enumerate() {
         let rec = Record::decode(raw);
         if !rec.programmed {
             continue;
         }
+        crcs[ppn] = rec.crc;
         startup.records_scanned += 1;
         if rec.prog > cp.durable_prog {
             startup.pages_since_checkpoint += 1;
@@ -315,8 +332,12 @@ fn reopen(opts: &ServeOptions, meta: &Meta, epoch: Instant) -> Result<(Engine, S
         })
         .collect();
     startup.trims_replayed = image.trims.len() as u64;
+    if let Some(cp) = &image.checkpoint {
+        let lost = check::lost_line(&opts.store, &cp.live, &records, cp.durable_prog, &trims);
+        check::refuse(&opts.store, lost.into_iter().collect())?;
+    }
     let erase_counts = image.erase_counts.clone();
-    let store = PageStore::new(files, meta, max_prog + 1, erase_counts, trim_len);
+    let store = PageStore::new(files, meta, max_prog + 1, erase_counts, crcs, trim_len);
     let (device, info) = device::open_recovered(
         &opts.scheme,
         &opts.cfg,

@@ -54,6 +54,10 @@ impl Shared {
     pub fn live(&self) -> ftlab_core::device::Live {
         self.engine().live()
     }
+
+    pub fn media_errors(&self) -> u64 {
+        self.engine().media_errors()
+    }
 }
 
 /// A listening server.

@@ -22,6 +22,11 @@
 //! so the source of a copy survives until its destination does. FLUSH (and FUA) fsync the
 //! files; concurrent flushes share one fsync (group commit, [`SyncGroup`]).
 //!
+//! Every page read is checked against its record's CRC (kept in memory, [`PageStore::crcs`]):
+//! a mismatch is a media error of the request that read it ([`PageStore::take_media_error`]),
+//! never data returned as good; GC copies a damaged page with its old CRC, so that the
+//! damage stays visible where the page goes.
+//!
 //! Host data reaches the store before the simulator numbers it: the front stages each page
 //! under the sequence number it will get ([`PageStore::stage`]); the flash model's program
 //! of that page writes it. Partial pages are completed when the simulator's
@@ -263,6 +268,15 @@ pub struct PageStore {
     erased_flag: Vec<bool>,
     /// Pages of the last host read, in address order.
     out: Vec<u8>,
+    /// The CRC-32C each physical page's record holds.
+    crcs: Vec<u32>,
+    /// The media error the current request met (a page whose bytes fail their CRC).
+    media: Option<String>,
+    /// Media errors met in the session.
+    pub media_errors: u64,
+    /// Host writes completing a damaged page (a read-modify-write over it): programmed
+    /// with a CRC that does not match, so that reads of the page fail as before.
+    poisoned: std::collections::HashSet<u64>,
     scratch: Vec<u8>,
     trim_end: u64,
     /// The first I/O or consistency error: the device stops serving writes after it.
@@ -272,13 +286,14 @@ pub struct PageStore {
 }
 
 impl PageStore {
-    /// A store over `files`; `next_prog`, `erase_counts` and `trim_end` come from what the
-    /// files hold (a new store: 1, zeros, 0).
+    /// A store over `files`; `next_prog`, `erase_counts`, `crcs` (per physical page) and
+    /// `trim_end` come from what the files hold (a new store: 1, zeros, zeros, 0).
     pub fn new(
         files: Files,
         meta: &Meta,
         next_prog: u64,
         erase_counts: Vec<u32>,
+        crcs: Vec<u32>,
         trim_end: u64,
     ) -> Self {
         let sync = Arc::new(SyncGroup::new(vec![
@@ -303,6 +318,10 @@ impl PageStore {
             erased: Vec::new(),
             erased_flag: vec![false; blocks],
             out: Vec::new(),
+            crcs,
+            media: None,
+            media_errors: 0,
+            poisoned: Default::default(),
             scratch: vec![0; meta.page_size as usize],
             trim_end,
             error: None,
@@ -340,6 +359,12 @@ impl PageStore {
             .unwrap_or_else(|| vec![0u8; self.page_size].into_boxed_slice())
     }
 
+    /// Drops staged copy `seq`.
+    fn drop_staged(&mut self, seq: u64) -> Option<Staged> {
+        self.poisoned.remove(&seq);
+        self.staged.remove(&seq)
+    }
+
     fn recycle(&mut self, b: Box<[u8]>) {
         if self.pool.len() < 1024 {
             self.pool.push(b);
@@ -351,6 +376,7 @@ impl PageStore {
         let mut b = self.buffer();
         b.copy_from_slice(data);
         self.staged.insert(seq, Staged { lpa, data: b });
+        self.poisoned.remove(&seq);
         self.supersede(lpa, seq);
     }
 
@@ -379,7 +405,7 @@ impl PageStore {
         self.partial.clear();
         let superseded = std::mem::take(&mut self.superseded);
         for &seq in &superseded {
-            if let Some(s) = self.staged.remove(&seq) {
+            if let Some(s) = self.drop_staged(seq) {
                 self.recycle(s.data);
             }
         }
@@ -398,7 +424,7 @@ impl PageStore {
             .filter(|&s| s >= first_seq)
             .collect();
         for seq in gone {
-            if let Some(s) = self.staged.remove(&seq) {
+            if let Some(s) = self.drop_staged(seq) {
                 if self.newest.get(&s.lpa) == Some(&seq) {
                     self.newest.remove(&s.lpa);
                 }
@@ -410,7 +436,7 @@ impl PageStore {
     /// After a trim of `lpa`: its buffered copy was dropped.
     pub fn trimmed(&mut self, lpa: u32) {
         if let Some(seq) = self.newest.remove(&lpa) {
-            if let Some(s) = self.staged.remove(&seq) {
+            if let Some(s) = self.drop_staged(seq) {
                 self.recycle(s.data);
             }
         }
@@ -442,18 +468,39 @@ impl PageStore {
         self.out.clear();
     }
 
-    fn read_page(&mut self, ppn: Ppn, into: &mut [u8]) {
+    /// Reads physical page `ppn`; false when its bytes do not match their CRC.
+    fn read_page(&mut self, ppn: Ppn, into: &mut [u8]) -> bool {
         let at = ppn as u64 * self.page_size as u64;
         if let Err(e) = self.files.pages.read_exact_at(into, at) {
             self.fail(format!("reading physical page {ppn}: {e}"));
+            return true;
         }
+        crc32c::crc32c(into) == self.crcs[ppn as usize]
     }
 
-    /// The bytes `from` served into `self.scratch`.
-    fn load(&mut self, lpa: u32, from: ServedPage) {
+    fn media_error(&mut self, message: String) {
+        self.media_errors += 1;
+        self.media.get_or_insert(message);
+    }
+
+    /// The media error of the request just served, if any (the request fails with EIO; the
+    /// device goes on).
+    pub fn take_media_error(&mut self) -> Option<String> {
+        self.media.take()
+    }
+
+    /// The bytes `from` served into `self.scratch`; false if they are damaged.
+    fn load(&mut self, lpa: u32, from: ServedPage) -> bool {
         let mut scratch = std::mem::take(&mut self.scratch);
+        let mut good = true;
         match from {
             ServedPage::Unmapped => scratch.fill(0),
+            ServedPage::Buffer(seq) if self.poisoned.contains(&seq) => {
+                good = false;
+                self.media_error(format!(
+                    "logical page {lpa}: its buffered copy completes a damaged page"
+                ));
+            }
             ServedPage::Buffer(seq) => match self.staged.get(&seq) {
                 Some(s) if s.lpa == lpa => scratch.copy_from_slice(&s.data),
                 _ => {
@@ -464,9 +511,18 @@ impl PageStore {
                     ));
                 }
             },
-            ServedPage::Flash(ppn) => self.read_page(ppn, &mut scratch),
+            ServedPage::Flash(ppn) => {
+                good = self.read_page(ppn, &mut scratch);
+                if !good {
+                    self.media_error(format!(
+                        "logical page {lpa} at physical page {ppn}: its bytes do not match \
+                         their stored checksum"
+                    ));
+                }
+            }
         }
         self.scratch = scratch;
+        good
     }
 
     fn write_record(&mut self, ppn: Ppn, rec: &Record) {
@@ -524,7 +580,9 @@ impl PageStore {
         }
     }
 
-    fn program_bytes(&mut self, ppn: Ppn, oob: Oob, data: &[u8]) {
+    /// Programs `data` at `ppn` with `crc` in its record (that of `data` unless the page is
+    /// damaged and must stay so).
+    fn program_bytes(&mut self, ppn: Ppn, oob: Oob, data: &[u8], crc: u32) {
         let at = ppn as u64 * self.page_size as u64;
         if let Err(e) = self.files.pages.write_all_at(data, at) {
             self.fail(format!("writing physical page {ppn}: {e}"));
@@ -535,9 +593,10 @@ impl PageStore {
             lpa: oob.lpa,
             seq: oob.seq,
             prog: self.next_prog,
-            crc: crc32c::crc32c(data),
+            crc,
         };
         self.next_prog += 1;
+        self.crcs[ppn as usize] = crc;
         self.write_record(ppn, &rec);
     }
 
@@ -580,7 +639,7 @@ impl PageSink for PageStore {
                 let n = c.len().min(page.len());
                 page[..n].copy_from_slice(&c[..n]);
             }
-            self.program_bytes(ppn, oob, &page);
+            self.program_bytes(ppn, oob, &page, crc32c::crc32c(&page));
             self.scratch = page;
             return;
         }
@@ -589,7 +648,11 @@ impl PageSink for PageStore {
                 if self.newest.get(&s.lpa) == Some(&oob.seq) {
                     self.newest.remove(&s.lpa);
                 }
-                self.program_bytes(ppn, oob, &s.data);
+                let mut crc = crc32c::crc32c(&s.data);
+                if self.poisoned.remove(&oob.seq) {
+                    crc = !crc;
+                }
+                self.program_bytes(ppn, oob, &s.data, crc);
                 self.recycle(s.data);
             }
             other => {
@@ -608,8 +671,12 @@ impl PageSink for PageStore {
     fn copy(&mut self, src: Ppn, dst: Ppn, oob: Oob) {
         self.barrier(dst / self.pages_per_block);
         let mut page = std::mem::take(&mut self.scratch);
-        self.read_page(src, &mut page);
-        self.program_bytes(dst, oob, &page);
+        // A damaged page moves with its old CRC: reads of it still fail.
+        let crc = match self.read_page(src, &mut page) {
+            true => crc32c::crc32c(&page),
+            false => self.crcs[src as usize],
+        };
+        self.program_bytes(dst, oob, &page, crc);
         self.scratch = page;
     }
 
@@ -627,6 +694,8 @@ impl PageSink for PageStore {
             self.out.extend_from_slice(&self.scratch);
             return;
         }
+        // (A damaged old page makes the new one damaged too: the write fails, and so do
+        // reads of the page until it is written whole.)
         // Read-modify-write: the old page under the new bytes.
         let Some(i) = self.partial.iter().position(|p| p.lpa == lpa) else {
             self.fail(format!(
@@ -635,7 +704,9 @@ impl PageSink for PageStore {
             return;
         };
         let p = self.partial.swap_remove(i);
-        self.load(lpa, from);
+        if !self.load(lpa, from) {
+            self.poisoned.insert(p.seq);
+        }
         let mut page = self.buffer();
         page.copy_from_slice(&self.scratch);
         page[p.offset..p.offset + p.data.len()].copy_from_slice(&p.data);

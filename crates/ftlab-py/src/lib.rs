@@ -398,6 +398,7 @@ fn serve(
                     "connections": status.connections,
                     "flushes": status.flushes,
                     "errors": status.errors,
+                    "media_errors": status.media_errors,
                     "events": status.events,
                 })
                 .to_string();
@@ -416,6 +417,23 @@ fn serve(
     });
     let outcome = result.map_err(FtlabError::new_err)?;
     Ok(outcome.report.to_json())
+}
+
+/// Verifies (`repair`: false) or repairs the page store in `store`, holding its lock;
+/// returns the findings as JSON (`damage`, `repaired`, `unrepairable`, `records`,
+/// `pages_checked`, `torn`).
+#[pyfunction]
+fn store_check(py: Python<'_>, store: PathBuf, repair: bool) -> PyResult<String> {
+    let findings = py.allow_threads(|| {
+        let _lock = ftlab_nbd::lock::StoreLock::acquire(&store)?;
+        if repair {
+            ftlab_nbd::check::repair(&store)
+        } else {
+            ftlab_nbd::check::check(&store)
+        }
+    });
+    let findings = findings.map_err(FtlabError::new_err)?;
+    serde_json::to_string(&findings).map_err(|e| FtlabError::new_err(e.to_string()))
 }
 
 #[pymodule]
@@ -444,6 +462,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(fitted_blocks_per_plane, m)?)?;
     m.add_function(wrap_pyfunction!(trace_requests, m)?)?;
     m.add_function(wrap_pyfunction!(serve, m)?)?;
+    m.add_function(wrap_pyfunction!(store_check, m)?)?;
     m.add_function(wrap_pyfunction!(scheme::register_scheme, m)?)?;
     m.add_function(wrap_pyfunction!(scheme::unregister_scheme, m)?)?;
     m.add_function(wrap_pyfunction!(scheme::register_native_scheme, m)?)?;
