@@ -128,3 +128,23 @@ def test_an_interrupt_during_start_up_stops_the_server(tmp_path: Path) -> None:
     )  # fmt: skip
     assert report["ftl"] == "page"
     assert ticks == [], f"the server ran on for {len(ticks)} ticks after the interrupt"
+
+
+@pytest.mark.parametrize("signal_name", ["SIGHUP", "SIGTERM", "SIGINT"])
+def test_signals_shut_down_cleanly(tmp_path: Path, signal_name: str) -> None:
+    import signal
+
+    store = tmp_path / "store"
+    served = Served(store, sets=SMALL_DEVICE)
+    qemu_io(served.uri, "write -P 0x5a 0 1M")
+    served.proc.send_signal(getattr(signal, signal_name))
+    assert served.proc.wait(60) == 0, served.text()
+    served.thread.join(10)
+    assert f"{signal_name}: shutting down cleanly" in served.text(), served.text()
+    assert json.loads((store / "checkpoint").read_text())["clean"]
+    again = Served(store, sets=SMALL_DEVICE)
+    try:
+        assert "reopened after a clean shutdown" in again.text(), again.text()
+        qemu_io(again.uri, "read -P 0x5a 0 1M")
+    finally:
+        assert again.stop() == 0, again.text()

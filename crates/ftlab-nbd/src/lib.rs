@@ -12,11 +12,13 @@
 //! The core stays free of networking: it knows the store only as a
 //! [`ftlab_core::nand::PageSink`].
 
+pub mod check;
 pub mod engine;
 pub mod lock;
 pub mod proto;
 pub mod recovery;
 pub mod server;
+pub mod signals;
 pub mod store;
 
 use ftlab_core::config::Config;
@@ -47,6 +49,8 @@ pub struct Status {
     pub connections: usize,
     pub flushes: u64,
     pub errors: u64,
+    /// Requests failed by a damaged page (its bytes not matching their checksum).
+    pub media_errors: u64,
     /// Messages since the last status (connections, client errors).
     pub events: Vec<String>,
 }
@@ -55,16 +59,19 @@ pub struct Status {
 pub struct Outcome {
     pub report: Report,
     pub startup: recovery::Startup,
+    /// The signal that ended the session, if one did.
+    pub signal: Option<&'static str>,
 }
 
-/// Opens (or recovers) the store, serves until `tick` returns false, then shuts down
-/// cleanly: flush, sync, checkpoint, report. `started` is told the start-up (recovery
+/// Opens (or recovers) the store, serves until `tick` returns false or SIGTERM, SIGHUP or
+/// SIGINT arrives, then shuts down cleanly: flush, sync, checkpoint, report. `started` is told the start-up (recovery
 /// time, address) once the server listens.
 pub fn serve(
     opts: &ServeOptions,
     started: &mut dyn FnMut(&recovery::Startup, &str),
     tick: &mut dyn FnMut(&Status) -> bool,
 ) -> Result<Outcome, String> {
+    let signals = signals::StopSignals::install();
     // The store's owner first, then the address: a start that cannot serve reads and
     // writes nothing.
     let _lock = lock::StoreLock::acquire(&opts.store)?;
@@ -77,6 +84,11 @@ pub fn serve(
     let t0 = Instant::now();
     server.run(&mut |shared| {
         use std::sync::atomic::Ordering::Relaxed;
+        if let Some(signal) = signals.received() {
+            shared.event(format!(
+                "{signal}: shutting down cleanly (flush, checkpoint)"
+            ));
+        }
         let status = Status {
             address: address.clone(),
             elapsed_s: t0.elapsed().as_secs_f64(),
@@ -84,11 +96,16 @@ pub fn serve(
             connections: shared.connections.load(Relaxed),
             flushes: shared.flushes.load(Relaxed),
             errors: shared.errors.load(Relaxed),
+            media_errors: shared.media_errors(),
             events: shared.take_events(),
         };
-        tick(&status)
+        tick(&status) && signals.received().is_none()
     });
     let engine = server.stop();
     let report = recovery::shut_down(engine, opts)?;
-    Ok(Outcome { report, startup })
+    Ok(Outcome {
+        report,
+        startup,
+        signal: signals.received(),
+    })
 }
