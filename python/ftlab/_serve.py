@@ -105,4 +105,9 @@ def startup_message(startup_json: str, address: str) -> str:
             + (f", {s['torn_pages']:,} torn pages ignored" if s["torn_pages"] else "")
             + ")"
         )
+    if s.get("disk_full"):
+        how += (
+            "; the disk under the store is full: read-only until space is freed "
+            f"(no start-up checkpoint: {s['disk_full']})"
+        )
     return f"ftlab serve: nbd://{address}/ ready ({how})"

@@ -5,11 +5,15 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import struct
 import subprocess
 import sys
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
 from nbd_crash import BLOCK, NbdClient, block_bytes
 from nbd_helpers import SMALL_DEVICE, Served
 
@@ -206,3 +210,70 @@ def test_a_live_store_is_not_checked(tmp_path: Path) -> None:
         assert out.returncode == 2 and f"in use by process {served.proc.pid}" in out.stderr
     finally:
         assert served.stop() == 0, served.text()
+
+
+ENOSPC = 28
+
+
+def fill(directory: Path, leave: int) -> Path:
+    """A file taking the free space of `directory`'s file system but `leave` bytes."""
+    filler = directory / "filler"
+    st = os.statvfs(directory)
+    size = st.f_bavail * st.f_frsize - leave
+    with open(filler, "ab") as f:
+        os.posix_fallocate(f.fileno(), filler.stat().st_size, max(size, 4096))
+    return filler
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    """A 48 MiB tmpfs (root only)."""
+    mnt = tmp_path / "disk"
+    mnt.mkdir()
+    mount = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=48m", "tmpfs", str(mnt)],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    if mount.returncode != 0:
+        pytest.skip(f"a small disk is needed (a tmpfs) and mount failed: {mount.stderr.strip()}")
+    try:
+        yield mnt
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)], check=False)
+
+
+def test_a_full_disk_makes_the_device_read_only(small_disk: Path) -> None:
+    store = small_disk / "store"
+    served = Served(store, sets=SMALL_DEVICE)
+    client = NbdClient(served.host, served.port)
+    try:
+        for block in range(256):
+            client.write(block * BLOCK, block_bytes(block, 1))
+        client.flush()
+        filler = fill(small_disk, leave=4 << 20)  # under the reserve (10 MiB here)
+        time.sleep(0.3)
+        assert client.request(1, 0, BLOCK, block_bytes(0, 2))[0] == ENOSPC
+        assert client.request(4, 0, BLOCK)[0] == ENOSPC  # TRIM
+        assert client.read(0, 256 * BLOCK) == b"".join(block_bytes(b, 1) for b in range(256))
+        assert client.request(3, 0, 0)[0] == 0  # FLUSH
+        filler.unlink()
+        time.sleep(0.3)
+        client.write(0, block_bytes(0, 2))
+        client.flush()
+        assert client.read(0, BLOCK) == block_bytes(0, 2)
+        client.close()
+    finally:
+        assert served.stop() == 0, served.text()
+    assert "the disk under the store is full" in served.text(), served.text()
+    # A restart on a full disk serves reads.
+    fill(small_disk, leave=0)
+    again = Served(store, sets=SMALL_DEVICE, extra=["--verify"])
+    try:
+        assert "read-only until space is freed" in again.text(), again.text()
+        client = NbdClient(again.host, again.port)
+        assert client.read(0, BLOCK) == block_bytes(0, 2)
+        assert client.read(BLOCK, 255 * BLOCK) == b"".join(block_bytes(b, 1) for b in range(1, 256))
+        assert client.request(1, 0, BLOCK, block_bytes(0, 3))[0] == ENOSPC
+        client.close()
+    finally:
+        assert again.stop() == 0, again.text()

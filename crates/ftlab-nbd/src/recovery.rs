@@ -47,6 +47,9 @@ pub struct Startup {
     pub from_checkpoint_map: bool,
     /// Trims read from the trim log (those logged since the checkpoint).
     pub trims_replayed: u64,
+    /// Started on a full disk: no start-up checkpoint written, read-only until space is
+    /// freed (why).
+    pub disk_full: Option<String>,
 }
 
 pub(crate) fn read_meta(dir: &Path) -> Result<Option<Meta>, String> {
@@ -73,7 +76,10 @@ fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), String> {
         }
         Ok(())
     };
-    write().map_err(|e| format!("{}: {e}", path.display()))
+    write().map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        format!("{}: {e}", path.display())
+    })
 }
 
 /// Checks what serving needs of the configuration.
@@ -126,7 +132,15 @@ pub fn open(opts: &ServeOptions, epoch: Instant) -> Result<(Engine, Startup), St
     );
     let device = device::open_with_sink(&opts.scheme, &opts.cfg, opts.verify, Box::new(store))
         .map_err(|e| e.to_string())?;
-    Ok((Engine::new(device, epoch)?, Startup::default()))
+    Ok((
+        Engine::new(device, epoch, reserve(opts))?,
+        Startup::default(),
+    ))
+}
+
+/// The free space writes need under the store.
+fn reserve(opts: &ServeOptions) -> u64 {
+    crate::space::SpaceGuard::reserve_for(opts.cfg.buffer.size_bytes)
 }
 
 /// What `checkpoint` says.
@@ -347,13 +361,20 @@ fn reopen(opts: &ServeOptions, meta: &Meta, epoch: Instant) -> Result<(Engine, S
     )
     .map_err(|e| e.to_string())?;
     startup.mapped_pages = info.mapped_pages;
-    let mut engine = Engine::new(device, epoch)?;
+    let mut engine = Engine::new(device, epoch, reserve(opts))?;
     // What the rebuild wrote, and what was found, is durable before the new checkpoint.
     engine
         .store()
         .prepare_sync()
         .and_then(|_| engine.store().sync_group().sync())?;
-    checkpoint_with_map(&mut engine, &opts.store, false)?;
+    if let Err(e) = checkpoint_with_map(&mut engine, &opts.store, false) {
+        // On a full disk the device serves reads; its writes wait for space (the last
+        // checkpoint and the trim log since stay as they were, still right).
+        if !engine.disk_full() {
+            return Err(e);
+        }
+        startup.disk_full = Some(e);
+    }
     startup.recovery_seconds = t0.elapsed().as_secs_f64();
     Ok((engine, startup))
 }
@@ -370,7 +391,16 @@ pub fn shut_down(mut engine: Engine, opts: &ServeOptions) -> Result<Report, Stri
             "the device failed during the session ({e}); no clean checkpoint written"
         ));
     }
-    checkpoint_with_map(&mut engine, &opts.store, true)?;
+    if let Err(e) = checkpoint_with_map(&mut engine, &opts.store, true) {
+        if !engine.disk_full() {
+            return Err(e);
+        }
+        // Everything acknowledged is durable: the next start-up recovers it.
+        eprintln!(
+            "ftlab serve: no clean checkpoint written, the disk is full ({e}); the next \
+             start-up recovers from the store"
+        );
+    }
     let device = engine.into_device();
     device.finish().map_err(|e| e.to_string())
 }

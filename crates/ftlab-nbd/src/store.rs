@@ -220,13 +220,28 @@ impl Files {
             }
             Ok(Arc::new(f))
         };
-        Ok(Files {
+        let files = Files {
             dir: dir.to_path_buf(),
             pages: open("pages", meta.physical_pages * meta.page_size as u64)?,
             oob: open("oob", meta.physical_pages * RECORD_BYTES as u64)?,
             blocks: open("blocks", meta.total_blocks as u64 * 4)?,
             trims: open("trims", 0)?,
-        })
+        };
+        // The records and erase counts are preallocated, so that recording a program or an
+        // erase never meets a full disk (the pages stay sparse: the free-space reserve
+        // covers them, [`crate::space`]). A store made sparse, on a full disk, stays so.
+        for (f, len) in [
+            (&files.oob, meta.physical_pages * RECORD_BYTES as u64),
+            (&files.blocks, meta.total_blocks as u64 * 4),
+        ] {
+            use std::os::unix::io::AsRawFd;
+            // SAFETY: posix_fallocate on an open descriptor, within its length.
+            let rc = unsafe { libc::posix_fallocate(f.as_raw_fd(), 0, len as libc::off_t) };
+            if rc != 0 && rc != libc::ENOSPC && rc != libc::EOPNOTSUPP && rc != libc::EINVAL {
+                return Err(io_err(dir, io::Error::from_raw_os_error(rc)));
+            }
+        }
+        Ok(files)
     }
 }
 
@@ -342,9 +357,9 @@ impl PageStore {
         self.sync.clone()
     }
 
-    /// The first error the store met, if any.
-    pub fn error(&self) -> Option<&str> {
-        self.error.as_deref()
+    /// The first error the store met since the last call, if any.
+    pub fn take_error(&mut self) -> Option<String> {
+        self.error.take()
     }
 
     fn fail(&mut self, message: String) {
@@ -574,8 +589,8 @@ impl PageStore {
             self.sync.sync_now()?;
             self.clear_erased();
         }
-        match &self.error {
-            Some(e) => Err(e.clone()),
+        match self.error.take() {
+            Some(e) => Err(e),
             None => Ok(()),
         }
     }
