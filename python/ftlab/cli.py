@@ -449,6 +449,27 @@ def run(ftl_name: str, source: dict[str, Any], json_out: str | None, quiet: bool
     "simulated SSD's completion time.",
 )
 @click.option("--verify", is_flag=True, help="Check every read against a shadow copy.")
+@click.option(
+    "--preallocate",
+    is_flag=True,
+    help="Allocate the whole page store on disk first (its raw size), so that flushes never "
+    "wait for the file system to allocate.",
+)
+@click.option(
+    "--max-connections",
+    type=click.IntRange(min=1),
+    default=64,
+    show_default=True,
+    help="Client connections served at once; more are closed at once, with a message.",
+)
+@click.option(
+    "--handshake-timeout",
+    type=click.FloatRange(min=0.001),
+    default=10.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="Time a client has to complete the NBD handshake.",
+)
 @click.option("--json", "json_out", metavar="FILE", help="Write the report on shutdown.")
 @click.option("--quiet", "-q", is_flag=True, help="No status line, no summary.")
 def serve(
@@ -460,6 +481,9 @@ def serve(
     listen: str,
     timing: str,
     verify: bool,
+    preallocate: bool,
+    max_connections: int,
+    handshake_timeout: float,
     json_out: str | None,
     quiet: bool,
 ) -> None:
@@ -486,6 +510,9 @@ def serve(
                 verify,
                 on_start,
                 status,
+                preallocate,
+                max_connections,
+                handshake_timeout,
                 preset=preset,
                 config=[str(c) for c in configs],
                 # Mapping only unless the time is wanted (the user's keys come after).

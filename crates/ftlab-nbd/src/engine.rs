@@ -293,7 +293,7 @@ impl Engine {
             return Err(fail(message));
         }
         let store = self.store();
-        if let Err(message) = store.prepare_sync() {
+        if let Err(message) = store.prepare_flush() {
             self.failed.get_or_insert(message.clone());
             return Err(fail(message));
         }

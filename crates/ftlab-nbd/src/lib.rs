@@ -39,6 +39,10 @@ pub struct ServeOptions {
     pub verify: bool,
     /// The export's name (clients may also ask for the default, empty, name).
     pub export_name: String,
+    /// Allocate the whole `pages` file on disk (zeros in its holes) before serving, so that
+    /// no write allocates and no flush commits the file system's journal for it.
+    pub preallocate: bool,
+    pub limits: server::Limits,
 }
 
 /// What a live display shows, about every 200 ms.
@@ -50,6 +54,8 @@ pub struct Status {
     pub connections: usize,
     pub flushes: u64,
     pub errors: u64,
+    /// fdatasync calls on the store's files (a flush syncs each file written since).
+    pub fsyncs: u64,
     /// Requests failed by a damaged page (its bytes not matching their checksum).
     pub media_errors: u64,
     /// Messages since the last status (connections, client errors).
@@ -79,7 +85,13 @@ pub fn serve(
     let listener = server::Server::listen(&opts.listen)?;
     let epoch = Instant::now();
     let (engine, startup) = recovery::open(opts, epoch)?;
-    let mut server = server::Server::new(listener, engine, &opts.export_name, opts.timing_real);
+    let mut server = server::Server::new(
+        listener,
+        engine,
+        &opts.export_name,
+        opts.timing_real,
+        opts.limits,
+    );
     let address = server.local_addr();
     started(&startup, &address);
     let t0 = Instant::now();
@@ -98,6 +110,7 @@ pub fn serve(
             flushes: shared.flushes.load(Relaxed),
             errors: shared.errors.load(Relaxed),
             media_errors: shared.media_errors(),
+            fsyncs: shared.fsyncs(),
             events: shared.take_events(),
         };
         tick(&status) && signals.received().is_none()

@@ -117,7 +117,7 @@ pub fn open(opts: &ServeOptions, epoch: Instant) -> Result<(Engine, Startup), St
         }
         return reopen(opts, &meta, epoch);
     }
-    let files = Files::open(&opts.store, &meta)?;
+    let files = Files::open(&opts.store, &meta, opts.preallocate)?;
     let text = serde_json::to_string_pretty(&meta).map_err(|e| e.to_string())?;
     write_atomically(&opts.store.join("meta.json"), text.as_bytes())?;
     write_checkpoint(&opts.store, &Checkpoint::default())?;
@@ -257,7 +257,7 @@ fn reopen(opts: &ServeOptions, meta: &Meta, epoch: Instant) -> Result<(Engine, S
     let cp = read_checkpoint(&opts.store)?;
     // A truncated file is refused, not extended (half the device would read zeros).
     check::refuse(&opts.store, check::truncated(&opts.store, meta)?)?;
-    let files = Files::open(&opts.store, meta)?;
+    let files = Files::open(&opts.store, meta, opts.preallocate)?;
     let records = read_all(
         &files.oob,
         meta.physical_pages * crate::store::RECORD_BYTES as u64,
@@ -386,6 +386,11 @@ pub fn shut_down(mut engine: Engine, opts: &ServeOptions) -> Result<Report, Stri
         .flush()
         .map_err(|f| format!("final flush: {}", f.message))?;
     sync.sync()?;
+    // Every erase recorded before the checkpoint.
+    engine
+        .store()
+        .prepare_sync()
+        .and_then(|_| engine.store().sync_group().sync())?;
     if let Some(e) = engine.failed() {
         return Err(format!(
             "the device failed during the session ({e}); no clean checkpoint written"

@@ -1,5 +1,8 @@
-//! The NBD server: a listener, one thread per client connection, the device behind one
-//! lock. A connection reads requests as they come (a client may pipeline many), serves
+//! The NBD server: a listener, one thread per client connection up to a limit (beyond it a
+//! connection is closed at once, with a message), the device behind one lock. A client has a
+//! bounded time to complete the handshake. Long TRIM and WRITE_ZEROES requests run in
+//! pieces, taking the lock for each and letting waiting requests in between, so that a
+//! 1 GiB zero write does not hold other clients' reads for seconds. A connection reads requests as they come (a client may pipeline many), serves
 //! each under the lock, and writes the reply; replies are flushed to the socket when no
 //! further request is waiting in the input buffer, so a queue of requests costs one write.
 //! With real timing a connection's replies go through a writer thread that holds each one
@@ -21,9 +24,24 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+/// Limits of the connections.
+#[derive(Clone, Copy, Debug)]
+pub struct Limits {
+    /// Client connections served at once; more are refused.
+    pub max_connections: usize,
+    /// Time a client has to complete the handshake.
+    pub handshake_timeout: Duration,
+}
+
+/// The piece of a long TRIM or WRITE_ZEROES served under one hold of the lock.
+const PIECE: u64 = 8 << 20;
+
 /// State the connections share.
 pub struct Shared {
     engine: Mutex<Engine>,
+    /// Threads waiting for the engine's lock (a long request lets them in between pieces).
+    waiting: AtomicUsize,
+    limits: Limits,
     export: Export,
     timing_real: bool,
     stop: AtomicBool,
@@ -31,13 +49,28 @@ pub struct Shared {
     pub connections: AtomicUsize,
     pub flushes: AtomicU64,
     pub errors: AtomicU64,
+    /// The store's group commit (its fdatasync count).
+    sync: Arc<crate::store::SyncGroup>,
 }
 
 impl Shared {
     fn engine(&self) -> MutexGuard<'_, Engine> {
+        self.waiting.fetch_add(1, Ordering::SeqCst);
         // A connection thread that panicked leaves the engine usable: its state is only
         // changed by whole requests.
-        self.engine.lock().unwrap_or_else(|e| e.into_inner())
+        let guard = self.engine.lock().unwrap_or_else(|e| e.into_inner());
+        self.waiting.fetch_sub(1, Ordering::SeqCst);
+        guard
+    }
+
+    /// Between the pieces of a long request: the lock goes to the requests waiting for it
+    /// (a mutex is not fair: the long request would otherwise take it straight back).
+    fn let_others_in(&self) {
+        let since = Instant::now();
+        while self.waiting.load(Ordering::SeqCst) > 0 && since.elapsed() < Duration::from_millis(5)
+        {
+            std::thread::yield_now();
+        }
     }
 
     pub fn event(&self, message: String) {
@@ -53,6 +86,10 @@ impl Shared {
 
     pub fn live(&self) -> ftlab_core::device::Live {
         self.engine().live()
+    }
+
+    pub fn fsyncs(&self) -> u64 {
+        self.sync.fsyncs.load(Ordering::Relaxed)
     }
 
     pub fn media_errors(&self) -> u64 {
@@ -80,7 +117,14 @@ impl Server {
     }
 
     /// Serves `engine` as export `name` on `listener` (from [`Server::listen`]).
-    pub fn new(listener: TcpListener, engine: Engine, name: &str, timing_real: bool) -> Server {
+    pub fn new(
+        listener: TcpListener,
+        mut engine: Engine,
+        name: &str,
+        timing_real: bool,
+        limits: Limits,
+    ) -> Server {
+        let sync = engine.store().sync_group();
         let flags = proto::FLAG_HAS_FLAGS
             | proto::FLAG_SEND_FLUSH
             | proto::FLAG_SEND_FUA
@@ -97,6 +141,8 @@ impl Server {
             listener,
             shared: Arc::new(Shared {
                 engine: Mutex::new(engine),
+                waiting: AtomicUsize::new(0),
+                limits,
                 export,
                 timing_real,
                 stop: AtomicBool::new(false),
@@ -104,6 +150,7 @@ impl Server {
                 connections: AtomicUsize::new(0),
                 flushes: AtomicU64::new(0),
                 errors: AtomicU64::new(0),
+                sync,
             }),
             clients: Vec::new(),
         }
@@ -145,6 +192,15 @@ impl Server {
     }
 
     fn spawn(&mut self, stream: TcpStream, peer: String) {
+        self.clients.retain(|(_, h)| !h.is_finished());
+        let limit = self.shared.limits.max_connections;
+        if self.clients.len() >= limit {
+            self.shared.event(format!(
+                "client {peer} refused: {limit} clients connected already (--max-connections)"
+            ));
+            let _ = stream.shutdown(Shutdown::Both);
+            return;
+        }
         let prepared = stream
             .set_nonblocking(false)
             .and_then(|_| stream.set_nodelay(true))
@@ -157,7 +213,7 @@ impl Server {
             }
         };
         let shared = self.shared.clone();
-        let handle = std::thread::spawn(move || {
+        let spawned = std::thread::Builder::new().spawn(move || {
             shared.connections.fetch_add(1, Ordering::Relaxed);
             shared.event(format!("client {peer} connected"));
             let result = connection(stream, &shared);
@@ -170,7 +226,13 @@ impl Server {
                 }
             }
         });
-        self.clients.push((control, handle));
+        match spawned {
+            Ok(handle) => self.clients.push((control, handle)),
+            // (The stream went with the closure: dropped, the connection is closed.)
+            Err(e) => self.shared.event(format!(
+                "client refused: no thread could be started for it ({e})"
+            )),
+        }
     }
 
     /// Disconnects every client and waits for their threads; returns the engine.
@@ -297,17 +359,31 @@ fn connection(stream: TcpStream, shared: &Shared) -> Result<(), String> {
     let read_half = stream.try_clone().map_err(|e| e.to_string())?;
     let mut input = BufReader::with_capacity(1 << 18, read_half);
     let mut direct = BufWriter::with_capacity(1 << 18, stream);
-    match proto::handshake(&mut input, &mut direct, &shared.export)? {
-        Handshake::Left => return Ok(()),
-        Handshake::Go => {}
+    let timeout = shared.limits.handshake_timeout;
+    let set_timeout =
+        |s: &TcpStream, t: Option<Duration>| s.set_read_timeout(t).map_err(|e| e.to_string());
+    set_timeout(direct.get_ref(), Some(timeout))?;
+    let started = Instant::now();
+    let shaken = proto::handshake(&mut input, &mut direct, &shared.export);
+    match shaken {
+        Ok(Handshake::Left) => return Ok(()),
+        Ok(Handshake::Go) => {}
+        Err(_) if started.elapsed() >= timeout => {
+            return Err(format!(
+                "no handshake within {:.1} s (--handshake-timeout)",
+                timeout.as_secs_f64()
+            ))
+        }
+        Err(e) => return Err(e),
     }
+    set_timeout(direct.get_ref(), None)?;
     let mut replies = if shared.timing_real {
         let (send, recv) = mpsc::channel();
         let stream = direct.into_inner().map_err(|e| e.to_string())?;
-        Replies::Paced {
-            send,
-            writer: std::thread::spawn(move || paced_writer(stream, recv)),
-        }
+        let writer = std::thread::Builder::new()
+            .spawn(move || paced_writer(stream, recv))
+            .map_err(|e| format!("no thread could be started for its replies ({e})"))?;
+        Replies::Paced { send, writer }
     } else {
         Replies::Direct(direct)
     };
@@ -415,12 +491,10 @@ fn serve(
             shared.engine().read(req.offset, req.length, data)?
         }
         proto::CMD_WRITE => shared.engine().write(req.offset, payload)?,
-        proto::CMD_TRIM => shared.engine().trim(req.offset, req.length as u64)?,
+        proto::CMD_TRIM => in_pieces(shared, req, |e, at, len| e.trim(at, len))?,
         proto::CMD_WRITE_ZEROES => {
             let no_hole = req.flags & proto::CMD_FLAG_NO_HOLE != 0;
-            shared
-                .engine()
-                .write_zeroes(req.offset, req.length as u64, no_hole)?
+            in_pieces(shared, req, |e, at, len| e.write_zeroes(at, len, no_hole))?
         }
         proto::CMD_FLUSH => {
             flush(shared)?;
@@ -437,6 +511,33 @@ fn serve(
         flush(shared)?;
     }
     Ok(Some(done))
+}
+
+/// Serves a long request in pieces of [`PIECE`] bytes (their boundaries page-aligned, so
+/// that a piece trims what the whole would), each under its own hold of the lock; the
+/// latest simulated completion.
+fn in_pieces(
+    shared: &Shared,
+    req: &RequestHeader,
+    mut serve: impl FnMut(&mut Engine, u64, u64) -> Result<u64, Failure>,
+) -> Result<u64, Failure> {
+    let (start, len) = (req.offset, req.length as u64);
+    // A request beyond the export is refused whole (by the engine), changing nothing.
+    let end = match start.checked_add(len) {
+        Some(end) if end <= shared.export.size => end,
+        _ => return serve(&mut shared.engine(), start, len),
+    };
+    let mut done = 0;
+    let mut at = start;
+    loop {
+        let next = ((at / PIECE + 1) * PIECE).min(end);
+        done = done.max(serve(&mut shared.engine(), at, next - at)?);
+        at = next;
+        if at >= end {
+            return Ok(done);
+        }
+        shared.let_others_in();
+    }
 }
 
 /// Makes every acknowledged write durable: the write buffer to flash under the lock, then

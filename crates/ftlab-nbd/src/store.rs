@@ -20,7 +20,9 @@
 //! cleared only after the pages that garbage collection copied out of it are durable, and
 //! a block erased since the last sync is synced before any page of it is programmed again,
 //! so the source of a copy survives until its destination does. FLUSH (and FUA) fsync the
-//! files; concurrent flushes share one fsync (group commit, [`SyncGroup`]).
+//! files written since their last sync (the pages and their records, as a rule);
+//! concurrent flushes share one round (group commit, [`SyncGroup`]); records of erased
+//! blocks are cleared after any sync that covers their copies, not by a sync of their own.
 //!
 //! Every page read is checked against its record's CRC (kept in memory, [`PageStore::crcs`]):
 //! a mismatch is a media error of the request that read it ([`PageStore::take_media_error`]),
@@ -40,6 +42,7 @@ use std::fs::{File, OpenOptions};
 use std::io;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 
 /// Record state of a programmed page.
@@ -98,9 +101,20 @@ impl Record {
 /// writes, and one sync covers every flush waiting for it.
 pub struct SyncGroup {
     files: Vec<Arc<File>>,
+    /// Whether each file was written since its last sync: a flush syncs only those (the
+    /// pages and their records, as a rule; the erase counts and the trim log seldom).
+    dirty: Vec<AtomicBool>,
+    /// fdatasync calls made.
+    pub fsyncs: AtomicU64,
     state: Mutex<SyncState>,
     done: Condvar,
 }
+
+/// The files of [`SyncGroup`], by index.
+const PAGES: usize = 0;
+const OOB: usize = 1;
+const BLOCKS: usize = 2;
+const TRIMS: usize = 3;
 
 #[derive(Default)]
 struct SyncState {
@@ -114,6 +128,8 @@ struct SyncState {
 impl SyncGroup {
     fn new(files: Vec<Arc<File>>) -> Self {
         SyncGroup {
+            dirty: files.iter().map(|_| AtomicBool::new(false)).collect(),
+            fsyncs: AtomicU64::new(0),
             files,
             state: Mutex::new(SyncState::default()),
             done: Condvar::new(),
@@ -153,11 +169,34 @@ impl SyncGroup {
     }
 
     fn sync_now(&self) -> Result<(), String> {
-        for f in &self.files {
-            f.sync_data()
-                .map_err(|e| format!("fsync of the page store: {e}"))?;
+        for (f, dirty) in self.files.iter().zip(&self.dirty) {
+            if dirty.swap(false, Ordering::SeqCst) {
+                self.fsyncs.fetch_add(1, Ordering::Relaxed);
+                f.sync_data().map_err(|e| {
+                    dirty.store(true, Ordering::SeqCst);
+                    format!("fsync of the page store: {e}")
+                })?;
+            }
         }
         Ok(())
+    }
+
+    /// File `file` was written (the next sync covers it).
+    fn wrote(&self, file: usize) {
+        self.dirty[file].store(true, Ordering::SeqCst);
+    }
+
+    /// The generation a sync starting from now will have: the writes made so far are
+    /// durable once [`SyncGroup::completed`] reaches it.
+    fn next_generation(&self) -> u64 {
+        self.state.lock().unwrap_or_else(|e| e.into_inner()).started + 1
+    }
+
+    fn completed(&self) -> u64 {
+        self.state
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .completed
     }
 }
 
@@ -202,8 +241,9 @@ fn io_err(path: &Path, e: io::Error) -> String {
 }
 
 impl Files {
-    /// Opens (creating if needed) the files of the store in `dir`, sized for `meta`.
-    pub fn open(dir: &Path, meta: &Meta) -> Result<Files, String> {
+    /// Opens (creating if needed) the files of the store in `dir`, sized for `meta`; with
+    /// `preallocate`, the pages too are allocated on disk.
+    pub fn open(dir: &Path, meta: &Meta, preallocate: bool) -> Result<Files, String> {
         std::fs::create_dir_all(dir).map_err(|e| io_err(dir, e))?;
         let open = |name: &str, len: u64| -> Result<Arc<File>, String> {
             let path = dir.join(name);
@@ -227,22 +267,65 @@ impl Files {
             blocks: open("blocks", meta.total_blocks as u64 * 4)?,
             trims: open("trims", 0)?,
         };
-        // The records and erase counts are preallocated, so that recording a program or an
-        // erase never meets a full disk (the pages stay sparse: the free-space reserve
-        // covers them, [`crate::space`]). A store made sparse, on a full disk, stays so.
-        for (f, len) in [
+        // The records and erase counts are allocated on disk, so that recording a program or
+        // an erase never meets a full disk, nor makes a flush commit the file system's
+        // journal for a new block; the pages too with `preallocate` (else they stay sparse:
+        // the free-space reserve covers them, [`crate::space`]). On a full disk the holes
+        // stay.
+        let mut allocate = vec![
             (&files.oob, meta.physical_pages * RECORD_BYTES as u64),
             (&files.blocks, meta.total_blocks as u64 * 4),
-        ] {
-            use std::os::unix::io::AsRawFd;
-            // SAFETY: posix_fallocate on an open descriptor, within its length.
-            let rc = unsafe { libc::posix_fallocate(f.as_raw_fd(), 0, len as libc::off_t) };
-            if rc != 0 && rc != libc::ENOSPC && rc != libc::EOPNOTSUPP && rc != libc::EINVAL {
-                return Err(io_err(dir, io::Error::from_raw_os_error(rc)));
+        ];
+        if preallocate {
+            allocate.push((&files.pages, meta.physical_pages * meta.page_size as u64));
+        }
+        for (f, len) in allocate {
+            // (Records of a device of terabytes stay sparse unless asked: gigabytes of zeros.)
+            if !preallocate && len > 1 << 30 {
+                continue;
+            }
+            match fill_holes(f, len) {
+                Err(e) if e.raw_os_error() == Some(libc::ENOSPC) => {}
+                other => other.map_err(|e| io_err(dir, e))?,
             }
         }
         Ok(files)
     }
+}
+
+/// Writes zeros into the holes of the first `len` bytes of `file` (a sparse file's
+/// unallocated ranges), so that later writes there allocate nothing. Data stays as it is.
+fn fill_holes(file: &File, len: u64) -> io::Result<()> {
+    use std::os::unix::io::AsRawFd;
+    let fd = file.as_raw_fd();
+    let zeros = vec![0u8; 1 << 20];
+    let mut at = 0u64;
+    while at < len {
+        // SAFETY: lseek on an open descriptor.
+        let hole = unsafe { libc::lseek(fd, at as libc::off_t, libc::SEEK_HOLE) };
+        if hole < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let hole = hole as u64;
+        if hole >= len {
+            break;
+        }
+        // SAFETY: as above; ENXIO: no data after the hole.
+        let data = unsafe { libc::lseek(fd, hole as libc::off_t, libc::SEEK_DATA) };
+        let end = if data < 0 {
+            len
+        } else {
+            (data as u64).min(len)
+        };
+        let mut p = hole;
+        while p < end {
+            let n = (end - p).min(zeros.len() as u64) as usize;
+            file.write_all_at(&zeros[..n], p)?;
+            p += n as u64;
+        }
+        at = end;
+    }
+    Ok(())
 }
 
 /// A staged host page: the bytes of host write `seq` of logical page `lpa`.
@@ -277,9 +360,9 @@ pub struct PageStore {
     /// The next program number.
     next_prog: u64,
     erase_counts: Vec<u32>,
-    /// Blocks erased since the last sync whose records are still to clear, and whether each
-    /// is in the list.
-    erased: Vec<u32>,
+    /// Erased blocks whose records are still to clear, each with the sync generation that
+    /// makes the copies out of it durable; and whether each block is in the list.
+    erased: Vec<(u32, u64)>,
     erased_flag: Vec<bool>,
     /// Pages of the last host read, in address order.
     out: Vec<u8>,
@@ -466,6 +549,7 @@ impl PageStore {
             rec.extend_from_slice(&[0; 4]);
             rec.extend_from_slice(&last_seq.to_le_bytes());
         }
+        self.sync.wrote(TRIMS);
         if let Err(e) = self.files.trims.write_all_at(&rec, self.trim_end) {
             self.fail(format!("writing the trim log: {e}"));
             return;
@@ -542,6 +626,7 @@ impl PageStore {
 
     fn write_record(&mut self, ppn: Ppn, rec: &Record) {
         let at = ppn as u64 * RECORD_BYTES as u64;
+        self.sync.wrote(OOB);
         if let Err(e) = self.files.oob.write_all_at(&rec.encode(), at) {
             self.fail(format!(
                 "writing the OOB record of physical page {ppn}: {e}"
@@ -549,44 +634,67 @@ impl PageStore {
         }
     }
 
-    /// Before a page of a block erased since the last sync is programmed: make the copies
-    /// out of it durable, then clear its records.
+    /// Before a page of an erased block whose records are still to clear is programmed:
+    /// the copies out of it durable (a sync, unless one has covered them already), then its
+    /// records cleared.
     fn barrier(&mut self, block: u32) {
         if !self.erased_flag[block as usize] {
             return;
         }
-        self.barrier_syncs += 1;
-        if let Err(e) = self.sync.sync_now() {
-            self.fail(e);
+        let covered = self
+            .erased
+            .iter()
+            .all(|&(b, g)| b != block || g <= self.sync.completed());
+        if !covered {
+            self.barrier_syncs += 1;
+            if let Err(e) = self.sync.sync() {
+                self.fail(e);
+            }
         }
         self.clear_erased();
     }
 
-    /// Clears the records of the blocks erased since the last sync (their copies are
-    /// durable by now).
+    /// Clears the records of the erased blocks whose copies a completed sync made durable.
     fn clear_erased(&mut self) {
+        let completed = self.sync.completed();
         let blank = vec![0u8; self.pages_per_block as usize * RECORD_BYTES];
-        let erased = std::mem::take(&mut self.erased);
-        for &block in &erased {
+        let mut erased = std::mem::take(&mut self.erased);
+        erased.retain(|&(block, generation)| {
+            if generation > completed {
+                return true;
+            }
             self.erased_flag[block as usize] = false;
             let at = block as u64 * self.pages_per_block as u64 * RECORD_BYTES as u64;
+            self.sync.wrote(OOB);
             if let Err(e) = self.files.oob.write_all_at(&blank, at) {
                 self.fail(format!("clearing the OOB records of block {block}: {e}"));
             }
             let count = self.erase_counts[block as usize].to_le_bytes();
+            self.sync.wrote(BLOCKS);
             if let Err(e) = self.files.blocks.write_all_at(&count, block as u64 * 4) {
                 self.fail(format!("writing the erase count of block {block}: {e}"));
             }
-        }
+            false
+        });
         self.erased = erased;
-        self.erased.clear();
     }
 
-    /// Makes every acknowledged write durable (the caller has drained the write buffer):
-    /// pending erases are recorded after the copies they depend on are synced.
+    /// Before a flush's sync (the caller has drained the write buffer): records of erased
+    /// blocks are cleared where a sync allows it already, the others wait (their stale
+    /// records are harmless to recovery: the copies made out of them are later programs).
+    pub fn prepare_flush(&mut self) -> Result<(), String> {
+        self.clear_erased();
+        match self.error.take() {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    /// Before a checkpoint: every pending erase recorded, after the copies it depends on
+    /// are synced (the caller syncs afterwards).
     pub fn prepare_sync(&mut self) -> Result<(), String> {
         if !self.erased.is_empty() {
-            self.sync.sync_now()?;
+            self.sync.sync()?;
             self.clear_erased();
         }
         match self.error.take() {
@@ -599,6 +707,7 @@ impl PageStore {
     /// damaged and must stay so).
     fn program_bytes(&mut self, ppn: Ppn, oob: Oob, data: &[u8], crc: u32) {
         let at = ppn as u64 * self.page_size as u64;
+        self.sync.wrote(PAGES);
         if let Err(e) = self.files.pages.write_all_at(data, at) {
             self.fail(format!("writing physical page {ppn}: {e}"));
             return;
@@ -697,9 +806,15 @@ impl PageSink for PageStore {
 
     fn erase(&mut self, block: u32) {
         self.erase_counts[block as usize] += 1;
-        if !self.erased_flag[block as usize] {
+        // (Erased again before its records were cleared: the later erase's copies count.)
+        let generation = self.sync.next_generation();
+        if self.erased_flag[block as usize] {
+            for e in self.erased.iter_mut().filter(|e| e.0 == block) {
+                e.1 = generation;
+            }
+        } else {
             self.erased_flag[block as usize] = true;
-            self.erased.push(block);
+            self.erased.push((block, generation));
         }
     }
 

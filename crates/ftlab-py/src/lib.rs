@@ -331,7 +331,10 @@ fn trace_requests(
 /// report JSON. `on_start(startup_json, address)` is called once the server listens;
 /// `tick(status_json)` about every 200 ms (live counters, connection events).
 #[pyfunction]
-#[pyo3(signature = (ftl, store, listen, timing_real, verify, on_start, tick, **source))]
+#[pyo3(signature = (
+    ftl, store, listen, timing_real, verify, on_start, tick, preallocate=false,
+    max_connections=64, handshake_timeout=10.0, **source
+))]
 #[allow(clippy::too_many_arguments)]
 fn serve(
     py: Python<'_>,
@@ -342,8 +345,17 @@ fn serve(
     verify: bool,
     on_start: PyObject,
     tick: PyObject,
+    preallocate: bool,
+    max_connections: usize,
+    handshake_timeout: f64,
     source: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<String> {
+    if max_connections == 0 || !(handshake_timeout > 0.0 && handshake_timeout < 1e6) {
+        return Err(FtlabError::new_err(format!(
+            "max_connections must be at least 1 and handshake_timeout a positive number of \
+             seconds (got {max_connections} and {handshake_timeout})"
+        )));
+    }
     let mut opts = options(ftl.clone(), source)?;
     // A served device starts empty (or from its store) and its requests arrive when the
     // clients send them: open loop at wall-clock time. The user's keys come after.
@@ -363,6 +375,11 @@ fn serve(
         timing_real,
         verify,
         export_name: "ftlab".into(),
+        preallocate,
+        limits: ftlab_nbd::server::Limits {
+            max_connections,
+            handshake_timeout: std::time::Duration::from_secs_f64(handshake_timeout),
+        },
     };
     let result = py.allow_threads(|| {
         // A signal that lands while `on_start` runs Python code raises there: remembered,
@@ -399,6 +416,7 @@ fn serve(
                     "flushes": status.flushes,
                     "errors": status.errors,
                     "media_errors": status.media_errors,
+                    "fsyncs": status.fsyncs,
                     "events": status.events,
                 })
                 .to_string();

@@ -1,0 +1,104 @@
+"""`ftlab serve` under many clients: a bounded pool of connections (a flood beyond it is
+refused, the clients in it go on), a handshake timeout, and a long request that does not
+hold the other clients' reads."""
+
+from __future__ import annotations
+
+import socket
+import struct
+import threading
+import time
+from pathlib import Path
+
+from nbd_crash import BLOCK, NbdClient, block_bytes
+from nbd_helpers import SMALL_DEVICE, Served, wait_for
+
+
+def closed_by_server(sock: socket.socket) -> bool:
+    sock.settimeout(10)
+    try:
+        while True:
+            if not sock.recv(4096):
+                return True
+    except ConnectionResetError:
+        return True
+    except TimeoutError:
+        return False
+
+
+def test_a_connection_flood_beyond_the_limit_is_refused(tmp_path: Path) -> None:
+    served = Served(tmp_path / "store", sets=SMALL_DEVICE, extra=["--max-connections", "4"])
+    try:
+        clients = [NbdClient(served.host, served.port) for _ in range(4)]
+        flood = [socket.create_connection((served.host, served.port)) for _ in range(40)]
+        assert all(closed_by_server(s) for s in flood)
+        for s in flood:
+            s.close()
+        # The four in the pool go on.
+        for i, c in enumerate(clients):
+            c.write(i * BLOCK, block_bytes(i, 1))
+            assert c.read(i * BLOCK, BLOCK) == block_bytes(i, 1)
+        # A place freed is taken again.
+        clients.pop().close()
+        wait_for(lambda: "disconnected" in served.text())
+        again = NbdClient(served.host, served.port)
+        assert again.read(0, BLOCK) == block_bytes(0, 1)
+        again.close()
+        for c in clients:
+            c.close()
+    finally:
+        assert served.stop() == 0, served.text()
+    assert "refused: 4 clients connected already (--max-connections)" in served.text()
+
+
+def test_a_client_silent_in_the_handshake_is_dropped(tmp_path: Path) -> None:
+    served = Served(tmp_path / "store", sets=SMALL_DEVICE, extra=["--handshake-timeout", "0.5"])
+    try:
+        silent = socket.create_connection((served.host, served.port))
+        assert len(silent.recv(18)) == 18  # the greeting, then nothing from the client
+        assert closed_by_server(silent)
+        silent.close()
+        good = NbdClient(served.host, served.port)
+        time.sleep(1)  # past the timeout: a connection in transmission is not timed out
+        good.write(0, block_bytes(0, 1))
+        good.close()
+    finally:
+        assert served.stop() == 0, served.text()
+    assert "no handshake within 0.5 s" in served.text(), served.text()
+
+
+def test_a_long_request_does_not_hold_other_clients_reads(tmp_path: Path) -> None:
+    served = Served(tmp_path / "store", sets=[], extra=[])
+    try:
+        reader = NbdClient(served.host, served.port)
+        reader.write(1 << 30, block_bytes(7, 1))  # beyond the zeroed range
+        zeroes = NbdClient(served.host, served.port)
+        zeroes.write(0, block_bytes(0, 1))
+        stop = threading.Event()
+        done_at: list[float] = []
+
+        def read_on() -> None:
+            while not stop.is_set():
+                assert reader.read(1 << 30, BLOCK) == block_bytes(7, 1)
+                done_at.append(time.monotonic())
+
+        t = threading.Thread(target=read_on)
+        t.start()
+        time.sleep(0.2)
+        # WRITE_ZEROES of 256 MiB with NO_HOLE: every page written.
+        sent = time.monotonic()
+        zeroes.handle += 1
+        zeroes.sock.sendall(struct.pack(">IHHQQI", 0x25609513, 2, 6, zeroes.handle, 0, 256 << 20))
+        magic, error, handle = struct.unpack(">IIQ", zeroes._recv(16))
+        replied = time.monotonic()
+        stop.set()
+        t.join(30)
+        assert error == 0 and handle == zeroes.handle
+        during = [x for x in done_at if sent < x < replied]
+        # Before the pieces, the reader waited for the whole request: one read at most.
+        assert len(during) >= 10, (len(during), replied - sent)
+        assert zeroes.read(0, BLOCK) == bytes(BLOCK)
+        reader.close()
+        zeroes.close()
+    finally:
+        assert served.stop() == 0, served.text()
