@@ -80,6 +80,7 @@ def serve(
     preallocate: bool = False,
     max_connections: int = 64,
     handshake_timeout: float = 10.0,
+    read_only: bool = False,
     *,
     preset: str | None = None,
     config: Sequence[_Path] = (),

@@ -470,6 +470,9 @@ def run(ftl_name: str, source: dict[str, Any], json_out: str | None, quiet: bool
     metavar="SECONDS",
     help="Time a client has to complete the NBD handshake.",
 )
+@click.option(
+    "--read-only", is_flag=True, help="Export read-only: writes, trims and zero writes get EPERM."
+)
 @click.option("--json", "json_out", metavar="FILE", help="Write the report on shutdown.")
 @click.option("--quiet", "-q", is_flag=True, help="No status line, no summary.")
 def serve(
@@ -484,6 +487,7 @@ def serve(
     preallocate: bool,
     max_connections: int,
     handshake_timeout: float,
+    read_only: bool,
     json_out: str | None,
     quiet: bool,
 ) -> None:
@@ -513,6 +517,7 @@ def serve(
                 preallocate,
                 max_connections,
                 handshake_timeout,
+                read_only,
                 preset=preset,
                 config=[str(c) for c in configs],
                 # Mapping only unless the time is wanted (the user's keys come after).

@@ -102,3 +102,35 @@ def test_a_long_request_does_not_hold_other_clients_reads(tmp_path: Path) -> Non
         zeroes.close()
     finally:
         assert served.stop() == 0, served.text()
+
+
+def test_a_read_only_export_refuses_writes(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    served = Served(store, sets=SMALL_DEVICE)
+    client = NbdClient(served.host, served.port)
+    client.write(0, block_bytes(0, 1))
+    client.close()
+    assert served.stop() == 0, served.text()
+    ro = Served(store, sets=SMALL_DEVICE, extra=["--read-only"])
+    try:
+        client = NbdClient(ro.host, ro.port)
+        assert client.flags & 2  # NBD_FLAG_READ_ONLY
+        assert client.request(1, 0, BLOCK, block_bytes(0, 2))[0] == 1  # EPERM
+        assert client.request(4, 0, BLOCK)[0] == 1
+        assert client.request(6, 0, BLOCK)[0] == 1
+        assert client.read(0, BLOCK) == block_bytes(0, 1)
+        client.close()
+    finally:
+        assert ro.stop() == 0, ro.text()
+    assert "the export is read-only (--read-only)" in ro.text()
+
+
+def test_listening_beyond_loopback_warns(tmp_path: Path) -> None:
+    served = Served(tmp_path / "store", sets=SMALL_DEVICE, extra=["--listen", "0.0.0.0:0"])
+    try:
+        wait_for(lambda: "reachable from other machines" in served.text())
+    finally:
+        assert served.stop() == 0, served.text()
+    quiet = Served(tmp_path / "other", sets=SMALL_DEVICE)
+    assert quiet.stop() == 0
+    assert "reachable from other machines" not in quiet.text()

@@ -93,6 +93,9 @@ pub fn serve(
         opts.limits,
     );
     let address = server.local_addr();
+    if let Some(warning) = server::exposure_warning(&address) {
+        server.shared().event(warning);
+    }
     started(&startup, &address);
     let t0 = Instant::now();
     server.run(&mut |shared| {

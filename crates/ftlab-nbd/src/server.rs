@@ -31,6 +31,22 @@ pub struct Limits {
     pub max_connections: usize,
     /// Time a client has to complete the handshake.
     pub handshake_timeout: Duration,
+    /// The export is read-only: writes, trims and zero writes get EPERM.
+    pub read_only: bool,
+}
+
+/// A warning when `address` (as bound) is reachable from other machines: the device is
+/// served without TLS or authentication.
+pub fn exposure_warning(address: &str) -> Option<String> {
+    let ip: std::net::SocketAddr = address.parse().ok()?;
+    if ip.ip().is_loopback() {
+        return None;
+    }
+    Some(format!(
+        "warning: listening on {address}, reachable from other machines, without TLS or \
+         authentication: anyone who can connect can read and write the device (listen on \
+         127.0.0.1, or behind a tunnel)"
+    ))
 }
 
 /// The piece of a long TRIM or WRITE_ZEROES served under one hold of the lock.
@@ -130,7 +146,12 @@ impl Server {
             | proto::FLAG_SEND_FUA
             | proto::FLAG_SEND_TRIM
             | proto::FLAG_SEND_WRITE_ZEROES
-            | proto::FLAG_CAN_MULTI_CONN;
+            | proto::FLAG_CAN_MULTI_CONN
+            | if limits.read_only {
+                proto::FLAG_READ_ONLY
+            } else {
+                0
+            };
         let export = Export {
             name: name.to_string(),
             size: engine.size(),
@@ -476,6 +497,16 @@ fn serve(
     shared: &Shared,
 ) -> Result<Option<u64>, Failure> {
     let fua = req.flags & proto::CMD_FLAG_FUA != 0;
+    let writes = matches!(
+        req.kind,
+        proto::CMD_WRITE | proto::CMD_TRIM | proto::CMD_WRITE_ZEROES
+    );
+    if writes && shared.limits.read_only {
+        return Err(Failure {
+            errno: proto::EPERM,
+            message: "the export is read-only (--read-only)".into(),
+        });
+    }
     let done = match req.kind {
         proto::CMD_READ => {
             if req.length > proto::MAX_PAYLOAD {

@@ -333,7 +333,7 @@ fn trace_requests(
 #[pyfunction]
 #[pyo3(signature = (
     ftl, store, listen, timing_real, verify, on_start, tick, preallocate=false,
-    max_connections=64, handshake_timeout=10.0, **source
+    max_connections=64, handshake_timeout=10.0, read_only=false, **source
 ))]
 #[allow(clippy::too_many_arguments)]
 fn serve(
@@ -348,6 +348,7 @@ fn serve(
     preallocate: bool,
     max_connections: usize,
     handshake_timeout: f64,
+    read_only: bool,
     source: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<String> {
     if max_connections == 0 || !(handshake_timeout > 0.0 && handshake_timeout < 1e6) {
@@ -379,6 +380,7 @@ fn serve(
         limits: ftlab_nbd::server::Limits {
             max_connections,
             handshake_timeout: std::time::Duration::from_secs_f64(handshake_timeout),
+            read_only,
         },
     };
     let result = py.allow_threads(|| {
