@@ -40,6 +40,7 @@ __all__ = [
     "schemes",
     "serve",
     "stacks",
+    "store_check",
     "summarize",
     "summary_columns",
     "trace_formats",
