@@ -110,4 +110,9 @@ def startup_message(startup_json: str, address: str) -> str:
             "; the disk under the store is full: read-only until space is freed "
             f"(no start-up checkpoint: {s['disk_full']})"
         )
-    return f"ftlab serve: nbd://{address}/ ready ({how})"
+    uri = (
+        f"nbd+unix:///?socket={address.removeprefix('unix:')}"
+        if address.startswith("unix:")
+        else f"nbd://{address}/"
+    )
+    return f"ftlab serve: {uri} ready ({how})"

@@ -436,8 +436,8 @@ def run(ftl_name: str, source: dict[str, Any], json_out: str | None, quiet: bool
     "--listen",
     default="127.0.0.1:10809",
     show_default=True,
-    metavar="HOST:PORT",
-    help="Address to listen on (port 0: any free port).",
+    metavar="HOST:PORT|unix:PATH",
+    help="Address to listen on (port 0: any free port), or a Unix socket.",
 )
 @click.option(
     "--timing",

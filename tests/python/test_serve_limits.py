@@ -134,3 +134,35 @@ def test_listening_beyond_loopback_warns(tmp_path: Path) -> None:
     quiet = Served(tmp_path / "other", sets=SMALL_DEVICE)
     assert quiet.stop() == 0
     assert "reachable from other machines" not in quiet.text()
+
+
+def test_a_unix_socket_serves_qemu_io(tmp_path: Path) -> None:
+    import signal
+    import subprocess
+    import sys
+
+    from nbd_helpers import need
+
+    qemu_io = need("qemu-io", "qemu-utils")
+    sock = tmp_path / "nbd.sock"
+    sets = [a for s in SMALL_DEVICE for a in ("--set", s)]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ftlab", "serve", "--preset", "small", "--store",
+         str(tmp_path / "store"), "--listen", f"unix:{sock}", *sets],
+        stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert proc.stderr is not None
+        line = proc.stderr.readline()
+        assert f"nbd+unix:///?socket={sock} ready" in line, line
+        uri = f"nbd+unix:///ftlab?socket={sock}"
+        for commands in (["write -P 0x3c 0 1M", "flush"], ["read -P 0x3c 0 1M"]):
+            args = [qemu_io, "-f", "raw", uri]
+            for c in commands:
+                args += ["-c", c]
+            out = subprocess.run(args, capture_output=True, text=True, timeout=60)
+            assert out.returncode == 0 and "failed" not in out.stdout + out.stderr, out
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(60) == 0
+    assert not sock.exists()

@@ -19,6 +19,7 @@ pub mod proto;
 pub mod recovery;
 pub mod server;
 pub mod signals;
+pub mod socket;
 pub mod space;
 pub mod store;
 

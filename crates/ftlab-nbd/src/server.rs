@@ -15,9 +15,9 @@
 
 use crate::engine::{Engine, Failure};
 use crate::proto::{self, Export, Handshake, RequestHeader};
+use crate::socket::{Listener, Stream};
 use std::collections::BinaryHeap;
 use std::io::{self, BufReader, BufWriter, Read, Write};
-use std::net::{Shutdown, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -115,26 +115,21 @@ impl Shared {
 
 /// A listening server.
 pub struct Server {
-    listener: TcpListener,
+    listener: Listener,
     shared: Arc<Shared>,
-    clients: Vec<(TcpStream, JoinHandle<()>)>,
+    clients: Vec<(Stream, JoinHandle<()>)>,
 }
 
 impl Server {
     /// Binds `listen` (before the store is opened: a start that cannot serve changes
     /// nothing).
-    pub fn listen(listen: &str) -> Result<TcpListener, String> {
-        let listener =
-            TcpListener::bind(listen).map_err(|e| format!("cannot listen on {listen}: {e}"))?;
-        listener
-            .set_nonblocking(true)
-            .map_err(|e| format!("listener: {e}"))?;
-        Ok(listener)
+    pub fn listen(listen: &str) -> Result<Listener, String> {
+        Listener::bind(listen)
     }
 
     /// Serves `engine` as export `name` on `listener` (from [`Server::listen`]).
     pub fn new(
-        listener: TcpListener,
+        listener: Listener,
         mut engine: Engine,
         name: &str,
         timing_real: bool,
@@ -178,10 +173,7 @@ impl Server {
     }
 
     pub fn local_addr(&self) -> String {
-        self.listener
-            .local_addr()
-            .map(|a| a.to_string())
-            .unwrap_or_default()
+        self.listener.address()
     }
 
     pub fn shared(&self) -> &Arc<Shared> {
@@ -193,7 +185,7 @@ impl Server {
         let mut last_tick = Instant::now();
         loop {
             match self.listener.accept() {
-                Ok((stream, peer)) => self.spawn(stream, peer.to_string()),
+                Ok((stream, peer)) => self.spawn(stream, peer),
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                     std::thread::sleep(Duration::from_millis(20))
                 }
@@ -212,20 +204,17 @@ impl Server {
         }
     }
 
-    fn spawn(&mut self, stream: TcpStream, peer: String) {
+    fn spawn(&mut self, stream: Stream, peer: String) {
         self.clients.retain(|(_, h)| !h.is_finished());
         let limit = self.shared.limits.max_connections;
         if self.clients.len() >= limit {
             self.shared.event(format!(
                 "client {peer} refused: {limit} clients connected already (--max-connections)"
             ));
-            let _ = stream.shutdown(Shutdown::Both);
+            let _ = stream.shutdown();
             return;
         }
-        let prepared = stream
-            .set_nonblocking(false)
-            .and_then(|_| stream.set_nodelay(true))
-            .and_then(|_| stream.try_clone());
+        let prepared = stream.try_clone();
         let control = match prepared {
             Ok(c) => c,
             Err(e) => {
@@ -260,7 +249,7 @@ impl Server {
     pub fn stop(mut self) -> Engine {
         self.shared.stop.store(true, Ordering::SeqCst);
         for (stream, _) in &self.clients {
-            let _ = stream.shutdown(Shutdown::Both);
+            let _ = stream.shutdown();
         }
         for (_, handle) in self.clients.drain(..) {
             let _ = handle.join();
@@ -278,7 +267,7 @@ impl Server {
 /// Where a connection's replies go: straight to the socket, or through the writer thread
 /// that holds each until its simulated completion.
 enum Replies {
-    Direct(BufWriter<TcpStream>),
+    Direct(BufWriter<Stream>),
     Paced {
         send: mpsc::Sender<Reply>,
         writer: JoinHandle<io::Result<()>>,
@@ -309,7 +298,7 @@ impl Ord for Reply {
 }
 
 /// The writer thread of a paced connection.
-fn paced_writer(stream: TcpStream, recv: mpsc::Receiver<Reply>) -> io::Result<()> {
+fn paced_writer(stream: Stream, recv: mpsc::Receiver<Reply>) -> io::Result<()> {
     let mut out = BufWriter::with_capacity(1 << 18, stream);
     let mut heap = BinaryHeap::new();
     let mut open = true;
@@ -376,13 +365,13 @@ impl Replies {
 }
 
 /// Serves one client until it disconnects; an error names the protocol violation.
-fn connection(stream: TcpStream, shared: &Shared) -> Result<(), String> {
+fn connection(stream: Stream, shared: &Shared) -> Result<(), String> {
     let read_half = stream.try_clone().map_err(|e| e.to_string())?;
     let mut input = BufReader::with_capacity(1 << 18, read_half);
     let mut direct = BufWriter::with_capacity(1 << 18, stream);
     let timeout = shared.limits.handshake_timeout;
     let set_timeout =
-        |s: &TcpStream, t: Option<Duration>| s.set_read_timeout(t).map_err(|e| e.to_string());
+        |s: &Stream, t: Option<Duration>| s.set_read_timeout(t).map_err(|e| e.to_string());
     set_timeout(direct.get_ref(), Some(timeout))?;
     let started = Instant::now();
     let shaken = proto::handshake(&mut input, &mut direct, &shared.export);
@@ -423,7 +412,7 @@ fn connection(stream: TcpStream, shared: &Shared) -> Result<(), String> {
 }
 
 fn transmission(
-    input: &mut BufReader<TcpStream>,
+    input: &mut BufReader<Stream>,
     replies: &mut Replies,
     shared: &Shared,
 ) -> Result<(), String> {
