@@ -82,6 +82,7 @@ def serve(
     max_connections: int = 64,
     handshake_timeout: float = 10.0,
     read_only: bool = False,
+    status: str | None = None,
     *,
     preset: str | None = None,
     config: Sequence[_Path] = (),

@@ -473,6 +473,12 @@ def run(ftl_name: str, source: dict[str, Any], json_out: str | None, quiet: bool
 @click.option(
     "--read-only", is_flag=True, help="Export read-only: writes, trims and zero writes get EPERM."
 )
+@click.option(
+    "--status",
+    "status_listen",
+    metavar="HOST:PORT",
+    help="Serve the live metrics over HTTP there: JSON at /, Prometheus text at /metrics.",
+)
 @click.option("--json", "json_out", metavar="FILE", help="Write the report on shutdown.")
 @click.option("--quiet", "-q", is_flag=True, help="No status line, no summary.")
 def serve(
@@ -488,6 +494,7 @@ def serve(
     max_connections: int,
     handshake_timeout: float,
     read_only: bool,
+    status_listen: str | None,
     json_out: str | None,
     quiet: bool,
 ) -> None:
@@ -518,6 +525,7 @@ def serve(
                 max_connections,
                 handshake_timeout,
                 read_only,
+                status_listen,
                 preset=preset,
                 config=[str(c) for c in configs],
                 # Mapping only unless the time is wanted (the user's keys come after).

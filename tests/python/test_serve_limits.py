@@ -166,3 +166,31 @@ def test_a_unix_socket_serves_qemu_io(tmp_path: Path) -> None:
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(60) == 0
     assert not sock.exists()
+
+
+def test_the_status_endpoint_serves_json_and_prometheus(tmp_path: Path) -> None:
+    import json
+    import re
+    import urllib.request
+
+    served = Served(tmp_path / "store", sets=SMALL_DEVICE, extra=["--status", "127.0.0.1:0"])
+    try:
+        wait_for(lambda: "status at http://" in served.text())
+        m = re.search(r"status at http://([0-9.]+:\d+)/", served.text())
+        assert m, served.text()
+        base = f"http://{m.group(1)}"
+        client = NbdClient(served.host, served.port)
+        for block in range(8):
+            client.write(block * BLOCK, block_bytes(block, 1))
+        client.flush()
+        with urllib.request.urlopen(f"{base}/", timeout=10) as r:
+            status = json.loads(r.read())
+        assert status["pages_written"] == 8 and status["connections"] == 1, status
+        assert status["flushes"] == 1 and status["fsyncs"] >= 2, status
+        with urllib.request.urlopen(f"{base}/metrics", timeout=10) as r:
+            text = r.read().decode()
+        assert "# TYPE ftlab_pages_written_total counter" in text
+        assert "\nftlab_pages_written_total 8\n" in text, text
+        client.close()
+    finally:
+        assert served.stop() == 0, served.text()

@@ -277,3 +277,13 @@ def test_a_full_disk_makes_the_device_read_only(small_disk: Path) -> None:
         client.close()
     finally:
         assert again.stop() == 0, again.text()
+
+
+def test_a_sound_store_is_left_as_it_is(tmp_path: Path) -> None:
+    store = written_store(tmp_path)
+    before = store_digest(store)
+    check = ftlab_cli("store", "check", str(store))
+    assert check.returncode == 0 and "0 problems" in check.stdout, check.stdout + check.stderr
+    repair = ftlab_cli("store", "repair", str(store))
+    assert repair.returncode == 0 and "nothing to repair" in repair.stdout, repair.stdout
+    assert store_digest(store) == before

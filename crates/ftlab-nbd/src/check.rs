@@ -364,8 +364,11 @@ pub fn repair(dir: &Path) -> Result<Findings, String> {
             ));
         }
     }
-    cp.clean = false;
-    write_checkpoint(dir, &cp)?;
+    // A store repaired is recovered at its next start-up; a sound one is left as it is.
+    if !f.repaired.is_empty() {
+        cp.clean = false;
+        write_checkpoint(dir, &cp)?;
+    }
     f.damage.clear();
     Ok(f)
 }

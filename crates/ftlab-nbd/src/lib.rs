@@ -21,6 +21,7 @@ pub mod server;
 pub mod signals;
 pub mod socket;
 pub mod space;
+pub mod status;
 pub mod store;
 
 use ftlab_core::config::Config;
@@ -44,6 +45,8 @@ pub struct ServeOptions {
     /// no write allocates and no flush commits the file system's journal for it.
     pub preallocate: bool,
     pub limits: server::Limits,
+    /// Where to serve the live metrics over HTTP (JSON and Prometheus), if anywhere.
+    pub status: Option<String>,
 }
 
 /// What a live display shows, about every 200 ms.
@@ -84,6 +87,7 @@ pub fn serve(
     // writes nothing.
     let _lock = lock::StoreLock::acquire(&opts.store)?;
     let listener = server::Server::listen(&opts.listen)?;
+    let status_listener = opts.status.as_deref().map(status::bind).transpose()?;
     let epoch = Instant::now();
     let (engine, startup) = recovery::open(opts, epoch)?;
     let mut server = server::Server::new(
@@ -93,6 +97,12 @@ pub fn serve(
         opts.timing_real,
         opts.limits,
     );
+    if let Some(listener) = status_listener {
+        let at = server.serve_status(listener)?;
+        server.shared().event(format!(
+            "status at http://{at}/ (JSON) and http://{at}/metrics (Prometheus)"
+        ));
+    }
     let address = server.local_addr();
     if let Some(warning) = server::exposure_warning(&address) {
         server.shared().event(warning);

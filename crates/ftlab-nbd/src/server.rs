@@ -104,6 +104,11 @@ impl Shared {
         self.engine().live()
     }
 
+    /// The server is stopping (threads serving it end).
+    pub fn stopping(&self) -> bool {
+        self.stop.load(Ordering::SeqCst)
+    }
+
     pub fn fsyncs(&self) -> u64 {
         self.sync.fsyncs.load(Ordering::Relaxed)
     }
@@ -118,6 +123,8 @@ pub struct Server {
     listener: Listener,
     shared: Arc<Shared>,
     clients: Vec<(Stream, JoinHandle<()>)>,
+    /// The status endpoint's thread, if one runs.
+    status: Option<JoinHandle<()>>,
 }
 
 impl Server {
@@ -169,7 +176,15 @@ impl Server {
                 sync,
             }),
             clients: Vec::new(),
+            status: None,
         }
+    }
+
+    /// Serves the status endpoint on `listener` ([`crate::status`]); its address.
+    pub fn serve_status(&mut self, listener: std::net::TcpListener) -> Result<String, String> {
+        let (address, handle) = crate::status::spawn(listener, self.shared.clone())?;
+        self.status = Some(handle);
+        Ok(address)
     }
 
     pub fn local_addr(&self) -> String {
@@ -252,6 +267,9 @@ impl Server {
             let _ = stream.shutdown();
         }
         for (_, handle) in self.clients.drain(..) {
+            let _ = handle.join();
+        }
+        if let Some(handle) = self.status.take() {
             let _ = handle.join();
         }
         let shared = Arc::try_unwrap(self.shared)

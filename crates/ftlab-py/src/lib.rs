@@ -333,7 +333,7 @@ fn trace_requests(
 #[pyfunction]
 #[pyo3(signature = (
     ftl, store, listen, timing_real, verify, on_start, tick, preallocate=false,
-    max_connections=64, handshake_timeout=10.0, read_only=false, **source
+    max_connections=64, handshake_timeout=10.0, read_only=false, status=None, **source
 ))]
 #[allow(clippy::too_many_arguments)]
 fn serve(
@@ -349,6 +349,7 @@ fn serve(
     max_connections: usize,
     handshake_timeout: f64,
     read_only: bool,
+    status: Option<String>,
     source: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<String> {
     if max_connections == 0 || !(handshake_timeout > 0.0 && handshake_timeout < 1e6) {
@@ -382,6 +383,7 @@ fn serve(
             handshake_timeout: std::time::Duration::from_secs_f64(handshake_timeout),
             read_only,
         },
+        status,
     };
     let result = py.allow_threads(|| {
         // A signal that lands while `on_start` runs Python code raises there: remembered,
