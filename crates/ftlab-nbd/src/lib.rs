@@ -8,6 +8,10 @@
 //! - [`server`]: the listener and the client connections.
 //! - [`recovery`]: start-up over an existing store (checkpoint, OOB scan, the scheme's
 //!   rebuild) and the checkpoint a clean shutdown writes.
+//! - [`check`]: damage to a store (refused at start-up, `ftlab store check` / `repair`).
+//! - [`lock`]: one owner per store; [`space`]: read-only while the disk is full;
+//!   [`signals`]: SIGTERM, SIGHUP, SIGINT end a session cleanly; [`socket`]: TCP or Unix
+//!   socket; [`status`]: the live metrics over HTTP.
 //!
 //! The core stays free of networking: it knows the store only as a
 //! [`ftlab_core::nand::PageSink`].
