@@ -41,6 +41,7 @@ __all__ = [
     "serve",
     "split_stack",
     "stacks",
+    "store_check",
     "summarize",
     "summary_columns",
     "trace_formats",
@@ -78,6 +79,11 @@ def serve(
     verify: bool,
     on_start: Callable[[str, str], object],
     tick: Callable[[str], bool],
+    preallocate: bool = False,
+    max_connections: int = 64,
+    handshake_timeout: float = 10.0,
+    read_only: bool = False,
+    status: str | None = None,
     *,
     preset: str | None = None,
     config: Sequence[_Path] = (),
@@ -85,6 +91,9 @@ def serve(
 ) -> str:
     """Serves scheme `ftl` over NBD until `tick(status_json)` returns False or a signal
     arrives; `on_start(startup_json, address)` once listening. Returns the report JSON."""
+
+def store_check(store: _Path, repair: bool) -> str:
+    """Verifies (or repairs) the page store in `store` under its lock; the findings JSON."""
 
 def bench(
     ftl: str,

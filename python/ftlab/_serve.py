@@ -50,6 +50,7 @@ class StatusLine:
             f"{s['requests']:,} requests  WAF {waf}  GC {s['gc_invocations']:,}  "
             f"mapping DRAM {size_text(s['memory_bytes'])}  flushes {s['flushes']:,}  "
             f"errors {s['errors']:,}"
+            + (f" (media errors {s['media_errors']:,})" if s.get("media_errors") else "")
         )
 
     def __call__(self, status_json: str) -> bool:
@@ -104,4 +105,14 @@ def startup_message(startup_json: str, address: str) -> str:
             + (f", {s['torn_pages']:,} torn pages ignored" if s["torn_pages"] else "")
             + ")"
         )
-    return f"ftlab serve: nbd://{address}/ ready ({how})"
+    if s.get("disk_full"):
+        how += (
+            "; the disk under the store is full: read-only until space is freed "
+            f"(no start-up checkpoint: {s['disk_full']})"
+        )
+    uri = (
+        f"nbd+unix:///?socket={address.removeprefix('unix:')}"
+        if address.startswith("unix:")
+        else f"nbd://{address}/"
+    )
+    return f"ftlab serve: {uri} ready ({how})"

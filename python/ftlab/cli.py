@@ -436,8 +436,8 @@ def run(ftl_name: str, source: dict[str, Any], json_out: str | None, quiet: bool
     "--listen",
     default="127.0.0.1:10809",
     show_default=True,
-    metavar="HOST:PORT",
-    help="Address to listen on (port 0: any free port).",
+    metavar="HOST:PORT|unix:PATH",
+    help="Address to listen on (port 0: any free port), or a Unix socket.",
 )
 @click.option(
     "--timing",
@@ -449,6 +449,36 @@ def run(ftl_name: str, source: dict[str, Any], json_out: str | None, quiet: bool
     "simulated SSD's completion time.",
 )
 @click.option("--verify", is_flag=True, help="Check every read against a shadow copy.")
+@click.option(
+    "--preallocate",
+    is_flag=True,
+    help="Allocate the whole page store on disk first (its raw size), so that flushes never "
+    "wait for the file system to allocate.",
+)
+@click.option(
+    "--max-connections",
+    type=click.IntRange(min=1),
+    default=64,
+    show_default=True,
+    help="Client connections served at once; more are closed at once, with a message.",
+)
+@click.option(
+    "--handshake-timeout",
+    type=click.FloatRange(min=0.001),
+    default=10.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="Time a client has to complete the NBD handshake.",
+)
+@click.option(
+    "--read-only", is_flag=True, help="Export read-only: writes, trims and zero writes get EPERM."
+)
+@click.option(
+    "--status",
+    "status_listen",
+    metavar="HOST:PORT",
+    help="Serve the live metrics over HTTP there: JSON at /, Prometheus text at /metrics.",
+)
 @click.option("--json", "json_out", metavar="FILE", help="Write the report on shutdown.")
 @click.option("--quiet", "-q", is_flag=True, help="No status line, no summary.")
 def serve(
@@ -460,6 +490,11 @@ def serve(
     listen: str,
     timing: str,
     verify: bool,
+    preallocate: bool,
+    max_connections: int,
+    handshake_timeout: float,
+    read_only: bool,
+    status_listen: str | None,
     json_out: str | None,
     quiet: bool,
 ) -> None:
@@ -486,6 +521,11 @@ def serve(
                 verify,
                 on_start,
                 status,
+                preallocate,
+                max_connections,
+                handshake_timeout,
+                read_only,
+                status_listen,
                 preset=preset,
                 config=[str(c) for c in configs],
                 # Mapping only unless the time is wanted (the user's keys come after).
@@ -921,6 +961,50 @@ def trace_formats() -> None:
     ]
     click.echo(render_table(["format", "aliases", "time unit", "example"], rows))
     click.echo("\nauto (the default) recognises the format from the content.")
+
+
+@main.group()
+def store() -> None:
+    """Check or repair the page store of `ftlab serve` (offline: its server stopped)."""
+
+
+def _store_findings(directory: Path, repair: bool) -> dict[str, Any]:
+    if not (directory / "meta.json").exists():
+        fail(f"{directory}: not a page store (no meta.json)")
+    found: dict[str, Any] = json.loads(run_core(lambda: _core.store_check(str(directory), repair)))
+    return found
+
+
+@store.command("check")
+@click.argument("directory", type=click.Path(path_type=Path))
+def store_check(directory: Path) -> None:
+    """Verify every file of the store, every OOB record against the checkpoint's map and
+    every page against its checksum; list the damage. Exit status 1 if there is any."""
+    found = _store_findings(directory, repair=False)
+    for line in found["damage"]:
+        click.echo(f"damaged: {line}")
+    click.echo(
+        f"{found['records']:,} OOB records, {found['pages_checked']:,} pages checked, "
+        f"{found['torn']:,} torn writes since the checkpoint (ignored by recovery), "
+        f"{len(found['damage']):,} problems"
+    )
+    if found["damage"]:
+        click.echo(f"`ftlab store repair {directory}` rebuilds what can be rebuilt", err=True)
+        sys.exit(1)
+
+
+@store.command("repair")
+@click.argument("directory", type=click.Path(path_type=Path))
+def store_repair(directory: Path) -> None:
+    """Rebuild what the OOB records and the checkpoint's map allow (truncated files
+    extended, lost OOB records rebuilt) and list what cannot be rebuilt."""
+    found = _store_findings(directory, repair=True)
+    for line in found["repaired"]:
+        click.echo(f"repaired: {line}")
+    for line in found["unrepairable"]:
+        click.echo(f"cannot repair: {line}")
+    if not found["repaired"] and not found["unrepairable"]:
+        click.echo("nothing to repair")
 
 
 @main.group()

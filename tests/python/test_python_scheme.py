@@ -316,9 +316,7 @@ def test_template_rust_scheme_verified_in_a_comparison_and_a_sweep(
     assert table.height == 2 and table["error"].null_count() == 2
 
 
-# pypage is left out: after a kill -9 and a recovery, the clean stop of a server running a
-# Python scheme does not end (known, not yet diagnosed; docs/bring-your-own-ftl.md).
-@pytest.mark.parametrize("ftl", ["rustpage"])
+@pytest.mark.parametrize("ftl", ["rustpage", "pypage"])
 def test_served_scheme_survives_kill_9(
     ftl: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

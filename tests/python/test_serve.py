@@ -128,3 +128,82 @@ def test_an_interrupt_during_start_up_stops_the_server(tmp_path: Path) -> None:
     )  # fmt: skip
     assert report["ftl"] == "page"
     assert ticks == [], f"the server ran on for {len(ticks)} ticks after the interrupt"
+
+
+@pytest.mark.parametrize("signal_name", ["SIGHUP", "SIGTERM", "SIGINT"])
+def test_signals_shut_down_cleanly(tmp_path: Path, signal_name: str) -> None:
+    import signal
+
+    store = tmp_path / "store"
+    served = Served(store, sets=SMALL_DEVICE)
+    qemu_io(served.uri, "write -P 0x5a 0 1M")
+    served.proc.send_signal(getattr(signal, signal_name))
+    assert served.proc.wait(60) == 0, served.text()
+    served.thread.join(10)
+    assert f"{signal_name}: shutting down cleanly" in served.text(), served.text()
+    assert json.loads((store / "checkpoint").read_text())["clean"]
+    again = Served(store, sets=SMALL_DEVICE)
+    try:
+        assert "reopened after a clean shutdown" in again.text(), again.text()
+        qemu_io(again.uri, "read -P 0x5a 0 1M")
+    finally:
+        assert again.stop() == 0, again.text()
+
+
+def test_a_flush_syncs_each_file_written_once(tmp_path: Path) -> None:
+    """One group commit per FLUSH: an fdatasync of the pages and one of their records, not
+    of every store file; a FLUSH with nothing written since syncs nothing."""
+    import threading
+
+    from nbd_crash import BLOCK, NbdClient, block_bytes
+
+    statuses: list[dict[str, int]] = []
+    address: list[str] = []
+    done = threading.Event()
+    problems: list[str] = []
+
+    def fsyncs_now() -> int:
+        seen = len(statuses)
+        while len(statuses) < seen + 2:  # a status taken after the call
+            threading.Event().wait(0.05)
+        return statuses[-1]["fsyncs"]
+
+    def client() -> None:
+        try:
+            while not address:
+                threading.Event().wait(0.05)
+            host, port = address[0].split(":")
+            c = NbdClient(host, int(port))
+            for block in range(64):
+                c.write(block * BLOCK, block_bytes(block, 1))
+            c.flush()
+            before = fsyncs_now()
+            c.write(0, block_bytes(0, 2))
+            c.flush()
+            after_one = fsyncs_now()
+            c.flush()
+            after_empty = fsyncs_now()
+            c.request(1, BLOCK, BLOCK, block_bytes(1, 2), flags=1)  # FUA
+            after_fua = fsyncs_now()
+            c.close()
+            deltas = (after_one - before, after_empty - after_one, after_fua - after_empty)
+            if deltas != (2, 0, 2):
+                problems.append(f"fdatasyncs per write+flush, flush, FUA write: {deltas}")
+        except Exception as e:  # noqa: BLE001 (reported by the test)
+            problems.append(repr(e))
+        finally:
+            done.set()
+
+    def tick(status: str) -> bool:
+        statuses.append(json.loads(status))
+        return not done.is_set()
+
+    thread = threading.Thread(target=client)
+    thread.start()
+    _core.serve(
+        "page", str(tmp_path / "store"), "127.0.0.1:0", False, False,
+        lambda startup, addr: address.append(addr), tick,
+        preset="small", sets=SMALL_DEVICE + ["buffer.size_bytes=0"],
+    )  # fmt: skip
+    thread.join(30)
+    assert not problems, problems

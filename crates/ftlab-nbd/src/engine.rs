@@ -3,6 +3,7 @@
 //! time since the device opened (an open-loop replay of what the clients send), so the
 //! simulated completion time is when the simulated SSD would have answered.
 
+use crate::space::SpaceGuard;
 use crate::store::{PageStore, SyncGroup};
 use ftlab_core::run::block_device::{Device, Live};
 use ftlab_core::{Op, Request};
@@ -24,16 +25,25 @@ pub struct Engine {
     /// Set by the first error the simulator or the store met: later writes fail with EIO
     /// (what the device holds is no longer known to be right), reads go on.
     failed: Option<String>,
+    /// Writes wait for free space under the store (else ENOSPC).
+    space: SpaceGuard,
 }
 
 impl Engine {
-    /// `device` must have a [`PageStore`] attached.
-    pub fn new(mut device: Box<dyn Device>, epoch: Instant) -> Result<Engine, String> {
+    /// `device` must have a [`PageStore`] attached; writes need `reserve` bytes free under
+    /// the store.
+    pub fn new(
+        mut device: Box<dyn Device>,
+        epoch: Instant,
+        reserve: u64,
+    ) -> Result<Engine, String> {
         let layout = *device.layout();
-        if store_of(&mut device).is_none() {
+        let Some(store) = store_of(&mut device) else {
             return Err("internal: the device has no page store".into());
-        }
+        };
+        let space = SpaceGuard::new(store.dir(), reserve);
         Ok(Engine {
+            space,
             device,
             page: layout.page_size as u64,
             size: layout.logical_pages * layout.page_size as u64,
@@ -61,6 +71,11 @@ impl Engine {
 
     pub fn last_seq(&self) -> u64 {
         self.device.last_seq()
+    }
+
+    /// Media errors met in the session (reads of damaged pages).
+    pub fn media_errors(&mut self) -> u64 {
+        self.store().media_errors
     }
 
     pub fn failed(&self) -> Option<&str> {
@@ -98,6 +113,33 @@ impl Engine {
         }
     }
 
+    /// What a request that changes the device checks first: no earlier failure, room on the
+    /// disk.
+    fn check_writable(&mut self) -> Result<(), Failure> {
+        self.check_failed()?;
+        self.space.writable().map_err(|message| Failure {
+            errno: crate::proto::ENOSPC,
+            message,
+        })
+    }
+
+    /// Whether the disk under the store is short of space now.
+    pub fn disk_full(&mut self) -> bool {
+        self.space.is_short()
+    }
+
+    /// The media error the request just served met (a damaged page it read): EIO for this
+    /// request only, the device goes on.
+    fn media_check(&mut self) -> Result<(), Failure> {
+        match self.store().take_media_error() {
+            None => Ok(()),
+            Some(m) => Err(Failure {
+                errno: crate::proto::EIO,
+                message: format!("media error: {m}"),
+            }),
+        }
+    }
+
     /// Runs one request through the simulator; the store's error, if it met one, fails the
     /// request and the device.
     fn submit(&mut self, op: Op, offset: u64, len: u64) -> Result<u64, Failure> {
@@ -108,7 +150,8 @@ impl Engine {
             op,
         };
         let result = self.device.submit(&req);
-        let store_error = self.store().error().map(str::to_string);
+        // (Reported once: the device then refuses writes, reads go on.)
+        let store_error = self.store().take_error();
         let message = match (result, store_error) {
             (Ok(c), None) => return Ok(c.done_ns),
             // An append-only scheme refusing an overwrite: the device is unchanged.
@@ -137,6 +180,7 @@ impl Engine {
         }
         self.store().begin_read();
         let done = self.submit(Op::Read, offset, len as u64)?;
+        self.media_check()?;
         let start = (offset % self.page) as usize;
         let data = self.store().read_out();
         out.extend_from_slice(&data[start..start + len as usize]);
@@ -146,7 +190,7 @@ impl Engine {
     /// Writes `data` at `offset`.
     pub fn write(&mut self, offset: u64, data: &[u8]) -> Result<u64, Failure> {
         self.check_range(offset, data.len() as u64, crate::proto::ENOSPC)?;
-        self.check_failed()?;
+        self.check_writable()?;
         if data.is_empty() {
             return Ok(self.now_ns());
         }
@@ -169,6 +213,8 @@ impl Engine {
         match self.submit(Op::Write, offset, data.len() as u64) {
             Ok(done) => {
                 self.store().settle_write();
+                // (The write is done, over a damaged page: that page stays damaged.)
+                self.media_check()?;
                 Ok(done)
             }
             Err(e) => {
@@ -182,7 +228,7 @@ impl Engine {
     /// is: TRIM is advisory).
     pub fn trim(&mut self, offset: u64, len: u64) -> Result<u64, Failure> {
         self.check_range(offset, len, crate::proto::ENOSPC)?;
-        self.check_failed()?;
+        self.check_writable()?;
         let page = self.page;
         let (first, last) = (offset.div_ceil(page), (offset + len) / page);
         if first < last {
@@ -208,7 +254,7 @@ impl Engine {
     /// logged, so they stay zero across a crash) unless `no_hole`, partial pages written.
     pub fn write_zeroes(&mut self, offset: u64, len: u64, no_hole: bool) -> Result<u64, Failure> {
         self.check_range(offset, len, crate::proto::ENOSPC)?;
-        self.check_failed()?;
+        self.check_writable()?;
         let page = self.page;
         let end = offset + len;
         let zeros = vec![0u8; (len.min(1 << 20)) as usize];
@@ -240,14 +286,18 @@ impl Engine {
             errno: crate::proto::EIO,
             message,
         };
+        self.check_failed()?;
         if let Err(e) = self.device.flush() {
             let message = e.to_string();
             self.failed.get_or_insert(message.clone());
             return Err(fail(message));
         }
         let store = self.store();
-        store.prepare_sync().map_err(fail)?;
-        Ok(store.sync_group())
+        if let Err(message) = store.prepare_flush() {
+            self.failed.get_or_insert(message.clone());
+            return Err(fail(message));
+        }
+        Ok(self.store().sync_group())
     }
 
     /// The device, for the end of the session.

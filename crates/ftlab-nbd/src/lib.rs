@@ -8,14 +8,24 @@
 //! - [`server`]: the listener and the client connections.
 //! - [`recovery`]: start-up over an existing store (checkpoint, OOB scan, the scheme's
 //!   rebuild) and the checkpoint a clean shutdown writes.
+//! - [`check`]: damage to a store (refused at start-up, `ftlab store check` / `repair`).
+//! - [`lock`]: one owner per store; [`space`]: read-only while the disk is full;
+//!   [`signals`]: SIGTERM, SIGHUP, SIGINT end a session cleanly; [`socket`]: TCP or Unix
+//!   socket; [`status`]: the live metrics over HTTP.
 //!
 //! The core stays free of networking: it knows the store only as a
 //! [`ftlab_core::device::nand::PageSink`].
 
+pub mod check;
 pub mod engine;
+pub mod lock;
 pub mod proto;
 pub mod recovery;
 pub mod server;
+pub mod signals;
+pub mod socket;
+pub mod space;
+pub mod status;
 pub mod store;
 
 use ftlab_core::run::config::Config;
@@ -35,6 +45,12 @@ pub struct ServeOptions {
     pub verify: bool,
     /// The export's name (clients may also ask for the default, empty, name).
     pub export_name: String,
+    /// Allocate the whole `pages` file on disk (zeros in its holes) before serving, so that
+    /// no write allocates and no flush commits the file system's journal for it.
+    pub preallocate: bool,
+    pub limits: server::Limits,
+    /// Where to serve the live metrics over HTTP (JSON and Prometheus), if anywhere.
+    pub status: Option<String>,
 }
 
 /// What a live display shows, about every 200 ms.
@@ -46,6 +62,10 @@ pub struct Status {
     pub connections: usize,
     pub flushes: u64,
     pub errors: u64,
+    /// fdatasync calls on the store's files (a flush syncs each file written since).
+    pub fsyncs: u64,
+    /// Requests failed by a damaged page (its bytes not matching their checksum).
+    pub media_errors: u64,
     /// Messages since the last status (connections, client errors).
     pub events: Vec<String>,
 }
@@ -54,25 +74,52 @@ pub struct Status {
 pub struct Outcome {
     pub report: Report,
     pub startup: recovery::Startup,
+    /// The signal that ended the session, if one did.
+    pub signal: Option<&'static str>,
 }
 
-/// Opens (or recovers) the store, serves until `tick` returns false, then shuts down
-/// cleanly: flush, sync, checkpoint, report. `started` is told the start-up (recovery
+/// Opens (or recovers) the store, serves until `tick` returns false or SIGTERM, SIGHUP or
+/// SIGINT arrives, then shuts down cleanly: flush, sync, checkpoint, report. `started` is told the start-up (recovery
 /// time, address) once the server listens.
 pub fn serve(
     opts: &ServeOptions,
     started: &mut dyn FnMut(&recovery::Startup, &str),
     tick: &mut dyn FnMut(&Status) -> bool,
 ) -> Result<Outcome, String> {
+    let signals = signals::StopSignals::install();
+    // The store's owner first, then the address: a start that cannot serve reads and
+    // writes nothing.
+    let _lock = lock::StoreLock::acquire(&opts.store)?;
+    let listener = server::Server::listen(&opts.listen)?;
+    let status_listener = opts.status.as_deref().map(status::bind).transpose()?;
     let epoch = Instant::now();
     let (engine, startup) = recovery::open(opts, epoch)?;
-    let mut server =
-        server::Server::bind(&opts.listen, engine, &opts.export_name, opts.timing_real)?;
+    let mut server = server::Server::new(
+        listener,
+        engine,
+        &opts.export_name,
+        opts.timing_real,
+        opts.limits,
+    );
+    if let Some(listener) = status_listener {
+        let at = server.serve_status(listener)?;
+        server.shared().event(format!(
+            "status at http://{at}/ (JSON) and http://{at}/metrics (Prometheus)"
+        ));
+    }
     let address = server.local_addr();
+    if let Some(warning) = server::exposure_warning(&address) {
+        server.shared().event(warning);
+    }
     started(&startup, &address);
     let t0 = Instant::now();
     server.run(&mut |shared| {
         use std::sync::atomic::Ordering::Relaxed;
+        if let Some(signal) = signals.received() {
+            shared.event(format!(
+                "{signal}: shutting down cleanly (flush, checkpoint)"
+            ));
+        }
         let status = Status {
             address: address.clone(),
             elapsed_s: t0.elapsed().as_secs_f64(),
@@ -80,11 +127,17 @@ pub fn serve(
             connections: shared.connections.load(Relaxed),
             flushes: shared.flushes.load(Relaxed),
             errors: shared.errors.load(Relaxed),
+            media_errors: shared.media_errors(),
+            fsyncs: shared.fsyncs(),
             events: shared.take_events(),
         };
-        tick(&status)
+        tick(&status) && signals.received().is_none()
     });
     let engine = server.stop();
     let report = recovery::shut_down(engine, opts)?;
-    Ok(Outcome { report, startup })
+    Ok(Outcome {
+        report,
+        startup,
+        signal: signals.received(),
+    })
 }

@@ -17,6 +17,7 @@
 //! a new checkpoint with the rebuilt map, marked unclean until the next clean shutdown, is
 //! written, and the trim log is emptied: what it said is in the map.
 
+use crate::check;
 use crate::engine::Engine;
 use crate::store::{meta_for, Files, Meta, PageStore, Record};
 use crate::ServeOptions;
@@ -46,9 +47,12 @@ pub struct Startup {
     pub from_checkpoint_map: bool,
     /// Trims read from the trim log (those logged since the checkpoint).
     pub trims_replayed: u64,
+    /// Started on a full disk: no start-up checkpoint written, read-only until space is
+    /// freed (why).
+    pub disk_full: Option<String>,
 }
 
-fn read_meta(dir: &Path) -> Result<Option<Meta>, String> {
+pub(crate) fn read_meta(dir: &Path) -> Result<Option<Meta>, String> {
     let path = dir.join("meta.json");
     match std::fs::read_to_string(&path) {
         Ok(text) => serde_json::from_str(&text)
@@ -72,7 +76,10 @@ fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), String> {
         }
         Ok(())
     };
-    write().map_err(|e| format!("{}: {e}", path.display()))
+    write().map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        format!("{}: {e}", path.display())
+    })
 }
 
 /// Checks what serving needs of the configuration.
@@ -110,15 +117,31 @@ pub fn open(opts: &ServeOptions, epoch: Instant) -> Result<(Engine, Startup), St
         }
         return reopen(opts, &meta, epoch);
     }
-    let files = Files::open(&opts.store, &meta)?;
+    let files = Files::open(&opts.store, &meta, opts.preallocate)?;
     let text = serde_json::to_string_pretty(&meta).map_err(|e| e.to_string())?;
     write_atomically(&opts.store.join("meta.json"), text.as_bytes())?;
     write_checkpoint(&opts.store, &Checkpoint::default())?;
-    let store = PageStore::new(files, &meta, 1, vec![0; meta.total_blocks as usize], 0);
+    let pages = meta.physical_pages as usize;
+    let store = PageStore::new(
+        files,
+        &meta,
+        1,
+        vec![0; meta.total_blocks as usize],
+        vec![0; pages],
+        0,
+    );
     let device =
         block_device::open_with_sink(&opts.scheme, &opts.cfg, opts.verify, Box::new(store))
             .map_err(|e| e.to_string())?;
-    Ok((Engine::new(device, epoch)?, Startup::default()))
+    Ok((
+        Engine::new(device, epoch, reserve(opts))?,
+        Startup::default(),
+    ))
+}
+
+/// The free space writes need under the store.
+fn reserve(opts: &ServeOptions) -> u64 {
+    crate::space::SpaceGuard::reserve_for(opts.cfg.buffer.size_bytes)
 }
 
 /// What `checkpoint` says.
@@ -139,7 +162,7 @@ pub struct Checkpoint {
     pub map_crc: u32,
 }
 
-fn read_checkpoint(dir: &Path) -> Result<Checkpoint, String> {
+pub(crate) fn read_checkpoint(dir: &Path) -> Result<Checkpoint, String> {
     let path = dir.join("checkpoint");
     match std::fs::read_to_string(&path) {
         Ok(text) => serde_json::from_str(&text)
@@ -151,7 +174,7 @@ fn read_checkpoint(dir: &Path) -> Result<Checkpoint, String> {
     }
 }
 
-fn write_checkpoint(dir: &Path, cp: &Checkpoint) -> Result<(), String> {
+pub(crate) fn write_checkpoint(dir: &Path, cp: &Checkpoint) -> Result<(), String> {
     let text = serde_json::to_string_pretty(cp).map_err(|e| e.to_string())?;
     write_atomically(&dir.join("checkpoint"), text.as_bytes())
 }
@@ -195,7 +218,11 @@ fn checkpoint_with_map(engine: &mut Engine, dir: &Path, clean: bool) -> Result<(
 }
 
 /// The map a checkpoint names, checked against its CRC.
-fn read_map(dir: &Path, cp: &Checkpoint, logical: u64) -> Result<Option<Vec<u32>>, String> {
+pub(crate) fn read_map(
+    dir: &Path,
+    cp: &Checkpoint,
+    logical: u64,
+) -> Result<Option<Vec<u32>>, String> {
     let Some(name) = &cp.map else {
         return Ok(None);
     };
@@ -229,7 +256,9 @@ fn reopen(opts: &ServeOptions, meta: &Meta, epoch: Instant) -> Result<(Engine, S
     use std::os::unix::fs::FileExt;
     let t0 = Instant::now();
     let cp = read_checkpoint(&opts.store)?;
-    let files = Files::open(&opts.store, meta)?;
+    // A truncated file is refused, not extended (half the device would read zeros).
+    check::refuse(&opts.store, check::truncated(&opts.store, meta)?)?;
+    let files = Files::open(&opts.store, meta, opts.preallocate)?;
     let records = read_all(
         &files.oob,
         meta.physical_pages * crate::store::RECORD_BYTES as u64,
@@ -251,11 +280,13 @@ fn reopen(opts: &ServeOptions, meta: &Meta, epoch: Instant) -> Result<(Engine, S
     }
     let mut page = vec![0u8; meta.page_size as usize];
     let mut max_prog = cp.durable_prog;
+    let mut crcs = vec![0u32; meta.physical_pages as usize];
     for (ppn, raw) in records.chunks_exact(crate::store::RECORD_BYTES).enumerate() {
         let rec = Record::decode(raw);
         if !rec.programmed {
             continue;
         }
+        crcs[ppn] = rec.crc;
         startup.records_scanned += 1;
         if rec.prog > cp.durable_prog {
             startup.pages_since_checkpoint += 1;
@@ -317,8 +348,12 @@ fn reopen(opts: &ServeOptions, meta: &Meta, epoch: Instant) -> Result<(Engine, S
         })
         .collect();
     startup.trims_replayed = image.trims.len() as u64;
+    if let Some(cp) = &image.checkpoint {
+        let lost = check::lost_line(&opts.store, &cp.live, &records, cp.durable_prog, &trims);
+        check::refuse(&opts.store, lost.into_iter().collect())?;
+    }
     let erase_counts = image.erase_counts.clone();
-    let store = PageStore::new(files, meta, max_prog + 1, erase_counts, trim_len);
+    let store = PageStore::new(files, meta, max_prog + 1, erase_counts, crcs, trim_len);
     let (device, info) = block_device::open_recovered(
         &opts.scheme,
         &opts.cfg,
@@ -328,13 +363,20 @@ fn reopen(opts: &ServeOptions, meta: &Meta, epoch: Instant) -> Result<(Engine, S
     )
     .map_err(|e| e.to_string())?;
     startup.mapped_pages = info.mapped_pages;
-    let mut engine = Engine::new(device, epoch)?;
+    let mut engine = Engine::new(device, epoch, reserve(opts))?;
     // What the rebuild wrote, and what was found, is durable before the new checkpoint.
     engine
         .store()
         .prepare_sync()
         .and_then(|_| engine.store().sync_group().sync())?;
-    checkpoint_with_map(&mut engine, &opts.store, false)?;
+    if let Err(e) = checkpoint_with_map(&mut engine, &opts.store, false) {
+        // On a full disk the device serves reads; its writes wait for space (the last
+        // checkpoint and the trim log since stay as they were, still right).
+        if !engine.disk_full() {
+            return Err(e);
+        }
+        startup.disk_full = Some(e);
+    }
     startup.recovery_seconds = t0.elapsed().as_secs_f64();
     Ok((engine, startup))
 }
@@ -346,12 +388,26 @@ pub fn shut_down(mut engine: Engine, opts: &ServeOptions) -> Result<Report, Stri
         .flush()
         .map_err(|f| format!("final flush: {}", f.message))?;
     sync.sync()?;
+    // Every erase recorded before the checkpoint.
+    engine
+        .store()
+        .prepare_sync()
+        .and_then(|_| engine.store().sync_group().sync())?;
     if let Some(e) = engine.failed() {
         return Err(format!(
             "the device failed during the session ({e}); no clean checkpoint written"
         ));
     }
-    checkpoint_with_map(&mut engine, &opts.store, true)?;
+    if let Err(e) = checkpoint_with_map(&mut engine, &opts.store, true) {
+        if !engine.disk_full() {
+            return Err(e);
+        }
+        // Everything acknowledged is durable: the next start-up recovers it.
+        eprintln!(
+            "ftlab serve: no clean checkpoint written, the disk is full ({e}); the next \
+             start-up recovers from the store"
+        );
+    }
     let device = engine.into_device();
     device.finish().map_err(|e| e.to_string())
 }

@@ -1,5 +1,8 @@
-//! The NBD server: a listener, one thread per client connection, the device behind one
-//! lock. A connection reads requests as they come (a client may pipeline many), serves
+//! The NBD server: a listener, one thread per client connection up to a limit (beyond it a
+//! connection is closed at once, with a message), the device behind one lock. A client has a
+//! bounded time to complete the handshake. Long TRIM and WRITE_ZEROES requests run in
+//! pieces, taking the lock for each and letting waiting requests in between, so that a
+//! 1 GiB zero write does not hold other clients' reads for seconds. A connection reads requests as they come (a client may pipeline many), serves
 //! each under the lock, and writes the reply; replies are flushed to the socket when no
 //! further request is waiting in the input buffer, so a queue of requests costs one write.
 //! With real timing a connection's replies go through a writer thread that holds each one
@@ -12,18 +15,49 @@
 
 use crate::engine::{Engine, Failure};
 use crate::proto::{self, Export, Handshake, RequestHeader};
+use crate::socket::{Listener, Stream};
 use std::collections::BinaryHeap;
 use std::io::{self, BufReader, BufWriter, Read, Write};
-use std::net::{Shutdown, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+/// Limits of the connections.
+#[derive(Clone, Copy, Debug)]
+pub struct Limits {
+    /// Client connections served at once; more are refused.
+    pub max_connections: usize,
+    /// Time a client has to complete the handshake.
+    pub handshake_timeout: Duration,
+    /// The export is read-only: writes, trims and zero writes get EPERM.
+    pub read_only: bool,
+}
+
+/// A warning when `address` (as bound) is reachable from other machines: the device is
+/// served without TLS or authentication.
+pub fn exposure_warning(address: &str) -> Option<String> {
+    let ip: std::net::SocketAddr = address.parse().ok()?;
+    if ip.ip().is_loopback() {
+        return None;
+    }
+    Some(format!(
+        "warning: listening on {address}, reachable from other machines, without TLS or \
+         authentication: anyone who can connect can read and write the device (listen on \
+         127.0.0.1, or behind a tunnel)"
+    ))
+}
+
+/// The piece of a long TRIM or WRITE_ZEROES served under one hold of the lock.
+const PIECE: u64 = 8 << 20;
+
 /// State the connections share.
 pub struct Shared {
     engine: Mutex<Engine>,
+    /// Threads waiting for the engine's lock (a long request lets them in between pieces).
+    waiting: AtomicUsize,
+    limits: Limits,
     export: Export,
     timing_real: bool,
     stop: AtomicBool,
@@ -31,13 +65,28 @@ pub struct Shared {
     pub connections: AtomicUsize,
     pub flushes: AtomicU64,
     pub errors: AtomicU64,
+    /// The store's group commit (its fdatasync count).
+    sync: Arc<crate::store::SyncGroup>,
 }
 
 impl Shared {
     fn engine(&self) -> MutexGuard<'_, Engine> {
+        self.waiting.fetch_add(1, Ordering::SeqCst);
         // A connection thread that panicked leaves the engine usable: its state is only
         // changed by whole requests.
-        self.engine.lock().unwrap_or_else(|e| e.into_inner())
+        let guard = self.engine.lock().unwrap_or_else(|e| e.into_inner());
+        self.waiting.fetch_sub(1, Ordering::SeqCst);
+        guard
+    }
+
+    /// Between the pieces of a long request: the lock goes to the requests waiting for it
+    /// (a mutex is not fair: the long request would otherwise take it straight back).
+    fn let_others_in(&self) {
+        let since = Instant::now();
+        while self.waiting.load(Ordering::SeqCst) > 0 && since.elapsed() < Duration::from_millis(5)
+        {
+            std::thread::yield_now();
+        }
     }
 
     pub fn event(&self, message: String) {
@@ -54,44 +103,69 @@ impl Shared {
     pub fn live(&self) -> ftlab_core::run::block_device::Live {
         self.engine().live()
     }
+
+    /// The server is stopping (threads serving it end).
+    pub fn stopping(&self) -> bool {
+        self.stop.load(Ordering::SeqCst)
+    }
+
+    pub fn fsyncs(&self) -> u64 {
+        self.sync.fsyncs.load(Ordering::Relaxed)
+    }
+
+    pub fn media_errors(&self) -> u64 {
+        self.engine().media_errors()
+    }
 }
 
 /// A listening server.
 pub struct Server {
-    listener: TcpListener,
+    listener: Listener,
     shared: Arc<Shared>,
-    clients: Vec<(TcpStream, JoinHandle<()>)>,
+    clients: Vec<(Stream, JoinHandle<()>)>,
+    /// The status endpoint's thread, if one runs.
+    status: Option<JoinHandle<()>>,
 }
 
 impl Server {
-    /// Binds `listen` and serves `engine` as export `name`.
-    pub fn bind(
-        listen: &str,
-        engine: Engine,
+    /// Binds `listen` (before the store is opened: a start that cannot serve changes
+    /// nothing).
+    pub fn listen(listen: &str) -> Result<Listener, String> {
+        Listener::bind(listen)
+    }
+
+    /// Serves `engine` as export `name` on `listener` (from [`Server::listen`]).
+    pub fn new(
+        listener: Listener,
+        mut engine: Engine,
         name: &str,
         timing_real: bool,
-    ) -> Result<Server, String> {
-        let listener =
-            TcpListener::bind(listen).map_err(|e| format!("cannot listen on {listen}: {e}"))?;
-        listener
-            .set_nonblocking(true)
-            .map_err(|e| format!("listener: {e}"))?;
+        limits: Limits,
+    ) -> Server {
+        let sync = engine.store().sync_group();
         let flags = proto::FLAG_HAS_FLAGS
             | proto::FLAG_SEND_FLUSH
             | proto::FLAG_SEND_FUA
             | proto::FLAG_SEND_TRIM
             | proto::FLAG_SEND_WRITE_ZEROES
-            | proto::FLAG_CAN_MULTI_CONN;
+            | proto::FLAG_CAN_MULTI_CONN
+            | if limits.read_only {
+                proto::FLAG_READ_ONLY
+            } else {
+                0
+            };
         let export = Export {
             name: name.to_string(),
             size: engine.size(),
             flags,
             block_size: engine.page_size() as u32,
         };
-        Ok(Server {
+        Server {
             listener,
             shared: Arc::new(Shared {
                 engine: Mutex::new(engine),
+                waiting: AtomicUsize::new(0),
+                limits,
                 export,
                 timing_real,
                 stop: AtomicBool::new(false),
@@ -99,16 +173,22 @@ impl Server {
                 connections: AtomicUsize::new(0),
                 flushes: AtomicU64::new(0),
                 errors: AtomicU64::new(0),
+                sync,
             }),
             clients: Vec::new(),
-        })
+            status: None,
+        }
+    }
+
+    /// Serves the status endpoint on `listener` ([`crate::status`]); its address.
+    pub fn serve_status(&mut self, listener: std::net::TcpListener) -> Result<String, String> {
+        let (address, handle) = crate::status::spawn(listener, self.shared.clone())?;
+        self.status = Some(handle);
+        Ok(address)
     }
 
     pub fn local_addr(&self) -> String {
-        self.listener
-            .local_addr()
-            .map(|a| a.to_string())
-            .unwrap_or_default()
+        self.listener.address()
     }
 
     pub fn shared(&self) -> &Arc<Shared> {
@@ -120,7 +200,7 @@ impl Server {
         let mut last_tick = Instant::now();
         loop {
             match self.listener.accept() {
-                Ok((stream, peer)) => self.spawn(stream, peer.to_string()),
+                Ok((stream, peer)) => self.spawn(stream, peer),
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                     std::thread::sleep(Duration::from_millis(20))
                 }
@@ -139,11 +219,17 @@ impl Server {
         }
     }
 
-    fn spawn(&mut self, stream: TcpStream, peer: String) {
-        let prepared = stream
-            .set_nonblocking(false)
-            .and_then(|_| stream.set_nodelay(true))
-            .and_then(|_| stream.try_clone());
+    fn spawn(&mut self, stream: Stream, peer: String) {
+        self.clients.retain(|(_, h)| !h.is_finished());
+        let limit = self.shared.limits.max_connections;
+        if self.clients.len() >= limit {
+            self.shared.event(format!(
+                "client {peer} refused: {limit} clients connected already (--max-connections)"
+            ));
+            let _ = stream.shutdown();
+            return;
+        }
+        let prepared = stream.try_clone();
         let control = match prepared {
             Ok(c) => c,
             Err(e) => {
@@ -152,7 +238,7 @@ impl Server {
             }
         };
         let shared = self.shared.clone();
-        let handle = std::thread::spawn(move || {
+        let spawned = std::thread::Builder::new().spawn(move || {
             shared.connections.fetch_add(1, Ordering::Relaxed);
             shared.event(format!("client {peer} connected"));
             let result = connection(stream, &shared);
@@ -165,16 +251,25 @@ impl Server {
                 }
             }
         });
-        self.clients.push((control, handle));
+        match spawned {
+            Ok(handle) => self.clients.push((control, handle)),
+            // (The stream went with the closure: dropped, the connection is closed.)
+            Err(e) => self.shared.event(format!(
+                "client refused: no thread could be started for it ({e})"
+            )),
+        }
     }
 
     /// Disconnects every client and waits for their threads; returns the engine.
     pub fn stop(mut self) -> Engine {
         self.shared.stop.store(true, Ordering::SeqCst);
         for (stream, _) in &self.clients {
-            let _ = stream.shutdown(Shutdown::Both);
+            let _ = stream.shutdown();
         }
         for (_, handle) in self.clients.drain(..) {
+            let _ = handle.join();
+        }
+        if let Some(handle) = self.status.take() {
             let _ = handle.join();
         }
         let shared = Arc::try_unwrap(self.shared)
@@ -190,7 +285,7 @@ impl Server {
 /// Where a connection's replies go: straight to the socket, or through the writer thread
 /// that holds each until its simulated completion.
 enum Replies {
-    Direct(BufWriter<TcpStream>),
+    Direct(BufWriter<Stream>),
     Paced {
         send: mpsc::Sender<Reply>,
         writer: JoinHandle<io::Result<()>>,
@@ -221,7 +316,7 @@ impl Ord for Reply {
 }
 
 /// The writer thread of a paced connection.
-fn paced_writer(stream: TcpStream, recv: mpsc::Receiver<Reply>) -> io::Result<()> {
+fn paced_writer(stream: Stream, recv: mpsc::Receiver<Reply>) -> io::Result<()> {
     let mut out = BufWriter::with_capacity(1 << 18, stream);
     let mut heap = BinaryHeap::new();
     let mut open = true;
@@ -288,21 +383,35 @@ impl Replies {
 }
 
 /// Serves one client until it disconnects; an error names the protocol violation.
-fn connection(stream: TcpStream, shared: &Shared) -> Result<(), String> {
+fn connection(stream: Stream, shared: &Shared) -> Result<(), String> {
     let read_half = stream.try_clone().map_err(|e| e.to_string())?;
     let mut input = BufReader::with_capacity(1 << 18, read_half);
     let mut direct = BufWriter::with_capacity(1 << 18, stream);
-    match proto::handshake(&mut input, &mut direct, &shared.export)? {
-        Handshake::Left => return Ok(()),
-        Handshake::Go => {}
+    let timeout = shared.limits.handshake_timeout;
+    let set_timeout =
+        |s: &Stream, t: Option<Duration>| s.set_read_timeout(t).map_err(|e| e.to_string());
+    set_timeout(direct.get_ref(), Some(timeout))?;
+    let started = Instant::now();
+    let shaken = proto::handshake(&mut input, &mut direct, &shared.export);
+    match shaken {
+        Ok(Handshake::Left) => return Ok(()),
+        Ok(Handshake::Go) => {}
+        Err(_) if started.elapsed() >= timeout => {
+            return Err(format!(
+                "no handshake within {:.1} s (--handshake-timeout)",
+                timeout.as_secs_f64()
+            ))
+        }
+        Err(e) => return Err(e),
     }
+    set_timeout(direct.get_ref(), None)?;
     let mut replies = if shared.timing_real {
         let (send, recv) = mpsc::channel();
         let stream = direct.into_inner().map_err(|e| e.to_string())?;
-        Replies::Paced {
-            send,
-            writer: std::thread::spawn(move || paced_writer(stream, recv)),
-        }
+        let writer = std::thread::Builder::new()
+            .spawn(move || paced_writer(stream, recv))
+            .map_err(|e| format!("no thread could be started for its replies ({e})"))?;
+        Replies::Paced { send, writer }
     } else {
         Replies::Direct(direct)
     };
@@ -321,7 +430,7 @@ fn connection(stream: TcpStream, shared: &Shared) -> Result<(), String> {
 }
 
 fn transmission(
-    input: &mut BufReader<TcpStream>,
+    input: &mut BufReader<Stream>,
     replies: &mut Replies,
     shared: &Shared,
 ) -> Result<(), String> {
@@ -395,6 +504,16 @@ fn serve(
     shared: &Shared,
 ) -> Result<Option<u64>, Failure> {
     let fua = req.flags & proto::CMD_FLAG_FUA != 0;
+    let writes = matches!(
+        req.kind,
+        proto::CMD_WRITE | proto::CMD_TRIM | proto::CMD_WRITE_ZEROES
+    );
+    if writes && shared.limits.read_only {
+        return Err(Failure {
+            errno: proto::EPERM,
+            message: "the export is read-only (--read-only)".into(),
+        });
+    }
     let done = match req.kind {
         proto::CMD_READ => {
             if req.length > proto::MAX_PAYLOAD {
@@ -410,12 +529,10 @@ fn serve(
             shared.engine().read(req.offset, req.length, data)?
         }
         proto::CMD_WRITE => shared.engine().write(req.offset, payload)?,
-        proto::CMD_TRIM => shared.engine().trim(req.offset, req.length as u64)?,
+        proto::CMD_TRIM => in_pieces(shared, req, |e, at, len| e.trim(at, len))?,
         proto::CMD_WRITE_ZEROES => {
             let no_hole = req.flags & proto::CMD_FLAG_NO_HOLE != 0;
-            shared
-                .engine()
-                .write_zeroes(req.offset, req.length as u64, no_hole)?
+            in_pieces(shared, req, |e, at, len| e.write_zeroes(at, len, no_hole))?
         }
         proto::CMD_FLUSH => {
             flush(shared)?;
@@ -432,6 +549,33 @@ fn serve(
         flush(shared)?;
     }
     Ok(Some(done))
+}
+
+/// Serves a long request in pieces of [`PIECE`] bytes (their boundaries page-aligned, so
+/// that a piece trims what the whole would), each under its own hold of the lock; the
+/// latest simulated completion.
+fn in_pieces(
+    shared: &Shared,
+    req: &RequestHeader,
+    mut serve: impl FnMut(&mut Engine, u64, u64) -> Result<u64, Failure>,
+) -> Result<u64, Failure> {
+    let (start, len) = (req.offset, req.length as u64);
+    // A request beyond the export is refused whole (by the engine), changing nothing.
+    let end = match start.checked_add(len) {
+        Some(end) if end <= shared.export.size => end,
+        _ => return serve(&mut shared.engine(), start, len),
+    };
+    let mut done = 0;
+    let mut at = start;
+    loop {
+        let next = ((at / PIECE + 1) * PIECE).min(end);
+        done = done.max(serve(&mut shared.engine(), at, next - at)?);
+        at = next;
+        if at >= end {
+            return Ok(done);
+        }
+        shared.let_others_in();
+    }
 }
 
 /// Makes every acknowledged write durable: the write buffer to flash under the lock, then

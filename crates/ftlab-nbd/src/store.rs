@@ -20,7 +20,14 @@
 //! cleared only after the pages that garbage collection copied out of it are durable, and
 //! a block erased since the last sync is synced before any page of it is programmed again,
 //! so the source of a copy survives until its destination does. FLUSH (and FUA) fsync the
-//! files; concurrent flushes share one fsync (group commit, [`SyncGroup`]).
+//! files written since their last sync (the pages and their records, as a rule);
+//! concurrent flushes share one round (group commit, [`SyncGroup`]); records of erased
+//! blocks are cleared after any sync that covers their copies, not by a sync of their own.
+//!
+//! Every page read is checked against its record's CRC (kept in memory, [`PageStore::crcs`]):
+//! a mismatch is a media error of the request that read it ([`PageStore::take_media_error`]),
+//! never data returned as good; GC copies a damaged page with its old CRC, so that the
+//! damage stays visible where the page goes.
 //!
 //! Host data reaches the store before the simulator numbers it: the front stages each page
 //! under the sequence number it will get ([`PageStore::stage`]); the flash model's program
@@ -35,6 +42,7 @@ use std::fs::{File, OpenOptions};
 use std::io;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 
 /// Record state of a programmed page.
@@ -93,9 +101,20 @@ impl Record {
 /// writes, and one sync covers every flush waiting for it.
 pub struct SyncGroup {
     files: Vec<Arc<File>>,
+    /// Whether each file was written since its last sync: a flush syncs only those (the
+    /// pages and their records, as a rule; the erase counts and the trim log seldom).
+    dirty: Vec<AtomicBool>,
+    /// fdatasync calls made.
+    pub fsyncs: AtomicU64,
     state: Mutex<SyncState>,
     done: Condvar,
 }
+
+/// The files of [`SyncGroup`], by index.
+const PAGES: usize = 0;
+const OOB: usize = 1;
+const BLOCKS: usize = 2;
+const TRIMS: usize = 3;
 
 #[derive(Default)]
 struct SyncState {
@@ -109,6 +128,8 @@ struct SyncState {
 impl SyncGroup {
     fn new(files: Vec<Arc<File>>) -> Self {
         SyncGroup {
+            dirty: files.iter().map(|_| AtomicBool::new(false)).collect(),
+            fsyncs: AtomicU64::new(0),
             files,
             state: Mutex::new(SyncState::default()),
             done: Condvar::new(),
@@ -148,11 +169,34 @@ impl SyncGroup {
     }
 
     fn sync_now(&self) -> Result<(), String> {
-        for f in &self.files {
-            f.sync_data()
-                .map_err(|e| format!("fsync of the page store: {e}"))?;
+        for (f, dirty) in self.files.iter().zip(&self.dirty) {
+            if dirty.swap(false, Ordering::SeqCst) {
+                self.fsyncs.fetch_add(1, Ordering::Relaxed);
+                f.sync_data().map_err(|e| {
+                    dirty.store(true, Ordering::SeqCst);
+                    format!("fsync of the page store: {e}")
+                })?;
+            }
         }
         Ok(())
+    }
+
+    /// File `file` was written (the next sync covers it).
+    fn wrote(&self, file: usize) {
+        self.dirty[file].store(true, Ordering::SeqCst);
+    }
+
+    /// The generation a sync starting from now will have: the writes made so far are
+    /// durable once [`SyncGroup::completed`] reaches it.
+    fn next_generation(&self) -> u64 {
+        self.state.lock().unwrap_or_else(|e| e.into_inner()).started + 1
+    }
+
+    fn completed(&self) -> u64 {
+        self.state
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .completed
     }
 }
 
@@ -197,8 +241,9 @@ fn io_err(path: &Path, e: io::Error) -> String {
 }
 
 impl Files {
-    /// Opens (creating if needed) the files of the store in `dir`, sized for `meta`.
-    pub fn open(dir: &Path, meta: &Meta) -> Result<Files, String> {
+    /// Opens (creating if needed) the files of the store in `dir`, sized for `meta`; with
+    /// `preallocate`, the pages too are allocated on disk.
+    pub fn open(dir: &Path, meta: &Meta, preallocate: bool) -> Result<Files, String> {
         std::fs::create_dir_all(dir).map_err(|e| io_err(dir, e))?;
         let open = |name: &str, len: u64| -> Result<Arc<File>, String> {
             let path = dir.join(name);
@@ -215,14 +260,72 @@ impl Files {
             }
             Ok(Arc::new(f))
         };
-        Ok(Files {
+        let files = Files {
             dir: dir.to_path_buf(),
             pages: open("pages", meta.physical_pages * meta.page_size as u64)?,
             oob: open("oob", meta.physical_pages * RECORD_BYTES as u64)?,
             blocks: open("blocks", meta.total_blocks as u64 * 4)?,
             trims: open("trims", 0)?,
-        })
+        };
+        // The records and erase counts are allocated on disk, so that recording a program or
+        // an erase never meets a full disk, nor makes a flush commit the file system's
+        // journal for a new block; the pages too with `preallocate` (else they stay sparse:
+        // the free-space reserve covers them, [`crate::space`]). On a full disk the holes
+        // stay.
+        let mut allocate = vec![
+            (&files.oob, meta.physical_pages * RECORD_BYTES as u64),
+            (&files.blocks, meta.total_blocks as u64 * 4),
+        ];
+        if preallocate {
+            allocate.push((&files.pages, meta.physical_pages * meta.page_size as u64));
+        }
+        for (f, len) in allocate {
+            // (Records of a device of terabytes stay sparse unless asked: gigabytes of zeros.)
+            if !preallocate && len > 1 << 30 {
+                continue;
+            }
+            match fill_holes(f, len) {
+                Err(e) if e.raw_os_error() == Some(libc::ENOSPC) => {}
+                other => other.map_err(|e| io_err(dir, e))?,
+            }
+        }
+        Ok(files)
     }
+}
+
+/// Writes zeros into the holes of the first `len` bytes of `file` (a sparse file's
+/// unallocated ranges), so that later writes there allocate nothing. Data stays as it is.
+fn fill_holes(file: &File, len: u64) -> io::Result<()> {
+    use std::os::unix::io::AsRawFd;
+    let fd = file.as_raw_fd();
+    let zeros = vec![0u8; 1 << 20];
+    let mut at = 0u64;
+    while at < len {
+        // SAFETY: lseek on an open descriptor.
+        let hole = unsafe { libc::lseek(fd, at as libc::off_t, libc::SEEK_HOLE) };
+        if hole < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let hole = hole as u64;
+        if hole >= len {
+            break;
+        }
+        // SAFETY: as above; ENXIO: no data after the hole.
+        let data = unsafe { libc::lseek(fd, hole as libc::off_t, libc::SEEK_DATA) };
+        let end = if data < 0 {
+            len
+        } else {
+            (data as u64).min(len)
+        };
+        let mut p = hole;
+        while p < end {
+            let n = (end - p).min(zeros.len() as u64) as usize;
+            file.write_all_at(&zeros[..n], p)?;
+            p += n as u64;
+        }
+        at = end;
+    }
+    Ok(())
 }
 
 /// A staged host page: the bytes of host write `seq` of logical page `lpa`.
@@ -257,12 +360,21 @@ pub struct PageStore {
     /// The next program number.
     next_prog: u64,
     erase_counts: Vec<u32>,
-    /// Blocks erased since the last sync whose records are still to clear, and whether each
-    /// is in the list.
-    erased: Vec<u32>,
+    /// Erased blocks whose records are still to clear, each with the sync generation that
+    /// makes the copies out of it durable; and whether each block is in the list.
+    erased: Vec<(u32, u64)>,
     erased_flag: Vec<bool>,
     /// Pages of the last host read, in address order.
     out: Vec<u8>,
+    /// The CRC-32C each physical page's record holds.
+    crcs: Vec<u32>,
+    /// The media error the current request met (a page whose bytes fail their CRC).
+    media: Option<String>,
+    /// Media errors met in the session.
+    pub media_errors: u64,
+    /// Host writes completing a damaged page (a read-modify-write over it): programmed
+    /// with a CRC that does not match, so that reads of the page fail as before.
+    poisoned: std::collections::HashSet<u64>,
     scratch: Vec<u8>,
     trim_end: u64,
     /// The first I/O or consistency error: the device stops serving writes after it.
@@ -272,13 +384,14 @@ pub struct PageStore {
 }
 
 impl PageStore {
-    /// A store over `files`; `next_prog`, `erase_counts` and `trim_end` come from what the
-    /// files hold (a new store: 1, zeros, 0).
+    /// A store over `files`; `next_prog`, `erase_counts`, `crcs` (per physical page) and
+    /// `trim_end` come from what the files hold (a new store: 1, zeros, zeros, 0).
     pub fn new(
         files: Files,
         meta: &Meta,
         next_prog: u64,
         erase_counts: Vec<u32>,
+        crcs: Vec<u32>,
         trim_end: u64,
     ) -> Self {
         let sync = Arc::new(SyncGroup::new(vec![
@@ -303,6 +416,10 @@ impl PageStore {
             erased: Vec::new(),
             erased_flag: vec![false; blocks],
             out: Vec::new(),
+            crcs,
+            media: None,
+            media_errors: 0,
+            poisoned: Default::default(),
             scratch: vec![0; meta.page_size as usize],
             trim_end,
             error: None,
@@ -323,9 +440,9 @@ impl PageStore {
         self.sync.clone()
     }
 
-    /// The first error the store met, if any.
-    pub fn error(&self) -> Option<&str> {
-        self.error.as_deref()
+    /// The first error the store met since the last call, if any.
+    pub fn take_error(&mut self) -> Option<String> {
+        self.error.take()
     }
 
     fn fail(&mut self, message: String) {
@@ -340,6 +457,12 @@ impl PageStore {
             .unwrap_or_else(|| vec![0u8; self.page_size].into_boxed_slice())
     }
 
+    /// Drops staged copy `seq`.
+    fn drop_staged(&mut self, seq: u64) -> Option<Staged> {
+        self.poisoned.remove(&seq);
+        self.staged.remove(&seq)
+    }
+
     fn recycle(&mut self, b: Box<[u8]>) {
         if self.pool.len() < 1024 {
             self.pool.push(b);
@@ -351,6 +474,7 @@ impl PageStore {
         let mut b = self.buffer();
         b.copy_from_slice(data);
         self.staged.insert(seq, Staged { lpa, data: b });
+        self.poisoned.remove(&seq);
         self.supersede(lpa, seq);
     }
 
@@ -379,7 +503,7 @@ impl PageStore {
         self.partial.clear();
         let superseded = std::mem::take(&mut self.superseded);
         for &seq in &superseded {
-            if let Some(s) = self.staged.remove(&seq) {
+            if let Some(s) = self.drop_staged(seq) {
                 self.recycle(s.data);
             }
         }
@@ -398,7 +522,7 @@ impl PageStore {
             .filter(|&s| s >= first_seq)
             .collect();
         for seq in gone {
-            if let Some(s) = self.staged.remove(&seq) {
+            if let Some(s) = self.drop_staged(seq) {
                 if self.newest.get(&s.lpa) == Some(&seq) {
                     self.newest.remove(&s.lpa);
                 }
@@ -410,7 +534,7 @@ impl PageStore {
     /// After a trim of `lpa`: its buffered copy was dropped.
     pub fn trimmed(&mut self, lpa: u32) {
         if let Some(seq) = self.newest.remove(&lpa) {
-            if let Some(s) = self.staged.remove(&seq) {
+            if let Some(s) = self.drop_staged(seq) {
                 self.recycle(s.data);
             }
         }
@@ -425,6 +549,7 @@ impl PageStore {
             rec.extend_from_slice(&[0; 4]);
             rec.extend_from_slice(&last_seq.to_le_bytes());
         }
+        self.sync.wrote(TRIMS);
         if let Err(e) = self.files.trims.write_all_at(&rec, self.trim_end) {
             self.fail(format!("writing the trim log: {e}"));
             return;
@@ -442,18 +567,39 @@ impl PageStore {
         self.out.clear();
     }
 
-    fn read_page(&mut self, ppn: Ppn, into: &mut [u8]) {
+    /// Reads physical page `ppn`; false when its bytes do not match their CRC.
+    fn read_page(&mut self, ppn: Ppn, into: &mut [u8]) -> bool {
         let at = ppn as u64 * self.page_size as u64;
         if let Err(e) = self.files.pages.read_exact_at(into, at) {
             self.fail(format!("reading physical page {ppn}: {e}"));
+            return true;
         }
+        crc32c::crc32c(into) == self.crcs[ppn as usize]
     }
 
-    /// The bytes `from` served into `self.scratch`.
-    fn load(&mut self, lpa: u32, from: ServedPage) {
+    fn media_error(&mut self, message: String) {
+        self.media_errors += 1;
+        self.media.get_or_insert(message);
+    }
+
+    /// The media error of the request just served, if any (the request fails with EIO; the
+    /// device goes on).
+    pub fn take_media_error(&mut self) -> Option<String> {
+        self.media.take()
+    }
+
+    /// The bytes `from` served into `self.scratch`; false if they are damaged.
+    fn load(&mut self, lpa: u32, from: ServedPage) -> bool {
         let mut scratch = std::mem::take(&mut self.scratch);
+        let mut good = true;
         match from {
             ServedPage::Unmapped => scratch.fill(0),
+            ServedPage::Buffer(seq) if self.poisoned.contains(&seq) => {
+                good = false;
+                self.media_error(format!(
+                    "logical page {lpa}: its buffered copy completes a damaged page"
+                ));
+            }
             ServedPage::Buffer(seq) => match self.staged.get(&seq) {
                 Some(s) if s.lpa == lpa => scratch.copy_from_slice(&s.data),
                 _ => {
@@ -464,13 +610,23 @@ impl PageStore {
                     ));
                 }
             },
-            ServedPage::Flash(ppn) => self.read_page(ppn, &mut scratch),
+            ServedPage::Flash(ppn) => {
+                good = self.read_page(ppn, &mut scratch);
+                if !good {
+                    self.media_error(format!(
+                        "logical page {lpa} at physical page {ppn}: its bytes do not match \
+                         their stored checksum"
+                    ));
+                }
+            }
         }
         self.scratch = scratch;
+        good
     }
 
     fn write_record(&mut self, ppn: Ppn, rec: &Record) {
         let at = ppn as u64 * RECORD_BYTES as u64;
+        self.sync.wrote(OOB);
         if let Err(e) = self.files.oob.write_all_at(&rec.encode(), at) {
             self.fail(format!(
                 "writing the OOB record of physical page {ppn}: {e}"
@@ -478,54 +634,80 @@ impl PageStore {
         }
     }
 
-    /// Before a page of a block erased since the last sync is programmed: make the copies
-    /// out of it durable, then clear its records.
+    /// Before a page of an erased block whose records are still to clear is programmed:
+    /// the copies out of it durable (a sync, unless one has covered them already), then its
+    /// records cleared.
     fn barrier(&mut self, block: u32) {
         if !self.erased_flag[block as usize] {
             return;
         }
-        self.barrier_syncs += 1;
-        if let Err(e) = self.sync.sync_now() {
-            self.fail(e);
+        let covered = self
+            .erased
+            .iter()
+            .all(|&(b, g)| b != block || g <= self.sync.completed());
+        if !covered {
+            self.barrier_syncs += 1;
+            if let Err(e) = self.sync.sync() {
+                self.fail(e);
+            }
         }
         self.clear_erased();
     }
 
-    /// Clears the records of the blocks erased since the last sync (their copies are
-    /// durable by now).
+    /// Clears the records of the erased blocks whose copies a completed sync made durable.
     fn clear_erased(&mut self) {
+        let completed = self.sync.completed();
         let blank = vec![0u8; self.pages_per_block as usize * RECORD_BYTES];
-        let erased = std::mem::take(&mut self.erased);
-        for &block in &erased {
+        let mut erased = std::mem::take(&mut self.erased);
+        erased.retain(|&(block, generation)| {
+            if generation > completed {
+                return true;
+            }
             self.erased_flag[block as usize] = false;
             let at = block as u64 * self.pages_per_block as u64 * RECORD_BYTES as u64;
+            self.sync.wrote(OOB);
             if let Err(e) = self.files.oob.write_all_at(&blank, at) {
                 self.fail(format!("clearing the OOB records of block {block}: {e}"));
             }
             let count = self.erase_counts[block as usize].to_le_bytes();
+            self.sync.wrote(BLOCKS);
             if let Err(e) = self.files.blocks.write_all_at(&count, block as u64 * 4) {
                 self.fail(format!("writing the erase count of block {block}: {e}"));
             }
-        }
+            false
+        });
         self.erased = erased;
-        self.erased.clear();
     }
 
-    /// Makes every acknowledged write durable (the caller has drained the write buffer):
-    /// pending erases are recorded after the copies they depend on are synced.
-    pub fn prepare_sync(&mut self) -> Result<(), String> {
-        if !self.erased.is_empty() {
-            self.sync.sync_now()?;
-            self.clear_erased();
-        }
-        match &self.error {
-            Some(e) => Err(e.clone()),
+    /// Before a flush's sync (the caller has drained the write buffer): records of erased
+    /// blocks are cleared where a sync allows it already, the others wait (their stale
+    /// records are harmless to recovery: the copies made out of them are later programs).
+    pub fn prepare_flush(&mut self) -> Result<(), String> {
+        self.clear_erased();
+        match self.error.take() {
+            Some(e) => Err(e),
             None => Ok(()),
         }
     }
 
-    fn program_bytes(&mut self, ppn: Ppn, oob: Oob, data: &[u8]) {
+    /// Before a checkpoint: every pending erase recorded, after the copies it depends on
+    /// are synced (the caller syncs afterwards).
+    pub fn prepare_sync(&mut self) -> Result<(), String> {
+        if !self.erased.is_empty() {
+            self.sync.sync()?;
+            self.clear_erased();
+        }
+        match self.error.take() {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    /// Programs `data` at `ppn` with `crc` in its record (that of `data` unless the page is
+    /// damaged and must stay so).
+    fn program_bytes(&mut self, ppn: Ppn, oob: Oob, data: &[u8], crc: u32) {
         let at = ppn as u64 * self.page_size as u64;
+        self.sync.wrote(PAGES);
         if let Err(e) = self.files.pages.write_all_at(data, at) {
             self.fail(format!("writing physical page {ppn}: {e}"));
             return;
@@ -535,9 +717,10 @@ impl PageStore {
             lpa: oob.lpa,
             seq: oob.seq,
             prog: self.next_prog,
-            crc: crc32c::crc32c(data),
+            crc,
         };
         self.next_prog += 1;
+        self.crcs[ppn as usize] = crc;
         self.write_record(ppn, &rec);
     }
 
@@ -580,7 +763,7 @@ impl PageSink for PageStore {
                 let n = c.len().min(page.len());
                 page[..n].copy_from_slice(&c[..n]);
             }
-            self.program_bytes(ppn, oob, &page);
+            self.program_bytes(ppn, oob, &page, crc32c::crc32c(&page));
             self.scratch = page;
             return;
         }
@@ -589,7 +772,11 @@ impl PageSink for PageStore {
                 if self.newest.get(&s.lpa) == Some(&oob.seq) {
                     self.newest.remove(&s.lpa);
                 }
-                self.program_bytes(ppn, oob, &s.data);
+                let mut crc = crc32c::crc32c(&s.data);
+                if self.poisoned.remove(&oob.seq) {
+                    crc = !crc;
+                }
+                self.program_bytes(ppn, oob, &s.data, crc);
                 self.recycle(s.data);
             }
             other => {
@@ -608,16 +795,26 @@ impl PageSink for PageStore {
     fn copy(&mut self, src: Ppn, dst: Ppn, oob: Oob) {
         self.barrier(dst / self.pages_per_block);
         let mut page = std::mem::take(&mut self.scratch);
-        self.read_page(src, &mut page);
-        self.program_bytes(dst, oob, &page);
+        // A damaged page moves with its old CRC: reads of it still fail.
+        let crc = match self.read_page(src, &mut page) {
+            true => crc32c::crc32c(&page),
+            false => self.crcs[src as usize],
+        };
+        self.program_bytes(dst, oob, &page, crc);
         self.scratch = page;
     }
 
     fn erase(&mut self, block: u32) {
         self.erase_counts[block as usize] += 1;
-        if !self.erased_flag[block as usize] {
+        // (Erased again before its records were cleared: the later erase's copies count.)
+        let generation = self.sync.next_generation();
+        if self.erased_flag[block as usize] {
+            for e in self.erased.iter_mut().filter(|e| e.0 == block) {
+                e.1 = generation;
+            }
+        } else {
             self.erased_flag[block as usize] = true;
-            self.erased.push(block);
+            self.erased.push((block, generation));
         }
     }
 
@@ -627,6 +824,8 @@ impl PageSink for PageStore {
             self.out.extend_from_slice(&self.scratch);
             return;
         }
+        // (A damaged old page makes the new one damaged too: the write fails, and so do
+        // reads of the page until it is written whole.)
         // Read-modify-write: the old page under the new bytes.
         let Some(i) = self.partial.iter().position(|p| p.lpa == lpa) else {
             self.fail(format!(
@@ -635,7 +834,9 @@ impl PageSink for PageStore {
             return;
         };
         let p = self.partial.swap_remove(i);
-        self.load(lpa, from);
+        if !self.load(lpa, from) {
+            self.poisoned.insert(p.seq);
+        }
         let mut page = self.buffer();
         page.copy_from_slice(&self.scratch);
         page[p.offset..p.offset + p.data.len()].copy_from_slice(&p.data);

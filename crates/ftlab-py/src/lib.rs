@@ -341,7 +341,10 @@ fn trace_requests(
 /// report JSON. `on_start(startup_json, address)` is called once the server listens;
 /// `tick(status_json)` about every 200 ms (live counters, connection events).
 #[pyfunction]
-#[pyo3(signature = (ftl, store, listen, timing_real, verify, on_start, tick, **source))]
+#[pyo3(signature = (
+    ftl, store, listen, timing_real, verify, on_start, tick, preallocate=false,
+    max_connections=64, handshake_timeout=10.0, read_only=false, status=None, **source
+))]
 #[allow(clippy::too_many_arguments)]
 fn serve(
     py: Python<'_>,
@@ -352,8 +355,19 @@ fn serve(
     verify: bool,
     on_start: PyObject,
     tick: PyObject,
+    preallocate: bool,
+    max_connections: usize,
+    handshake_timeout: f64,
+    read_only: bool,
+    status: Option<String>,
     source: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<String> {
+    if max_connections == 0 || !(handshake_timeout > 0.0 && handshake_timeout < 1e6) {
+        return Err(FtlabError::new_err(format!(
+            "max_connections must be at least 1 and handshake_timeout a positive number of \
+             seconds (got {max_connections} and {handshake_timeout})"
+        )));
+    }
     let mut opts = options(ftl.clone(), source)?;
     // A served device starts empty (or from its store) and its requests arrive when the
     // clients send them: open loop at wall-clock time. The user's keys come after.
@@ -373,6 +387,13 @@ fn serve(
         timing_real,
         verify,
         export_name: "ftlab".into(),
+        preallocate,
+        limits: ftlab_nbd::server::Limits {
+            max_connections,
+            handshake_timeout: std::time::Duration::from_secs_f64(handshake_timeout),
+            read_only,
+        },
+        status,
     };
     let result = py.allow_threads(|| {
         // A signal that lands while `on_start` runs Python code raises there: remembered,
@@ -408,6 +429,8 @@ fn serve(
                     "connections": status.connections,
                     "flushes": status.flushes,
                     "errors": status.errors,
+                    "media_errors": status.media_errors,
+                    "fsyncs": status.fsyncs,
                     "events": status.events,
                 })
                 .to_string();
@@ -426,6 +449,23 @@ fn serve(
     });
     let outcome = result.map_err(FtlabError::new_err)?;
     Ok(outcome.report.to_json())
+}
+
+/// Verifies (`repair`: false) or repairs the page store in `store`, holding its lock;
+/// returns the findings as JSON (`damage`, `repaired`, `unrepairable`, `records`,
+/// `pages_checked`, `torn`).
+#[pyfunction]
+fn store_check(py: Python<'_>, store: PathBuf, repair: bool) -> PyResult<String> {
+    let findings = py.allow_threads(|| {
+        let _lock = ftlab_nbd::lock::StoreLock::acquire(&store)?;
+        if repair {
+            ftlab_nbd::check::repair(&store)
+        } else {
+            ftlab_nbd::check::check(&store)
+        }
+    });
+    let findings = findings.map_err(FtlabError::new_err)?;
+    serde_json::to_string(&findings).map_err(|e| FtlabError::new_err(e.to_string()))
 }
 
 #[pymodule]
@@ -455,6 +495,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(fitted_blocks_per_plane, m)?)?;
     m.add_function(wrap_pyfunction!(trace_requests, m)?)?;
     m.add_function(wrap_pyfunction!(serve, m)?)?;
+    m.add_function(wrap_pyfunction!(store_check, m)?)?;
     m.add_function(wrap_pyfunction!(scheme::register_scheme, m)?)?;
     m.add_function(wrap_pyfunction!(scheme::unregister_scheme, m)?)?;
     m.add_function(wrap_pyfunction!(scheme::register_native_scheme, m)?)?;
