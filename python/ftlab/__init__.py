@@ -16,21 +16,41 @@ cheap: heavy modules (rich, polars, matplotlib) are imported only where they are
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
-from contextvars import ContextVar
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Literal, Union
+from typing import TYPE_CHECKING, Any, Callable
 
 from ftlab import _core
 from ftlab._core import FtlabError
+from ftlab._registry import (
+    causes,
+    families,
+    presets,
+    scheme_info,
+    schemes,
+    split_stack,
+    stacks,
+    summarize,
+    trace_formats,
+    workloads,
+)
+from ftlab._run import (
+    MODEL_0_1_SETS,
+    PathLike,
+    Precondition,
+    Result,
+    _model,
+    _sets,
+    _stack_sets,
+    model_0_1,
+    simulate,
+)
 from ftlab._scheme import (
     Device,
     Flash,
     Scheme,
     SchemeConfigError,
-    load_entry_points,
     register_native_scheme,
     register_scheme,
     unregister_scheme,
@@ -45,6 +65,7 @@ if TYPE_CHECKING:
 __version__: str = _core.__version__
 
 __all__ = [
+    "MODEL_0_1_SETS",
     "CompareResult",
     "Device",
     "Flash",
@@ -60,6 +81,7 @@ __all__ = [
     "compare",
     "families",
     "load_sweep",
+    "model_0_1",
     "pareto_front",
     "plot_heatmap",
     "plot_lines",
@@ -80,200 +102,6 @@ __all__ = [
     "unregister_scheme",
     "workloads",
 ]
-
-PathLike = Union[str, Path]
-Progress = Callable[[int, Union[float, None], str], object]
-#: How the device is prepared before the measured run (`precondition.mode`).
-Precondition = Literal["none", "fill", "steady"]
-
-
-@dataclass
-class Result:
-    """One finished run.
-
-    `report` is the full report (the `--json` output) as a dict, `summary` its headline
-    numbers; `time_series`, `latency_cdf`, `flash_ops`, `memory`, and for the log-block
-    schemes `merges` and `associativity`, are the same data as polars DataFrames.
-    """
-
-    json: str
-    wall_seconds: float
-    report: dict[str, Any] = field(init=False, repr=False)
-
-    def __post_init__(self) -> None:
-        self.report = json.loads(self.json)
-
-    @property
-    def ftl(self) -> str:
-        """The scheme's name."""
-        return str(self.report["ftl"])
-
-    @property
-    def summary(self) -> dict[str, Any]:
-        """The headline numbers of the run, flat (latencies in microseconds)."""
-        return summarize(self.report)
-
-    @property
-    def time_series(self) -> polars.DataFrame:
-        """Samples every `metrics.sample_every_requests` requests: request, time_ns,
-        host_pages_written, flash_programs, gc_invocations, memory_bytes, and the running
-        write amplification `waf`."""
-        from ftlab import _frames
-
-        return _frames.time_series(self.report)
-
-    @property
-    def latency_cdf(self) -> polars.DataFrame:
-        """Request latency distributions: op (read, write), quantile, latency_us.
-        Empty in mapping-only mode."""
-        from ftlab import _frames
-
-        return _frames.latency_cdf(self.report)
-
-    @property
-    def flash_ops(self) -> polars.DataFrame:
-        """Flash operations by kind (read, program, erase) and cause (every cause of
-        `causes()`, in report order)."""
-        from ftlab import _frames
-
-        return _frames.flash_ops(self.report)
-
-    @property
-    def memory(self) -> polars.DataFrame:
-        """Mapping DRAM by component: final and peak bytes."""
-        from ftlab import _frames
-
-        return _frames.memory(self.report)
-
-    @property
-    def merges(self) -> polars.DataFrame:
-        """Log-block schemes: merges by kind (switch, partial, full; per logical block)
-        and the pages each kind copied. Empty for the other schemes."""
-        from ftlab import _frames
-
-        return _frames.merges(self.report)
-
-    @property
-    def associativity(self) -> polars.DataFrame:
-        """Log-block schemes: how many logical blocks each reclaimed log block held
-        (`associativity`: 0 to 16, then `17-32`, `33-64`, `65+`) and how often
-        (`merges`). Empty for the other schemes."""
-        from ftlab import _frames
-
-        return _frames.associativity(self.report)
-
-    def _repr_html_(self) -> str:
-        from ftlab._format import html_table, run_rows
-
-        return html_table(["metric", "value"], run_rows(self.report, self.summary))
-
-
-def _sets(sets: Sequence[str], mapping_only: bool, precondition: str | None = None) -> list[str]:
-    """The overrides of a run: `precondition` first (so that `sets` may override it), then
-    `sets`, then `mapping_only`."""
-    overrides = [] if precondition is None else [f"precondition.mode={json.dumps(precondition)}"]
-    overrides += sets
-    if mapping_only:
-        overrides.append("replay.timing=false")
-    return overrides
-
-
-#: Overrides that select ftlab 0.1's device model on any preset: every flash operation
-#: placed in issue order (no read priority, suspend or multi-plane operations), garbage
-#: collection in the foreground, a fresh device, a write buffer that flushes only when a
-#: write finds it full, and no host interface or DRAM time. The paper reproductions run on it (with
-#: the `legacy` device where they named no preset) until they are set up again on the
-#: current model; see the README's Reproductions.
-MODEL_0_1_SETS = [
-    'precondition.mode="none"',
-    "precondition.warmup=false",
-    'gc.mode="foreground"',
-    "scheduler.read_priority=false",
-    "scheduler.suspend=false",
-    "scheduler.multi_plane=false",
-    'buffer.destage="on-full"',
-    "buffer.dram_bytes_per_s=0",
-    "interface.link_bytes_per_s=0",
-    "interface.command_ns=0",
-]
-_MODEL_0_1: ContextVar[bool] = ContextVar("ftlab_model_0_1", default=False)
-
-
-@contextmanager
-def model_0_1() -> Iterator[None]:
-    """Within the block, `simulate` and `compare` run on ftlab 0.1's device model
-    (`MODEL_0_1_SETS`, preset `legacy` where none is named)."""
-    token = _MODEL_0_1.set(True)
-    try:
-        yield
-    finally:
-        _MODEL_0_1.reset(token)
-
-
-def _model(preset: str | None, sets: list[str]) -> tuple[str | None, list[str]]:
-    if not _MODEL_0_1.get():
-        return preset, sets
-    return preset or "legacy", [*MODEL_0_1_SETS, *sets]
-
-
-def split_stack(name: str) -> tuple[str | None, str]:
-    """A scheme named with its host stack, `STACK+SCHEME` (`f2fs+dftl`, `alfs+aftl`): the
-    stack (None when not named) and the scheme (the core's rule)."""
-    return _core.split_stack(name)
-
-
-def _stack_sets(stack: str | None) -> list[str]:
-    return [] if stack is None else [f"host.stack={json.dumps(stack)}"]
-
-
-def simulate(
-    ftl: str = "page",
-    *,
-    trace: PathLike | None = None,
-    workload: str | None = None,
-    preset: str | None = None,
-    config: Sequence[PathLike] = (),
-    sets: Sequence[str] = (),
-    verify: bool = False,
-    mapping_only: bool = False,
-    format: str = "",
-    time_unit: str = "",
-    precondition: Precondition | None = None,
-    progress: Progress | None = None,
-    stack: str | None = None,
-) -> Result:
-    """Runs scheme `ftl` over a trace file or a synthetic workload.
-
-    `stack` names the host stack between the application and the device (`host.stack`:
-    `auto`, `inplace`, `f2fs`, `alfs`; see `stacks()`), as does naming the scheme
-    `STACK+SCHEME` (`f2fs+dftl`, which wins over `stack`).
-
-    Without `trace` or `workload`, the configuration's `[workload]` section runs.
-    `sets` are `key=value` overrides applied last (`trace.devices=["hm_0"]`,
-    `geometry.channels=8`, ...); `mapping_only` skips the timing model. `format` and
-    `time_unit` override `trace.format` and `trace.time_unit` (default: detected, and the
-    format's own unit). `precondition` (`none`, `fill`, `steady`) overrides
-    `precondition.mode`: how the device is prepared before the measured run (an entry of
-    `sets` naming the key wins). `progress(done, fraction, phase)` is called every 65,536 requests
-    (`phase` is "scan" while a trace is measured first, then "simulate"; `fraction` is the
-    share done). Raises FtlabError with a message naming the key, file, line or request
-    at fault.
-    """
-    load_entry_points()
-    preset, overrides = _model(preset, _stack_sets(stack) + _sets(sets, mapping_only, precondition))
-    text, wall = _core.run(
-        ftl,
-        trace=None if trace is None else str(trace),
-        workload=workload,
-        preset=preset,
-        config=[str(c) for c in config],
-        sets=overrides,
-        verify=verify,
-        format=format,
-        time_unit=time_unit,
-        progress=progress,
-    )
-    return Result(json=text, wall_seconds=wall)
 
 
 @dataclass
@@ -471,86 +299,6 @@ def trace_info(
         progress=progress,
     )
     return TraceInfo(json=text)
-
-
-def summarize(report: dict[str, Any]) -> dict[str, Any]:
-    """Headline numbers of a report (latencies in microseconds; None where not measured).
-
-    `saturated` is True when an open-loop replay outran the device (its latencies then
-    measure the queue), `saturated_in_bursts` when it did so only in bursts (in its busiest
-    second, `peak_window_utilisation`, a die was given more than a second's work);
-    `busiest_die_utilisation` is the busiest die's busy share of the
-    run (None in mapping-only runs); `precondition_mode` and `precondition_waf` say how
-    the device was prepared (None in reports of cores without preconditioning).
-
-    Log-block schemes (block, bast, fast, kast, fftl, kraft) add `log_blocks`,
-    `merges_switch`, `merges_partial`, `merges_full` (per logical block),
-    `merge_pages_copied`, `merge_time_mean_us` and `merge_time_max_us` (from the first to
-    the last flash operation of each merge operation, timed runs), `merge_cost_mean_us`
-    and `merge_cost_max_us` (the serial cost model, copies x (tR + tPROG) + erases x
-    tBERS) and `log_utilisation_at_merge` (share of a victim log block written); None for
-    the other schemes.
-
-    The core computes it (`ftlab._core.summarize`; its fields and their types:
-    `_core.summary_columns()`), from the report's JSON, so that saved reports summarise
-    the same way."""
-    return dict(json.loads(_core.summarize(json.dumps(report))))
-
-
-def presets() -> list[tuple[str, str]]:
-    """(name, description) of each configuration preset."""
-    return list(_core.presets())
-
-
-def stacks() -> list[tuple[str, str]]:
-    """(name, description) of each host stack (`host.stack`)."""
-    return list(_core.stacks())
-
-
-def scheme_info(family: str | None = None) -> list[dict[str, Any]]:
-    """Everything the registry knows of each scheme (of `family`, if given), built-in ones
-    in registry order then the registered ones: `name`, `description`, `family` (see
-    `families()`), `builtin`, `append_only`, `section` (its configuration defaults, or
-    None), `device_defaults` (TOML it applies over the preset, or None) and `advise` (its
-    own parameters `ftlab advise` sweeps: full key -> values)."""
-    load_entry_points()
-    info: list[dict[str, Any]] = json.loads(_core.scheme_info())
-    if family is not None:
-        known = {name for name, _ in _core.families()}
-        if family not in known:
-            raise FtlabError(f"unknown family `{family}`; the families are: {', '.join(known)}")
-        info = [s for s in info if s["family"] == family]
-    return info
-
-
-def families() -> list[tuple[str, str]]:
-    """(name, description) of each family of schemes (`scheme_info()["family"]`)."""
-    return list(_core.families())
-
-
-def schemes() -> list[tuple[str, str]]:
-    """(name, description) of each FTL scheme, as the core registers them: the built-in
-    ones, then the registered ones (`register_scheme`, installed plugins)."""
-    load_entry_points()
-    return list(_core.schemes())
-
-
-def causes() -> list[tuple[str, str, str]]:
-    """(name, group, description) of each flash operation cause, in report order: the keys
-    of a report's `flash.reads`, `flash.programs` and `flash.erases` (then `total`). The
-    group (`host`, `gc`, `translation`, `misprediction`, `merge`) is the family a summary
-    adds up (`merge_reads` is every `merge` cause's reads)."""
-    return list(_core.causes())
-
-
-def workloads() -> list[tuple[str, str]]:
-    """(name, description) of each built-in synthetic workload."""
-    return list(_core.workloads())
-
-
-def trace_formats() -> list[tuple[str, list[str], str, str, str]]:
-    """(name, aliases, description, time unit, example line) of each trace format."""
-    return list(_core.trace_formats())
 
 
 def sweep(

@@ -25,8 +25,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Literal
 
-from ftlab import FtlabError, _core
+from ftlab import _core
 from ftlab import _sweep as sw
+from ftlab._core import FtlabError
 
 if TYPE_CHECKING:
     import polars as pl
@@ -38,7 +39,7 @@ GOALS: tuple[Goal, ...] = ("latency", "waf", "endurance")
 #: The parameters of each scheme the advisor sweeps (every combination), beside the budget.
 def own_parameters() -> dict[str, dict[str, list[Any]]]:
     """Each scheme's own parameters to sweep, from the registry: scheme -> key -> values."""
-    from ftlab import scheme_info
+    from ftlab._registry import scheme_info
 
     return {s["name"]: dict(s["advise"]) for s in scheme_info()}
 

@@ -13,7 +13,10 @@ from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wai
 from multiprocessing import get_context
 from typing import Any, Callable
 
-from ftlab import FtlabError, Result, _core, split_stack
+from ftlab import _core
+from ftlab._core import FtlabError
+from ftlab._registry import split_stack
+from ftlab._run import Result
 from ftlab._scheme import in_process_only, load_entry_points
 
 

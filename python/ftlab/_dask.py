@@ -19,7 +19,8 @@ import os
 from pathlib import Path
 from typing import Any, Callable, Protocol, TypeVar
 
-from ftlab import FtlabError, _core
+from ftlab import _core
+from ftlab._core import FtlabError
 
 
 class ClusterTask(Protocol):

@@ -33,7 +33,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Union
 
-from ftlab import FtlabError, _core, _sets, summarize
+from ftlab import _core
+from ftlab._core import FtlabError
+from ftlab._registry import summarize
+from ftlab._run import _sets
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -148,7 +151,7 @@ def _section(key: str) -> str:
 
 
 def scheme_names() -> list[str]:
-    from ftlab import schemes
+    from ftlab._registry import schemes
 
     return [name for name, _ in schemes()]
 
@@ -593,7 +596,7 @@ Outcome = tuple[str, dict[str, Any]]
 
 
 def _in_process_only(scheme: str) -> bool:
-    from ftlab import split_stack
+    from ftlab._registry import split_stack
     from ftlab._scheme import in_process_only
 
     return in_process_only(split_stack(scheme)[1])
