@@ -5,6 +5,7 @@
 
 pub mod api;
 pub mod blocks;
+pub mod breakdown;
 pub mod buffer;
 pub mod config;
 pub mod device;

@@ -132,6 +132,7 @@ pub struct EraseCounts {
 /// digits (values below 2,048 exact, then 1,024 sub-buckets per power of two), which
 /// [`Latency::stats`] hands to `hdrhistogram` for the quantiles: the same results as
 /// recording every value there, for a fifth of the cost on every timed request.
+#[derive(Clone)]
 pub struct Latency {
     counts: Vec<u64>,
     sum: u128,
@@ -167,6 +168,8 @@ pub const LATENCY_QUANTILES: [f64; 16] = [
 #[derive(Clone, Debug, Serialize)]
 pub struct LatencyStats {
     pub count: u64,
+    /// The latencies added up (what [`crate::breakdown`]'s parts add up to).
+    pub total_ns: u128,
     pub mean_ns: f64,
     /// Standard deviation (population), from the exact sums of values and squares.
     pub stdev_ns: f64,
@@ -206,6 +209,32 @@ impl Latency {
         self.max = self.max.max(ns);
     }
 
+    /// Values recorded.
+    pub fn count(&self) -> u64 {
+        self.counts.iter().sum()
+    }
+
+    /// Records `n` zeros at once (the requests a latency part did not touch).
+    pub fn record_zeros(&mut self, n: u64) {
+        if n > 0 {
+            if self.counts.is_empty() {
+                self.counts.push(0);
+            }
+            self.counts[0] += n;
+            self.min = 0;
+        }
+    }
+
+    /// The value at quantile `q` (0 with nothing recorded).
+    pub fn quantile(&self, q: f64) -> u64 {
+        if self.count() == 0 {
+            return 0;
+        }
+        self.histogram()
+            .value_at_quantile(q)
+            .clamp(self.min, self.max)
+    }
+
     /// Counts a first value in bucket `i`, beyond the buckets so far.
     #[cold]
     fn grow_to(&mut self, i: usize) {
@@ -243,6 +272,7 @@ impl Latency {
         let mean_ns = self.sum as f64 / n;
         LatencyStats {
             count,
+            total_ns: self.sum,
             mean_ns,
             stdev_ns: (self.sum_squares as f64 / n - mean_ns * mean_ns)
                 .max(0.0)
@@ -341,6 +371,8 @@ pub struct Metrics {
     pub memory_bytes: MemoryReport,
     /// Null in mapping-only mode.
     pub latency: Option<LatencyReport>,
+    /// Where the read and write latencies went, by part (null in mapping-only mode).
+    pub latency_breakdown: Option<crate::breakdown::LatencyBreakdown>,
     /// From the first arrival to the last completion; null in mapping-only mode.
     pub simulated_time_ns: Option<u64>,
     pub iops: Option<f64>,
@@ -424,6 +456,10 @@ pub struct LoadReport {
     pub saturated: bool,
     /// Saturated in bursts only: the run as a whole did not saturate the device.
     pub saturated_in_bursts: bool,
+    /// The waits that hold a large share of the read or write latency, whatever the die
+    /// utilisation: which, how many requests, and what to change
+    /// ([`crate::breakdown::stalls`]).
+    pub stalls: Vec<crate::breakdown::Stall>,
     /// A `replay.time_scale` at which the busiest die would be about 70% busy, over the
     /// run and in its busiest window (saturated open-loop runs only).
     pub suggested_time_scale: Option<f64>,

@@ -1,0 +1,473 @@
+//! Where each request's time went: its latency split into [`Part`]s that add up to it
+//! exactly, in integer nanoseconds.
+//!
+//! The split follows the request's completion. A request ends when the last of what it
+//! waits for ends (its flash operations, its buffer slot, its data across the link); each
+//! time one of them pushes the request's end further, the stretch it adds is charged to
+//! what that operation was doing during it: waiting for its die or channel (charged to
+//! whoever held the die then, [`Occupants`]), being suspended into, sensing, transferring,
+//! programming or erasing (charged by the operation's cause: a translation read's sensing
+//! is `translation`, a foreground GC copy's is `fg_gc`). The host interface and the DRAM
+//! add their own stretches before and after. Only counters are kept: per operation type a
+//! sum and a histogram per part ([`BreakdownStats`]), no per-request record.
+
+use crate::metrics::Latency;
+use crate::nand::Cause;
+use serde::Serialize;
+
+/// Declares the parts once: the [`Part`] enum, [`PARTS`], [`PART_COUNT`], each part's
+/// name, description and summary column names.
+macro_rules! parts {
+    ($($variant:ident = $name:literal, $description:literal;)+) => {
+        /// A cause of latency ([`PARTS`] in report order).
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        pub enum Part {
+            $(
+                #[doc = $description]
+                $variant,
+            )+
+        }
+
+        pub const PART_COUNT: usize = [$($name),+].len();
+
+        /// Every part, in report order (`PARTS[p as usize] == p`).
+        pub const PARTS: [Part; PART_COUNT] = [$(Part::$variant),+];
+
+        /// The summary's columns: each part's mean share of a read's latency, then of a
+        /// write's, in microseconds.
+        pub const SUMMARY_COLUMNS: [&str; 2 * PART_COUNT] = [
+            $(concat!("read_", $name, "_us"),)+
+            $(concat!("write_", $name, "_us"),)+
+        ];
+
+        impl Part {
+            /// The part's name in reports.
+            pub const fn name(self) -> &'static str {
+                match self {
+                    $(Part::$variant => $name,)+
+                }
+            }
+
+            /// What the part is, in a few words.
+            pub const fn description(self) -> &'static str {
+                match self {
+                    $(Part::$variant => $description,)+
+                }
+            }
+        }
+    };
+}
+
+parts! {
+    HostInterface = "host_interface", "the command and the data crossing the host link";
+    Dram = "dram", "data copied into or out of the controller's DRAM (buffer hits, unmapped pages, buffered writes)";
+    BufferWait = "buffer_wait", "a write waiting for a free write-buffer slot";
+    QueueHost = "queue_host", "queueing behind other host I/O on the die or channel";
+    BgGc = "bg_gc", "waiting behind background garbage collection";
+    BgMerge = "bg_merge", "waiting behind background log-block merges";
+    BgHostCleaning = "bg_host_cleaning", "waiting behind the host stack's background cleaning";
+    BgMapping = "bg_mapping", "waiting behind background mapping write-back";
+    FgGc = "fg_gc", "foreground garbage collection: behind it, or doing it (folding included)";
+    FgMerge = "fg_merge", "foreground log-block merges: behind them, or doing them";
+    FgHostCleaning = "fg_host_cleaning", "the host stack's cleaning in the foreground: behind it, or doing it";
+    FgMapping = "fg_mapping", "mapping (translation page) write-back in the foreground";
+    Suspension = "suspension", "suspending a program or erase to read";
+    Sense = "sense", "sensing the page (tR)";
+    Program = "program", "programming the page (tPROG)";
+    Erase = "erase", "erasing a block (tBERS) in the request's path";
+    Transfer = "transfer", "the page crossing the flash channel";
+    Translation = "translation", "reading translation pages to locate the data";
+    Misprediction = "misprediction", "extra reads after a wrong location prediction";
+}
+
+impl Part {
+    /// What a request waiting behind an operation of `cause` (counted cause, see
+    /// [`crate::nand::Flash::set_host_cause`]) waits behind.
+    #[inline(always)]
+    pub fn behind(cause: Cause, background: bool, program: bool) -> Part {
+        match (cause, background) {
+            (Cause::Gc, false) => Part::FgGc,
+            (Cause::Gc, true) => Part::BgGc,
+            (Cause::MergeSwitch | Cause::MergePartial | Cause::MergeFull, false) => Part::FgMerge,
+            (Cause::MergeSwitch | Cause::MergePartial | Cause::MergeFull, true) => Part::BgMerge,
+            (Cause::HostCleaning, false) => Part::FgHostCleaning,
+            (Cause::HostCleaning, true) => Part::BgHostCleaning,
+            (Cause::Translation, true) => Part::BgMapping,
+            (Cause::Translation, false) if program => Part::FgMapping,
+            _ => Part::QueueHost,
+        }
+    }
+
+    /// What the service phase `self` (sensing, transfer, program, erase) of an operation
+    /// of `cause` (a `program` or erase, or a read) in the request's own path counts as;
+    /// waits are returned as they are.
+    #[inline(always)]
+    pub fn own(self, cause: Cause, program: bool) -> Part {
+        if !matches!(
+            self,
+            Part::Sense | Part::Program | Part::Erase | Part::Transfer
+        ) {
+            return self;
+        }
+        match cause {
+            Cause::Host | Cause::FsMetadata => self,
+            Cause::Gc => Part::FgGc,
+            Cause::MergeSwitch | Cause::MergePartial | Cause::MergeFull => Part::FgMerge,
+            Cause::HostCleaning => Part::FgHostCleaning,
+            Cause::Translation if program => Part::FgMapping,
+            Cause::Translation => Part::Translation,
+            Cause::Misprediction => Part::Misprediction,
+        }
+    }
+
+    /// A stall: waiting behind other work, not the request's own service.
+    pub fn is_stall(self) -> bool {
+        matches!(
+            self,
+            Part::BufferWait
+                | Part::QueueHost
+                | Part::BgGc
+                | Part::BgMerge
+                | Part::BgHostCleaning
+                | Part::BgMapping
+                | Part::FgGc
+                | Part::FgMerge
+                | Part::FgHostCleaning
+                | Part::FgMapping
+        )
+    }
+
+    /// What to change when this stall dominates.
+    pub fn remedy(self) -> &'static str {
+        match self {
+            Part::BufferWait => {
+                "the write buffer fills faster than it drains: a larger buffer.size_bytes, \
+                 or a lower replay.time_scale only if the trace is compressed"
+            }
+            Part::QueueHost => {
+                "the host's own I/O queues on the dies: spread arrivals (replay.time_scale) or \
+                 add parallelism (geometry.channels, dies)"
+            }
+            Part::BgGc | Part::FgGc => {
+                "garbage collection is in the requests' path: more over-provisioning \
+                 (geometry.over_provisioning), background GC (gc.mode), or read priority and \
+                 suspension (scheduler.*)"
+            }
+            Part::BgMerge | Part::FgMerge => {
+                "log-block merges are in the requests' path: more log blocks, or a page-mapped \
+                 scheme"
+            }
+            Part::BgHostCleaning | Part::FgHostCleaning => {
+                "the host file system's cleaning is in the requests' path: more free space for \
+                 the file system (lfs.* reserve, a smaller working set), or let it age in \
+                 preconditioning (precondition.workload_requests)"
+            }
+            Part::BgMapping | Part::FgMapping => {
+                "mapping write-back is in the requests' path: more mapping DRAM \
+                 (dram.budget_fraction)"
+            }
+            _ => "",
+        }
+    }
+}
+
+/// One request's latency by part, in ns.
+pub type Parts = [u64; PART_COUNT];
+
+/// The phases of the last operation the timing model placed in a request's path: each
+/// stretch `[start, end)` from its ready time to its end, with what it was. A request
+/// whose end the operation pushes from `t` to the operation's end is charged the phases'
+/// overlaps with `[t, end)`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Phases {
+    start: [u64; Phases::MAX],
+    end: [u64; Phases::MAX],
+    part: [Part; Phases::MAX],
+    len: usize,
+}
+
+impl Default for Phases {
+    fn default() -> Self {
+        Phases {
+            start: [0; Phases::MAX],
+            end: [0; Phases::MAX],
+            part: [Part::QueueHost; Phases::MAX],
+            len: 0,
+        }
+    }
+}
+
+impl Phases {
+    /// A wait split over the die's occupants (up to [`Occupants::DEPTH`]) and three or
+    /// four service phases.
+    const MAX: usize = 8;
+
+    #[inline(always)]
+    pub fn clear(&mut self) {
+        self.len = 0;
+    }
+
+    /// Adds the stretch `[start, end)`, if not empty.
+    #[inline(always)]
+    pub fn push(&mut self, start: u64, end: u64, part: Part) {
+        if start < end && self.len < Self::MAX {
+            self.start[self.len] = start;
+            self.end[self.len] = end;
+            self.part[self.len] = part;
+            self.len += 1;
+        }
+    }
+
+    /// Charges to `parts` the stretch `[from, to)` of a request's time that the operation
+    /// (of `cause`) added: each phase's overlap with it, and what no phase covers to
+    /// `rest` (`own`-mapped), so that exactly `to - from` is charged.
+    /// `rest` is [`Part::Program`] or [`Part::Erase`] for a program or an erase.
+    #[inline]
+    pub fn charge(&self, from: u64, to: u64, cause: Cause, rest: Part, parts: &mut Parts) {
+        let program = matches!(rest, Part::Program | Part::Erase);
+        let mut left = to - from;
+        for i in 0..self.len {
+            let overlap = self.end[i].min(to).saturating_sub(self.start[i].max(from));
+            parts[self.part[i].own(cause, program) as usize] += overlap;
+            left -= overlap;
+        }
+        parts[rest.own(cause, program) as usize] += left;
+    }
+}
+
+/// Who held a die lately: the starts of its last few runs of work of one kind ([`Part`]
+/// as [`Part::behind`] names it), newest first, so that a wait for the die is split
+/// between them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Occupants {
+    start: [u64; Occupants::DEPTH],
+    part: [Part; Occupants::DEPTH],
+}
+
+impl Default for Occupants {
+    fn default() -> Self {
+        Occupants {
+            start: [0; Occupants::DEPTH],
+            part: [Part::QueueHost; Occupants::DEPTH],
+        }
+    }
+}
+
+impl Occupants {
+    pub const DEPTH: usize = 4;
+
+    /// The die runs work of kind `part` from `start` on.
+    #[inline(always)]
+    pub fn occupy(&mut self, part: Part, start: u64) {
+        if self.part[0] != part {
+            self.start.copy_within(0..Self::DEPTH - 1, 1);
+            self.part.copy_within(0..Self::DEPTH - 1, 1);
+            self.start[0] = start;
+            self.part[0] = part;
+        }
+    }
+
+    /// The kind of work the die runs last.
+    #[inline(always)]
+    pub fn last(&self) -> Part {
+        self.part[0]
+    }
+
+    /// Splits a wait for the die over `[from, to)` between its occupants: each its own
+    /// stretch, the oldest remembered everything before.
+    #[inline]
+    pub fn split(&self, from: u64, to: u64, phases: &mut Phases) {
+        let mut end = to;
+        for i in 0..Self::DEPTH {
+            if end <= from {
+                return;
+            }
+            let start = if i == Self::DEPTH - 1 {
+                from
+            } else {
+                self.start[i].clamp(from, end)
+            };
+            phases.push(start, end, self.part[i]);
+            end = start;
+        }
+    }
+}
+
+/// The breakdown of one request type's latencies: per part, the sum and the distribution
+/// over every request (requests without the part count as 0).
+#[derive(Default)]
+pub struct BreakdownStats {
+    requests: u64,
+    sums: [u128; PART_COUNT],
+    /// Only the requests with the part (the others are zeros, added at the end).
+    hists: Vec<Latency>,
+}
+
+impl BreakdownStats {
+    #[inline]
+    pub fn record(&mut self, parts: &Parts) {
+        if self.hists.is_empty() {
+            self.hists = (0..PART_COUNT).map(|_| Latency::default()).collect();
+        }
+        self.requests += 1;
+        for (i, &ns) in parts.iter().enumerate() {
+            if ns != 0 {
+                self.sums[i] += ns as u128;
+                self.hists[i].record(ns);
+            }
+        }
+    }
+
+    pub fn report(&self) -> OpBreakdown {
+        let n = self.requests.max(1) as f64;
+        let total: u128 = self.sums.iter().sum();
+        let parts = PARTS
+            .iter()
+            .map(|&p| {
+                let i = p as usize;
+                let (held, p99_ns) = match self.hists.get(i) {
+                    Some(h) => {
+                        let held = h.count();
+                        let mut all = h.clone();
+                        all.record_zeros(self.requests - held);
+                        (held, all.quantile(0.99))
+                    }
+                    None => (0, 0),
+                };
+                PartStats {
+                    part: p.name(),
+                    mean_ns: self.sums[i] as f64 / n,
+                    p99_ns,
+                    share: if total == 0 {
+                        0.0
+                    } else {
+                        self.sums[i] as f64 / total as f64
+                    },
+                    requests: held,
+                }
+            })
+            .collect();
+        OpBreakdown {
+            requests: self.requests,
+            total_ns: total,
+            parts,
+        }
+    }
+}
+
+/// One part of one request type's latency.
+#[derive(Clone, Debug, Serialize)]
+pub struct PartStats {
+    pub part: &'static str,
+    /// Its mean over every request (the parts' means add up to the mean latency).
+    pub mean_ns: f64,
+    /// Its 99th percentile over every request.
+    pub p99_ns: u64,
+    /// Its share of the total latency.
+    pub share: f64,
+    /// Requests whose latency has some of it.
+    pub requests: u64,
+}
+
+/// One request type's latency by part ([`PARTS`] order).
+#[derive(Clone, Debug, Serialize)]
+pub struct OpBreakdown {
+    pub requests: u64,
+    /// The requests' latencies added up (the parts add up to it exactly).
+    pub total_ns: u128,
+    pub parts: Vec<PartStats>,
+}
+
+impl OpBreakdown {
+    pub fn get(&self, part: Part) -> &PartStats {
+        &self.parts[part as usize]
+    }
+}
+
+/// Where the time went, per request type.
+#[derive(Clone, Debug, Serialize)]
+pub struct LatencyBreakdown {
+    pub read: OpBreakdown,
+    pub write: OpBreakdown,
+}
+
+/// A wait that holds a large share of a request type's latency ([`stalls`]).
+#[derive(Clone, Debug, Serialize)]
+pub struct Stall {
+    /// `read` or `write`.
+    pub op: &'static str,
+    pub part: &'static str,
+    pub description: &'static str,
+    /// Requests of that type it held.
+    pub requests: u64,
+    /// Its share of that type's total latency.
+    pub share: f64,
+    pub mean_ns: f64,
+    pub remedy: &'static str,
+}
+
+/// Stalls holding at least this share of a request type's latency are reported.
+pub const STALL_SHARE: f64 = 0.2;
+/// ...when they add at least this much to the mean (a 20% stall of a 10 us mean is noise).
+pub const STALL_MIN_MEAN_NS: f64 = 100_000.0;
+
+/// The dominant stalls of a breakdown, largest first.
+pub fn stalls(breakdown: &LatencyBreakdown) -> Vec<Stall> {
+    let mut out = Vec::new();
+    for (op, b) in [("read", &breakdown.read), ("write", &breakdown.write)] {
+        for &p in PARTS.iter().filter(|p| p.is_stall()) {
+            let s = b.get(p);
+            if s.share >= STALL_SHARE && s.mean_ns >= STALL_MIN_MEAN_NS {
+                out.push(Stall {
+                    op,
+                    part: p.name(),
+                    description: p.description(),
+                    requests: s.requests,
+                    share: s.share,
+                    mean_ns: s.mean_ns,
+                    remedy: p.remedy(),
+                });
+            }
+        }
+    }
+    out.sort_by(|a, b| b.share.total_cmp(&a.share).then(a.op.cmp(b.op)));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn occupants_split_a_wait_newest_first_and_cover_it() {
+        let mut o = Occupants::default();
+        o.occupy(Part::QueueHost, 0);
+        o.occupy(Part::FgGc, 100);
+        o.occupy(Part::FgGc, 150); // same kind: one run
+        o.occupy(Part::BgMerge, 300);
+        let mut ph = Phases::default();
+        o.split(50, 400, &mut ph);
+        let mut parts = [0; PART_COUNT];
+        ph.charge(50, 400, Cause::Host, Part::Sense, &mut parts);
+        assert_eq!(parts[Part::BgMerge as usize], 100);
+        assert_eq!(parts[Part::FgGc as usize], 200);
+        assert_eq!(parts[Part::QueueHost as usize], 50);
+        assert_eq!(parts.iter().sum::<u64>(), 350);
+    }
+
+    #[test]
+    fn a_stretch_no_phase_covers_goes_to_the_rest() {
+        let mut ph = Phases::default();
+        ph.push(10, 20, Part::Sense);
+        let mut parts = [0; PART_COUNT];
+        ph.charge(0, 30, Cause::Translation, Part::Sense, &mut parts);
+        assert_eq!(parts[Part::Translation as usize], 30);
+    }
+
+    #[test]
+    fn summary_columns_follow_the_parts() {
+        assert_eq!(SUMMARY_COLUMNS[0], "read_host_interface_us");
+        assert_eq!(SUMMARY_COLUMNS[PART_COUNT], "write_host_interface_us");
+        assert_eq!(PARTS[Part::Misprediction as usize], Part::Misprediction);
+    }
+}
