@@ -98,25 +98,35 @@ impl Part {
         }
     }
 
-    /// What the service phase `self` (sensing, transfer, program, erase) of an operation
-    /// of `cause` (a `program` or erase, or a read) in the request's own path counts as;
-    /// waits are returned as they are.
+    /// Whether the part is a phase of a flash operation's own service (sensing, program,
+    /// erase, transfer: declared one after the other).
     #[inline(always)]
-    pub fn own(self, cause: Cause, program: bool) -> Part {
-        if !matches!(
-            self,
-            Part::Sense | Part::Program | Part::Erase | Part::Transfer
-        ) {
-            return self;
-        }
+    fn is_service(self) -> bool {
+        (self as u8).wrapping_sub(Part::Sense as u8) <= Part::Transfer as u8 - Part::Sense as u8
+    }
+
+    /// What the service phases of an operation of `cause` (a `program` or erase, or a
+    /// read) in the request's own path count as, if not as themselves (host data).
+    #[inline(always)]
+    pub fn service_of(cause: Cause, program: bool) -> Option<Part> {
         match cause {
-            Cause::Host | Cause::FsMetadata => self,
-            Cause::Gc => Part::FgGc,
-            Cause::MergeSwitch | Cause::MergePartial | Cause::MergeFull => Part::FgMerge,
-            Cause::HostCleaning => Part::FgHostCleaning,
-            Cause::Translation if program => Part::FgMapping,
-            Cause::Translation => Part::Translation,
-            Cause::Misprediction => Part::Misprediction,
+            Cause::Host | Cause::FsMetadata => None,
+            Cause::Gc => Some(Part::FgGc),
+            Cause::MergeSwitch | Cause::MergePartial | Cause::MergeFull => Some(Part::FgMerge),
+            Cause::HostCleaning => Some(Part::FgHostCleaning),
+            Cause::Translation if program => Some(Part::FgMapping),
+            Cause::Translation => Some(Part::Translation),
+            Cause::Misprediction => Some(Part::Misprediction),
+        }
+    }
+
+    /// What the phase `self` of an operation whose service counts as `service`
+    /// ([`Part::service_of`]) counts as: waits as they are.
+    #[inline(always)]
+    pub fn own(self, service: Option<Part>) -> Part {
+        match service {
+            Some(s) if self.is_service() => s,
+            _ => self,
         }
     }
 
@@ -221,17 +231,16 @@ impl Phases {
     /// Charges to `parts` the stretch `[from, to)` of a request's time that the operation
     /// (of `cause`) added: each phase's overlap with it, and what no phase covers to
     /// `rest` (`own`-mapped), so that exactly `to - from` is charged.
-    /// `rest` is [`Part::Program`] or [`Part::Erase`] for a program or an erase.
+    /// `service` is what the operation's service phases count as ([`Part::service_of`]).
     #[inline]
-    pub fn charge(&self, from: u64, to: u64, cause: Cause, rest: Part, parts: &mut Parts) {
-        let program = matches!(rest, Part::Program | Part::Erase);
+    pub fn charge(&self, from: u64, to: u64, service: Option<Part>, rest: Part, parts: &mut Parts) {
         let mut left = to - from;
         for i in 0..self.len {
             let overlap = self.end[i].min(to).saturating_sub(self.start[i].max(from));
-            parts[self.part[i].own(cause, program) as usize] += overlap;
+            parts[self.part[i].own(service) as usize] += overlap;
             left -= overlap;
         }
-        parts[rest.own(cause, program) as usize] += left;
+        parts[rest.own(service) as usize] += left;
     }
 }
 
@@ -298,7 +307,8 @@ impl Occupants {
 #[derive(Default)]
 pub struct BreakdownStats {
     requests: u64,
-    sums: [u128; PART_COUNT],
+    /// In ns (a u64 holds 584 years).
+    sums: [u64; PART_COUNT],
     /// Only the requests with the part (the others are zeros, added at the end).
     hists: Vec<Latency>,
 }
@@ -306,21 +316,21 @@ pub struct BreakdownStats {
 impl BreakdownStats {
     #[inline]
     pub fn record(&mut self, parts: &Parts) {
-        if self.hists.is_empty() {
-            self.hists = (0..PART_COUNT).map(|_| Latency::default()).collect();
+        if self.hists.len() != PART_COUNT {
+            self.hists = vec![Latency::default(); PART_COUNT];
         }
         self.requests += 1;
         for (i, &ns) in parts.iter().enumerate() {
             if ns != 0 {
-                self.sums[i] += ns as u128;
-                self.hists[i].record(ns);
+                self.sums[i] += ns;
+                self.hists[i].record_for_quantiles(ns);
             }
         }
     }
 
     pub fn report(&self) -> OpBreakdown {
         let n = self.requests.max(1) as f64;
-        let total: u128 = self.sums.iter().sum();
+        let total: u128 = self.sums.iter().map(|&s| s as u128).sum();
         let parts = PARTS
             .iter()
             .map(|&p| {
@@ -448,7 +458,7 @@ mod tests {
         let mut ph = Phases::default();
         o.split(50, 400, &mut ph);
         let mut parts = [0; PART_COUNT];
-        ph.charge(50, 400, Cause::Host, Part::Sense, &mut parts);
+        ph.charge(50, 400, None, Part::Sense, &mut parts);
         assert_eq!(parts[Part::BgMerge as usize], 100);
         assert_eq!(parts[Part::FgGc as usize], 200);
         assert_eq!(parts[Part::QueueHost as usize], 50);
@@ -460,7 +470,8 @@ mod tests {
         let mut ph = Phases::default();
         ph.push(10, 20, Part::Sense);
         let mut parts = [0; PART_COUNT];
-        ph.charge(0, 30, Cause::Translation, Part::Sense, &mut parts);
+        let service = Part::service_of(Cause::Translation, false);
+        ph.charge(0, 30, service, Part::Sense, &mut parts);
         assert_eq!(parts[Part::Translation as usize], 30);
     }
 

@@ -209,6 +209,19 @@ impl Latency {
         self.max = self.max.max(ns);
     }
 
+    /// Counts `ns` for the quantiles only: the mean and deviation are left to the caller
+    /// (a latency part's sum is kept with the breakdown).
+    #[inline]
+    pub fn record_for_quantiles(&mut self, ns: u64) {
+        let i = bucket(ns);
+        match self.counts.get_mut(i) {
+            Some(c) => *c += 1,
+            None => self.grow_to(i),
+        }
+        self.min = self.min.min(ns);
+        self.max = self.max.max(ns);
+    }
+
     /// Values recorded.
     pub fn count(&self) -> u64 {
         self.counts.iter().sum()

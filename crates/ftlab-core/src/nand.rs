@@ -901,20 +901,26 @@ impl Flash {
     /// The current request waits for an operation of `cause` that ends at `done`: what it
     /// adds to the request's time is charged to the phases the timing model gave the
     /// operation (`phased`), the rest (all of it for a run of operations) to `rest`, as
-    /// the operation's cause counts it ([`Part::own`]).
-    #[inline]
+    /// the operation's cause counts it ([`Part::service_of`]; `rest` is
+    /// [`Part::Program`] or [`Part::Erase`] for a program or an erase).
+    #[inline(always)]
     fn waits_for(&mut self, done: u64, cause: Cause, rest: Part, phased: bool) {
-        if self.background || done <= self.request_done {
-            return;
+        if !self.background && done > self.request_done {
+            self.charge(done, cause, rest, phased);
         }
+    }
+
+    /// [`Flash::waits_for`] when the request's end moves.
+    #[inline(never)]
+    fn charge(&mut self, done: u64, cause: Cause, rest: Part, phased: bool) {
         let from = self.request_done;
-        let cause = CAUSES[self.counter(cause)];
+        let program = matches!(rest, Part::Program | Part::Erase);
+        let service = Part::service_of(CAUSES[self.counter(cause)], program);
         match (phased, self.timeline.as_ref()) {
-            (true, Some(t)) => t.phases().charge(from, done, cause, rest, &mut self.parts),
-            _ => {
-                let program = matches!(rest, Part::Program | Part::Erase);
-                self.parts[rest.own(cause, program) as usize] += done - from;
-            }
+            (true, Some(t)) => t
+                .phases()
+                .charge(from, done, service, rest, &mut self.parts),
+            _ => self.parts[rest.own(service) as usize] += done - from,
         }
         self.request_done = done;
     }

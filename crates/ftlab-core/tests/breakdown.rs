@@ -47,14 +47,15 @@ impl Visitor for CheckEach<'_> {
 }
 
 /// A small device on the default timing (host interface, DRAM, read priority, suspension,
-/// multi-plane), filled before the requests so that GC, merges and translation I/O run.
+/// multi-plane), in steady state before the requests so that GC, merges and translation
+/// I/O run.
 fn device(scheme: &str, buffer_pages: u64) -> Config {
     let mut cfg = small_config((2, 1, 2, 2), 64, 16, 0.25);
     cfg.interface = Default::default();
     cfg.buffer.dram_bytes_per_s = 10_000_000_000;
     cfg.buffer.size_bytes = buffer_pages * 4096;
     cfg.scheduler.suspend = true;
-    cfg.precondition.mode = PreconditionMode::Fill;
+    cfg.precondition.mode = PreconditionMode::Steady;
     // A mapping cache of half the map (selective loads 64 KiB blocks: the whole
     // small map).
     if scheme != "selective" {

@@ -176,7 +176,7 @@ fn summarize(report_json: &str) -> PyResult<String> {
 /// (name, type) of each summary field: `str`, `int`, `float` or `bool`.
 #[pyfunction]
 fn summary_columns() -> Vec<(String, String)> {
-    pairs(ftlab_core::summary::COLUMNS)
+    pairs(&ftlab_core::summary::columns())
 }
 
 /// (name, description) of each scheme family.
