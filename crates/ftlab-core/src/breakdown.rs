@@ -151,8 +151,9 @@ impl Part {
     pub fn remedy(self) -> &'static str {
         match self {
             Part::BufferWait => {
-                "the write buffer fills faster than it drains: a larger buffer.size_bytes, \
-                 or a lower replay.time_scale only if the trace is compressed"
+                "the write buffer fills faster than the flash drains it (the flushes wait \
+                 for what holds the dies): a larger buffer.size_bytes, or spread arrivals \
+                 (replay.time_scale)"
             }
             Part::QueueHost => {
                 "the host's own I/O queues on the dies: spread arrivals (replay.time_scale) or \

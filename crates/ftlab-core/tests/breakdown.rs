@@ -271,3 +271,47 @@ fn own_work_is_charged_by_its_cause() {
         ]
     );
 }
+
+fn stalls_of(r: &Report) -> Vec<(&'static str, &'static str, f64)> {
+    let load = r.metrics.load.as_ref().unwrap();
+    load.stalls
+        .iter()
+        .map(|s| (s.op, s.part, s.share))
+        .collect()
+}
+
+/// The case: aftl under ALFS on the MSR Cambridge excerpt (default device, steady
+/// preconditioning) is not saturated by die time, but its reads queue behind the file
+/// system's foreground cleaning: the load report names that stall. A page-FTL run the
+/// device keeps up with has none.
+#[test]
+fn the_stall_is_named_on_msr_with_aftl_and_absent_when_unsaturated() {
+    let Some(dir) = traces_dir() else { return };
+    let opts = RunOptions {
+        ftl: "aftl".into(),
+        trace: Some(dir.join("msr_cambridge_caffeine_sample/msr-cambridge1-sample.csv")),
+        sets: vec!["precondition.mode=\"steady\"".into()],
+        ..RunOptions::default()
+    };
+    let r = api::run(&opts, &mut |_| true).unwrap().report;
+    let stalls = stalls_of(&r);
+    let cleaning = stalls
+        .iter()
+        .find(|s| s.0 == "read" && s.1 == "fg_host_cleaning")
+        .unwrap_or_else(|| panic!("no host-cleaning stall: {stalls:?}"));
+    assert!(cleaning.2 > 0.5, "{stalls:?}");
+    assert!(!r.metrics.load.as_ref().unwrap().saturated);
+
+    let opts = RunOptions {
+        ftl: "page".into(),
+        workload: Some("default".into()),
+        sets: vec![
+            "workload.requests=20000".into(),
+            "precondition.mode=\"fill\"".into(),
+        ],
+        ..RunOptions::default()
+    };
+    let r = api::run(&opts, &mut |_| true).unwrap().report;
+    assert!(!r.metrics.load.as_ref().unwrap().saturated);
+    assert_eq!(stalls_of(&r), vec![]);
+}
