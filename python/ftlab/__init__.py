@@ -144,6 +144,13 @@ class CompareResult:
 
         return _frames.concat_with_scheme({n: r.latency_cdf for n, r in self.results.items()})
 
+    @property
+    def latency_breakdown(self) -> polars.DataFrame:
+        """Every scheme's latency breakdown, with a `scheme` column."""
+        from ftlab import _frames
+
+        return _frames.concat_with_scheme({n: r.latency_breakdown for n, r in self.results.items()})
+
     def write_report(self, folder: PathLike) -> Path:
         """Writes the report folder: the table (CSV, Markdown), every run's JSON, plots
         (PNG and SVG) and `index.html` linking them. Returns the HTML page's path."""

@@ -409,6 +409,102 @@ def saturation_warning(report: dict[str, Any]) -> str | None:
     )
 
 
+#: What each stall is, for the warnings (the part names of `metrics.latency_breakdown`).
+STALL_NAMES = {
+    "buffer_wait": "waiting for a write-buffer slot",
+    "queue_host": "queueing behind other host I/O",
+    "bg_gc": "background garbage collection",
+    "bg_merge": "background log-block merges",
+    "bg_host_cleaning": "host-stack cleaning in the background",
+    "bg_mapping": "background mapping write-back",
+    "fg_gc": "garbage collection in the foreground",
+    "fg_merge": "log-block merges in the foreground",
+    "fg_host_cleaning": "host-stack cleaning in the foreground",
+    "fg_mapping": "mapping write-back in the foreground",
+}
+
+
+def breakdown_rows(report: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
+    """The "where the time went" table of a run: per latency part with any time, its
+    mean, p99 and share of the read and of the write latency (parts add up to the mean).
+    Empty in mapping-only runs and reports without a breakdown."""
+    b = report["metrics"].get("latency_breakdown")
+    header = ["where the time went", "read mean", "p99", "share", "write mean", "p99", "share"]
+    if not b:
+        return header, []
+    ops = [b[op] if b[op]["requests"] else None for op in ("read", "write")]
+    rows = []
+    for i, part in enumerate(b["read"]["parts"]):
+        stats = [None if o is None else o["parts"][i] for o in ops]
+        if not any(st and st["mean_ns"] > 0 for st in stats):
+            continue
+        row = [part["part"]]
+        for st in stats:
+            if st is None:
+                row += ["-", "-", "-"]
+            elif st["mean_ns"] == 0:
+                row += ["-", "-", "-"]
+            else:
+                row += [
+                    latency(st["mean_ns"] / 1000),
+                    latency(st["p99_ns"] / 1000),
+                    percent(st["share"]),
+                ]
+        rows.append(row)
+    return header, rows
+
+
+def top_parts(summary: dict[str, Any], op: str, count: int = 3) -> str:
+    """The `count` largest parts of `op`'s mean latency with their shares
+    (`fg_gc 61%, sense 20%, transfer 9%`), from a summary's breakdown columns."""
+    prefix, suffix = f"{op}_", "_us"
+    names = [k for k in summary if k.startswith(prefix) and k.endswith(suffix)]
+    names = [k for k in names if k not in (f"{op}_mean_us", f"{op}_p99_us")]
+    values = {k[len(prefix) : -len(suffix)]: summary[k] or 0.0 for k in names}
+    total = sum(values.values())
+    if total <= 0:
+        return "-"
+    top = sorted(values.items(), key=lambda kv: -kv[1])[:count]
+    return ", ".join(f"{name} {percent(v / total)}" for name, v in top if v > 0)
+
+
+def stall_warnings(report: dict[str, Any]) -> list[str]:
+    """One warning per stall of the load report: a wait that holds a large share of the
+    read or write latency, named, counted and with what to change."""
+    load = report["metrics"].get("load") or {}
+    out = []
+    for st in load.get("stalls") or []:
+        what = STALL_NAMES.get(st["part"], st["part"])
+        out.append(
+            f"warning: {what} ({st['part']}) held {st['requests']:,} {st['op']}s, "
+            f"{percent(st['share'])} of {st['op']} latency "
+            f"({latency(st['mean_ns'] / 1000)} of the {st['op']} mean).\n"
+            f"  To change it: {st['remedy']}."
+        )
+    return out
+
+
+def latency_explanations(summary: dict[str, Any], report: dict[str, Any]) -> list[str]:
+    """A note for each request type whose p99 is clearly below its mean: the mean is
+    carried by fewer than 1% of the requests (said with the p99.9, the maximum and the
+    largest parts)."""
+    out = []
+    lat = report["metrics"].get("latency") or {}
+    for op in ("read", "write"):
+        mean, p99 = summary.get(f"{op}_mean_us"), summary.get(f"{op}_p99_us")
+        stats = lat.get(op) or {}
+        # (Quantiles are exact to 3 digits: a p99 within 5% of the mean is no news.)
+        if mean is None or p99 is None or p99 >= 0.95 * mean:
+            continue
+        out.append(
+            f"note: the {op} p99 ({latency(p99)}) is below the mean ({latency(mean)}): fewer "
+            f"than 1% of the {op}s carry most of the time (p99.9 "
+            f"{latency(stats.get('p999_ns', 0) / 1000)}, max "
+            f"{latency(stats.get('max_ns', 0) / 1000)}; largest parts: {top_parts(summary, op)})"
+        )
+    return out
+
+
 def precondition_rows(report: dict[str, Any]) -> list[tuple[str, str]]:
     """How the device was prepared before the measured run (nothing in reports without
     it)."""

@@ -44,6 +44,37 @@ def latency_cdf(report: dict[str, Any]) -> pl.DataFrame:
     )
 
 
+def latency_breakdown(report: dict[str, Any]) -> pl.DataFrame:
+    """Where the time went: per op and latency part, its mean and p99 in us, its share of
+    the op's total latency and the requests it held. Empty in mapping-only mode."""
+    rows: dict[str, list[Any]] = {
+        "op": [], "part": [], "mean_us": [], "p99_us": [], "share": [], "requests": []
+    }  # fmt: skip
+    breakdown = report["metrics"].get("latency_breakdown") or {}
+    for op in ("read", "write"):
+        b = breakdown.get(op)
+        if not b or not b["requests"]:
+            continue
+        for p in b["parts"]:
+            rows["op"].append(op)
+            rows["part"].append(p["part"])
+            rows["mean_us"].append(p["mean_ns"] / 1000.0)
+            rows["p99_us"].append(p["p99_ns"] / 1000.0)
+            rows["share"].append(float(p["share"]))
+            rows["requests"].append(p["requests"])
+    return pl.DataFrame(
+        rows,
+        schema={
+            "op": pl.Utf8,
+            "part": pl.Utf8,
+            "mean_us": pl.Float64,
+            "p99_us": pl.Float64,
+            "share": pl.Float64,
+            "requests": pl.UInt64,
+        },
+    )
+
+
 def flash_ops(report: dict[str, Any]) -> pl.DataFrame:
     flash = report["metrics"]["flash"]
     rows: dict[str, list[Any]] = {"kind": [], "cause": [], "count": []}

@@ -119,6 +119,42 @@ def plot_latency_cdf(cmp: CompareResult, folder: Path) -> tuple[str, list[str]] 
     return "Latency CDF per scheme", files
 
 
+def plot_latency_breakdown(cmp: CompareResult, folder: Path) -> tuple[str, list[str]] | None:
+    """Where the time went: per scheme a stacked bar of the mean read and write latency,
+    one segment per latency part (the parts add up to the mean)."""
+    if not all(r.report["metrics"].get("latency_breakdown") for r in cmp.results.values()):
+        return None
+    plt = _pyplot()
+    first = next(iter(cmp.results.values())).report["metrics"]["latency_breakdown"]
+    parts = [p["part"] for p in first["read"]["parts"]]
+    names = list(cmp.results)
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.4))
+    used: set[str] = set()
+    for ax, op in zip(axes, ("read", "write")):
+        bottoms = [0.0] * len(names)
+        for j, part in enumerate(parts):
+            means = [
+                r.report["metrics"]["latency_breakdown"][op]["parts"][j]["mean_ns"] / 1000.0
+                for r in cmp.results.values()
+            ]
+            if not any(means):
+                continue
+            label = part if part not in used else None
+            used.add(part)
+            color = plt.get_cmap("tab20")(j % 20)
+            ax.bar(names, means, bottom=bottoms, color=color, label=label)
+            bottoms = [b + m for b, m in zip(bottoms, means)]
+        ax.set_ylabel(f"mean {op} latency (us)")
+        ax.set_title(f"Where the {op} time went")
+        ax.tick_params(axis="x", labelrotation=45, labelsize=8)
+        ax.grid(True, axis="y", alpha=0.3)
+    fig.legend(fontsize=7, loc="center right")
+    fig.subplots_adjust(right=0.82)
+    files = _save(fig, folder, "latency_breakdown")
+    plt.close(fig)
+    return "Where the time went (mean latency by part, per scheme)", files
+
+
 def plot_flash_traffic(cmp: CompareResult, folder: Path) -> tuple[str, list[str]]:
     plt = _pyplot()
     names = list(cmp.results)
@@ -211,6 +247,7 @@ def write(cmp: CompareResult, folder: Path) -> Path:
     plots = [
         plot_memory_vs_latency(cmp, folder),
         plot_latency_cdf(cmp, folder),
+        plot_latency_breakdown(cmp, folder),
         plot_flash_traffic(cmp, folder),
         plot_memory_over_time(cmp, folder),
     ]

@@ -69,6 +69,17 @@ class Result:
         return _frames.latency_cdf(self.report)
 
     @property
+    def latency_breakdown(self) -> polars.DataFrame:
+        """Where the time went: op (read, write), part (host_interface, dram, buffer_wait,
+        queue_host, bg_* and fg_* waits, suspension, sense, program, erase, transfer,
+        translation, misprediction), mean_us, p99_us, share (of the op's total latency)
+        and requests (that had some of it). Each op's part means add up to its mean
+        latency. Empty in mapping-only mode."""
+        from ftlab import _frames
+
+        return _frames.latency_breakdown(self.report)
+
+    @property
     def flash_ops(self) -> polars.DataFrame:
         """Flash operations by kind (read, program, erase) and cause (every cause of
         `causes()`, in report order)."""

@@ -21,13 +21,17 @@ import click
 import ftlab
 from ftlab import _core
 from ftlab._format import (
+    breakdown_rows,
     compare_notes,
     compare_rows,
     device_rows,
+    latency_explanations,
     render_table,
     run_rows,
     saturation_warning,
     size_rows,
+    stall_warnings,
+    top_parts,
     trace_info_rows,
 )
 
@@ -417,10 +421,19 @@ def run(ftl_name: str, source: dict[str, Any], json_out: str | None, quiet: bool
         rows = run_rows(result.report, result.summary)
         rows.append(("wall time", f"{result.wall_seconds:.3f} s"))
         click.echo(render_table(["metric", "value"], rows))
+        header, parts = breakdown_rows(result.report)
+        if parts:
+            click.echo()
+            click.echo(render_table(header, parts))
+        for note in latency_explanations(result.summary, result.report):
+            click.echo(note)
     warning = saturation_warning(result.report)
-    if not quiet and warning:
-        # Last, where it is seen: the latencies above measure the queue.
-        click.echo(warning, err=True)
+    if not quiet:
+        # Last, where they are seen: the latencies above measure the queue or the stall.
+        for stall in stall_warnings(result.report):
+            click.echo(stall, err=True)
+        if warning:
+            click.echo(warning, err=True)
 
 
 @main.command()
@@ -601,6 +614,17 @@ def compare(
     click.echo(render_table(header, rows))
     for note in compare_notes(cmp.summary):
         click.echo(note)
+    if not quiet and first.report["mode"] == "timed":
+        click.echo()
+        click.echo(
+            render_table(
+                ["where the time went", "read: largest parts", "write: largest parts"],
+                [[n, top_parts(s, "read"), top_parts(s, "write")] for n, s in cmp.summary.items()],
+            )
+        )
+        for name, r in cmp.results.items():
+            for line in latency_explanations(r.summary, r.report) + stall_warnings(r.report):
+                click.echo(f"{name}: {line}", err=line.startswith("warning"))
     if json_out:
         merged = {n: r.report for n, r in cmp.results.items()}
         write_output("--json", json_out, json.dumps(merged, indent=2) + "\n")

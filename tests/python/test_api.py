@@ -74,6 +74,22 @@ def test_result_frames() -> None:
     assert "<table>" in result._repr_html_()
 
 
+def test_latency_breakdown_frame_adds_up_and_zero_is_no_latency() -> None:
+    result = ftlab.simulate("page", workload="rand-rw", sets=["workload.requests=20000"])
+    frame = result.latency_breakdown
+    assert frame.columns == ["op", "part", "mean_us", "p99_us", "share", "requests"]
+    latency = result.report["metrics"]["latency"]
+    command_us = 2.0  # interface.command_ns by default
+    for op in ("read", "write"):
+        rows = frame.filter(frame["op"] == op)
+        assert abs(float(rows["mean_us"].sum()) - latency[op]["mean_ns"] / 1000) < 1e-6
+        assert abs(float(rows["share"].sum()) - 1.0) < 1e-9
+        # Every request pays the host interface: no quantile is 0.
+        assert latency[op]["cdf"][0][1] >= command_us * 1000
+        assert result.summary[f"{op}_host_interface_us"] >= command_us
+    assert set(frame["part"]) >= {"host_interface", "sense", "program", "fg_gc"}
+
+
 def test_compare_api_table_and_report(tmp_path) -> None:  # type: ignore[no-untyped-def]
     cmp = ftlab.compare(["page"], workload="zipf", sets=["workload.requests=5000"], jobs=1)
     table = cmp.table
@@ -81,7 +97,9 @@ def test_compare_api_table_and_report(tmp_path) -> None:  # type: ignore[no-unty
     assert table["waf"][0] == cmp.summary["page"]["waf"]
     assert set(cmp.time_series["scheme"].unique()) == {"page"}
     index = cmp.write_report(tmp_path / "r")
-    assert index.read_text().count("<figure>") == 4
+    assert index.read_text().count("<figure>") == 5
+    assert "latency_breakdown.svg" in index.read_text()
+    assert set(cmp.latency_breakdown["scheme"].unique()) == {"page"}
 
 
 def test_compare_in_parallel_processes() -> None:

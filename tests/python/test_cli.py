@@ -28,6 +28,7 @@ def test_run_prints_a_summary() -> None:
     assert out.returncode == 0, out.stderr
     assert "WAF" in out.stdout
     assert "requests" in out.stdout and "3,000" in out.stdout
+    assert "where the time went" in out.stdout and "host_interface" in out.stdout
 
 
 def test_json_is_byte_identical_across_runs(tmp_path: Path) -> None:
@@ -173,7 +174,9 @@ def test_compare_prints_a_table_and_writes_a_report(tmp_path: Path) -> None:
     )  # fmt: skip
     assert out.returncode == 0, out.stderr
     assert "DRAM peak" in out.stdout and "WAF" in out.stdout and "page" in out.stdout
-    for name in ("memory_vs_latency", "latency_cdf", "flash_traffic", "memory_over_time"):
+    assert "where the time went" in out.stdout
+    names = ("memory_vs_latency", "latency_cdf", "latency_breakdown", "flash_traffic")
+    for name in (*names, "memory_over_time"):
         for ext in ("png", "svg"):
             assert (out_dir / f"{name}.{ext}").stat().st_size > 1000
     page = (out_dir / "index.html").read_text()

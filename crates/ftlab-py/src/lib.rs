@@ -179,7 +179,7 @@ fn summarize(report_json: &str) -> PyResult<String> {
 /// (name, type) of each summary field: `str`, `int`, `float` or `bool`.
 #[pyfunction]
 fn summary_columns() -> Vec<(String, String)> {
-    pairs(ftlab_core::run::summary::COLUMNS)
+    pairs(&ftlab_core::run::summary::columns())
 }
 
 /// A scheme named with its host stack, `STACK+SCHEME`: (the stack or None, the scheme).

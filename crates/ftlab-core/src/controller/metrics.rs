@@ -148,6 +148,7 @@ pub struct EraseCounts {
 /// digits (values below 2,048 exact, then 1,024 sub-buckets per power of two), which
 /// [`Latency::stats`] hands to `hdrhistogram` for the quantiles: the same results as
 /// recording every value there, for a fifth of the cost on every timed request.
+#[derive(Clone)]
 pub struct Latency {
     counts: Vec<u64>,
     sum: u128,
@@ -183,6 +184,8 @@ pub const LATENCY_QUANTILES: [f64; 16] = [
 #[derive(Clone, Debug, Serialize)]
 pub struct LatencyStats {
     pub count: u64,
+    /// The latencies added up (what [`crate::device::breakdown`]'s parts add up to).
+    pub total_ns: u128,
     pub mean_ns: f64,
     /// Standard deviation (population), from the exact sums of values and squares.
     pub stdev_ns: f64,
@@ -222,6 +225,45 @@ impl Latency {
         self.max = self.max.max(ns);
     }
 
+    /// Counts `ns` for the quantiles only: the mean and deviation are left to the caller
+    /// (a latency part's sum is kept with the breakdown).
+    #[inline]
+    pub fn record_for_quantiles(&mut self, ns: u64) {
+        let i = bucket(ns);
+        match self.counts.get_mut(i) {
+            Some(c) => *c += 1,
+            None => self.grow_to(i),
+        }
+        self.min = self.min.min(ns);
+        self.max = self.max.max(ns);
+    }
+
+    /// Values recorded.
+    pub fn count(&self) -> u64 {
+        self.counts.iter().sum()
+    }
+
+    /// Records `n` zeros at once (the requests a latency part did not touch).
+    pub fn record_zeros(&mut self, n: u64) {
+        if n > 0 {
+            if self.counts.is_empty() {
+                self.counts.push(0);
+            }
+            self.counts[0] += n;
+            self.min = 0;
+        }
+    }
+
+    /// The value at quantile `q` (0 with nothing recorded).
+    pub fn quantile(&self, q: f64) -> u64 {
+        if self.count() == 0 {
+            return 0;
+        }
+        self.histogram()
+            .value_at_quantile(q)
+            .clamp(self.min, self.max)
+    }
+
     /// Counts a first value in bucket `i`, beyond the buckets so far.
     #[cold]
     fn grow_to(&mut self, i: usize) {
@@ -259,6 +301,7 @@ impl Latency {
         let mean_ns = self.sum as f64 / n;
         LatencyStats {
             count,
+            total_ns: self.sum,
             mean_ns,
             stdev_ns: (self.sum_squares as f64 / n - mean_ns * mean_ns)
                 .max(0.0)
@@ -357,6 +400,8 @@ pub struct Metrics {
     pub memory_bytes: MemoryReport,
     /// Null in mapping-only mode.
     pub latency: Option<LatencyReport>,
+    /// Where the read and write latencies went, by part (null in mapping-only mode).
+    pub latency_breakdown: Option<crate::controller::breakdown::LatencyBreakdown>,
     /// From the first arrival to the last completion; null in mapping-only mode.
     pub simulated_time_ns: Option<u64>,
     pub iops: Option<f64>,
@@ -440,6 +485,10 @@ pub struct LoadReport {
     pub saturated: bool,
     /// Saturated in bursts only: the run as a whole did not saturate the device.
     pub saturated_in_bursts: bool,
+    /// The waits that hold a large share of the read or write latency, whatever the die
+    /// utilisation: which, how many requests, and what to change
+    /// ([`crate::controller::breakdown::stalls`]).
+    pub stalls: Vec<crate::controller::breakdown::Stall>,
     /// A `replay.time_scale` at which the busiest die would be about 70% busy, over the
     /// run and in its busiest window (saturated open-loop runs only).
     pub suggested_time_scale: Option<f64>,

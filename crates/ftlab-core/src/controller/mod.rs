@@ -2,6 +2,7 @@
 //! ([`buffer`]), the [`simulator`] that serves host requests through an FTL on the device
 //! model, and the [`metrics`] it keeps.
 
+pub mod breakdown;
 pub mod buffer;
 pub mod interface;
 pub mod metrics;

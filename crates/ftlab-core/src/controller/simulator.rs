@@ -19,6 +19,7 @@
 //! The buffer writes back in the background (`buffer.destage = "watermark"`): from its
 //! high watermark down to its low one, in the idle time before each request.
 
+use crate::controller::breakdown::{BreakdownStats, LatencyBreakdown};
 use crate::controller::buffer::Destage;
 use crate::controller::buffer::{Buffered, WriteBuffer};
 use crate::controller::interface::Front;
@@ -30,6 +31,7 @@ use crate::controller::settings::{
     ControllerConfig, PreconditionConfig, PreconditionMode, ReplayMode,
 };
 use crate::controller::Origin;
+use crate::device::breakdown::{Part, Parts, PART_COUNT};
 use crate::device::geometry::{Layout, Nand};
 use crate::device::nand::{Cause, Flash, FlashStats, Oob, ServedPage};
 use crate::device::DeviceConfig;
@@ -98,6 +100,12 @@ pub struct Simulator<F: Ftl> {
     host: HostCounters,
     read_latency: Latency,
     write_latency: Latency,
+    /// Where the requests' time went ([`crate::device::breakdown`]).
+    read_breakdown: BreakdownStats,
+    write_breakdown: BreakdownStats,
+    /// The last timed request's latency and its parts.
+    last_latency: u64,
+    last_parts: Parts,
     /// Closed loop: completion times of the outstanding requests.
     outstanding: BinaryHeap<Reverse<u64>>,
     last_issue: u64,
@@ -273,6 +281,10 @@ impl<F: Ftl> Simulator<F> {
             host: HostCounters::default(),
             read_latency: Latency::default(),
             write_latency: Latency::default(),
+            read_breakdown: BreakdownStats::default(),
+            write_breakdown: BreakdownStats::default(),
+            last_latency: 0,
+            last_parts: [0; PART_COUNT],
             outstanding: BinaryHeap::with_capacity(cfg.replay.queue_depth as usize + 1),
             last_issue: 0,
             first_arrival: None,
@@ -333,6 +345,12 @@ impl<F: Ftl> Simulator<F> {
     /// Completion time of the last request, in simulated ns (0 without timing).
     pub fn last_done_ns(&self) -> u64 {
         self.request_done
+    }
+
+    /// The last timed read or write: its latency and where its time went (the parts add
+    /// up to the latency).
+    pub fn last_breakdown(&self) -> (u64, &Parts) {
+        (self.last_latency, &self.last_parts)
     }
 
     pub fn flash(&self) -> &Flash {
@@ -427,7 +445,8 @@ impl<F: Ftl> Simulator<F> {
             }
             self.flash.begin_request(begin);
         }
-        let buffer_hits = self.host.buffer_read_hits;
+        // Pages answered from the controller's DRAM: the buffer's, or zeros for unmapped.
+        let dram_pages = self.host.buffer_read_hits + self.host.unmapped_reads;
         self.ftl
             .begin_request(first as u32, (last - first) as u32, req.op);
         match req.op {
@@ -471,28 +490,50 @@ impl<F: Ftl> Simulator<F> {
         }
         if timed {
             let mut done = self.flash.request_done();
+            let mut parts = *self.flash.request_parts();
+            parts[Part::HostInterface as usize] += begin - arrival;
+            let mut then = |to: u64, part: Part, done: &mut u64| {
+                parts[part as usize] += to.saturating_sub(*done);
+                *done = to.max(*done);
+            };
             let bytes = req.len_bytes as u64;
             match req.op {
                 // Into the buffer's DRAM once its slots are free.
-                Op::Write if self.buffer.is_some() => done = self.front.dram(done, bytes),
+                Op::Write if self.buffer.is_some() => {
+                    then(self.front.dram(done, bytes), Part::Dram, &mut done)
+                }
                 Op::Write | Op::Trim => {}
                 Op::Read => {
-                    let hits = self.host.buffer_read_hits - buffer_hits;
-                    if hits > 0 {
-                        let dram = self.front.dram(begin, hits * self.page.bytes);
-                        done = done.max(dram);
+                    let pages = self.host.buffer_read_hits + self.host.unmapped_reads - dram_pages;
+                    if pages > 0 {
+                        let dram = self.front.dram(begin, pages * self.page.bytes);
+                        then(dram, Part::Dram, &mut done);
                     }
-                    done = self.front.data_out(done, bytes);
+                    then(
+                        self.front.data_out(done, bytes),
+                        Part::HostInterface,
+                        &mut done,
+                    );
                 }
             }
             let latency = done - arrival;
             if latency > self.bursts.queue_limit_ns {
                 self.bursts.queued += 1;
             }
+            debug_assert_eq!(parts.iter().sum::<u64>(), latency, "{parts:?}");
             match req.op {
-                Op::Read => self.read_latency.record(latency),
-                Op::Write => self.write_latency.record(latency),
+                Op::Read => {
+                    self.read_latency.record(latency);
+                    self.read_breakdown.record(&parts);
+                }
+                Op::Write => {
+                    self.write_latency.record(latency);
+                    self.write_breakdown.record(&parts);
+                }
                 Op::Trim => {}
+            }
+            if req.op != Op::Trim {
+                (self.last_latency, self.last_parts) = (latency, parts);
             }
             if self.mode == ReplayMode::Closed {
                 self.outstanding.push(Reverse(done));
@@ -765,6 +806,8 @@ impl<F: Ftl> Simulator<F> {
     fn start_measured_run(&mut self, timed: bool, report: PreconditionReport) {
         self.flash.stats = FlashStats::default();
         self.host = HostCounters::default();
+        self.read_breakdown = BreakdownStats::default();
+        self.write_breakdown = BreakdownStats::default();
         self.ftl.reset_counters();
         self.sampler = Sampler::default();
         self.until_sample = self.sample_every;
@@ -1109,7 +1152,11 @@ impl<F: Ftl> Simulator<F> {
         self.ftl.finish(&mut self.flash)?;
         self.sample();
         let timed = self.flash.is_timed();
-        let load = timed.then(|| self.load());
+        let breakdown = timed.then(|| LatencyBreakdown {
+            read: self.read_breakdown.report(),
+            write: self.write_breakdown.report(),
+        });
+        let load = timed.then(|| self.load(breakdown.as_ref()));
         let flash = &self.flash;
         let span = self
             .first_arrival
@@ -1147,6 +1194,7 @@ impl<F: Ftl> Simulator<F> {
                 read: self.read_latency.stats(),
                 write: self.write_latency.stats(),
             }),
+            latency_breakdown: breakdown,
             simulated_time_ns: if timed { span } else { None },
             iops: if timed {
                 per_second(self.host.requests)
@@ -1177,7 +1225,7 @@ impl<F: Ftl> Simulator<F> {
     }
 
     /// The offered load and whether the replay saturated the device ([`LoadReport`]).
-    fn load(&mut self) -> LoadReport {
+    fn load(&mut self, breakdown: Option<&LatencyBreakdown>) -> LoadReport {
         let first = self.first_arrival.unwrap_or(0);
         let arrival_span = self.last_time.saturating_sub(first);
         let open = self.mode == ReplayMode::Open;
@@ -1244,6 +1292,9 @@ impl<F: Ftl> Simulator<F> {
             queued_requests: self.bursts.queued,
             saturated,
             saturated_in_bursts,
+            stalls: breakdown
+                .map(crate::controller::breakdown::stalls)
+                .unwrap_or_default(),
             suggested_time_scale: saturated.then(|| {
                 // Spreading arrivals by s divides every die's utilisation, over the run and
                 // in each window, by s.

@@ -3,6 +3,7 @@
 //! scans ([`recovery`]).
 
 pub mod blocks;
+pub mod breakdown;
 pub mod geometry;
 pub mod nand;
 pub mod recovery;

@@ -17,6 +17,7 @@
 //! a 4-byte sequence number): the simulator's wider sequence number is the data's identity,
 //! not device OOB.
 
+use crate::device::breakdown::{Part, Parts, PART_COUNT};
 use crate::device::geometry::{Layout, ProgramOrder, OOB_HEADER_BYTES};
 use crate::device::timing::{Place, SchedulerStats, Span, Timeline};
 use crate::device::DeviceConfig;
@@ -293,6 +294,9 @@ pub struct Flash {
     timeline: Option<Timeline>,
     cursor: u64,
     request_done: u64,
+    /// The current request's time so far (`request_done` less its start), by part
+    /// ([`crate::device::breakdown`]).
+    parts: Parts,
     /// While a write-back buffer flushes: host programs do not hold the request, their
     /// transfer times are recorded in `host_transfers` instead.
     flushing: bool,
@@ -501,6 +505,7 @@ impl Flash {
             cursor: 0,
             idle_until: 0,
             request_done: 0,
+            parts: [0; PART_COUNT],
             flushing: false,
             host_transfers: Vec::new(),
             background: false,
@@ -702,7 +707,15 @@ impl Flash {
     pub fn begin_request(&mut self, time_ns: u64) {
         self.cursor = time_ns;
         self.request_done = time_ns;
+        self.parts = [0; PART_COUNT];
         self.flushing = false;
+    }
+
+    /// The current request's time from its start to [`Flash::request_done`], by part: the
+    /// parts add up to it exactly.
+    #[inline]
+    pub fn request_parts(&self) -> &Parts {
+        &self.parts
     }
 
     /// When the current request is complete: its reads done, its foreground GC done, and
@@ -747,7 +760,10 @@ impl Flash {
     /// buffer slot to be free).
     #[inline]
     pub fn wait_until(&mut self, t: u64) {
-        self.waits_for(t);
+        if !self.background && t > self.request_done {
+            self.parts[Part::BufferWait as usize] += t - self.request_done;
+            self.request_done = t;
+        }
     }
 
     /// While set, operations are issued in the background: they take their die and channel
@@ -812,10 +828,40 @@ impl Flash {
         }
     }
 
-    #[inline]
-    fn waits_for(&mut self, done: u64) {
-        if !self.background {
-            self.request_done = self.request_done.max(done);
+    /// The current request waits for an operation of `cause` that ends at `done`: what it
+    /// adds to the request's time is charged to the phases the timing model gave the
+    /// operation (`phased`), the rest (all of it for a run of operations) to `rest`, as
+    /// the operation's cause counts it ([`Part::service_of`]; `rest` is
+    /// [`Part::Program`] or [`Part::Erase`] for a program or an erase).
+    #[inline(always)]
+    fn waits_for(&mut self, done: u64, cause: Cause, rest: Part, phased: bool) {
+        if !self.background && done > self.request_done {
+            self.charge(done, cause, rest, phased);
+        }
+    }
+
+    /// [`Flash::waits_for`] when the request's end moves.
+    #[inline(never)]
+    fn charge(&mut self, done: u64, cause: Cause, rest: Part, phased: bool) {
+        let from = self.request_done;
+        let program = matches!(rest, Part::Program | Part::Erase);
+        let service = Part::service_of(CAUSES[self.counter(cause)], program);
+        match (phased, self.timeline.as_ref()) {
+            (true, Some(t)) => t
+                .phases()
+                .charge(from, done, service, rest, &mut self.parts),
+            _ => self.parts[rest.own(service) as usize] += done - from,
+        }
+        self.request_done = done;
+    }
+
+    /// Tells the timing model what the operations of `cause` issued next are, for those
+    /// who wait behind them.
+    #[inline(always)]
+    fn classify(&mut self, cause: Cause, program: bool) {
+        let class = Part::behind(CAUSES[self.counter(cause)], self.background, program);
+        if let Some(t) = self.timeline.as_mut() {
+            t.set_class(class);
         }
     }
 
@@ -990,10 +1036,13 @@ impl Flash {
         let mut done = ready;
         if self.timeline.is_some() {
             let in_command = cause == Cause::Translation && self.command.is_some();
+            let mut phased = false;
             if let Some(first) = self.command.and_then(|c| c.read).filter(|_| in_command) {
                 // A later page of a vector command: it ends with the command's first read.
                 done = first.max(ready);
             } else {
+                phased = true;
+                self.classify(cause, false);
                 let place = self.place(ppn);
                 let background = self.background;
                 if let Some(t) = self.timeline.as_mut() {
@@ -1005,7 +1054,7 @@ impl Flash {
                     }
                 }
             }
-            self.waits_for(done);
+            self.waits_for(done, cause, Part::Sense, phased);
         }
         Ok((self.oob(ppn), done))
     }
@@ -1084,9 +1133,10 @@ impl Flash {
                     transferred: first.transferred.max(ready),
                     done: first.done.max(ready),
                 };
-                self.programmed(cause, host_data, span);
+                self.programmed(cause, host_data, span, false);
                 return Ok(());
             }
+            self.classify(cause, true);
             let place = self.place(ppn);
             let background = self.background;
             if let Some(t) = self.timeline.as_mut() {
@@ -1096,7 +1146,7 @@ impl Flash {
                         c.program = Some(span);
                     }
                 }
-                self.programmed(cause, host_data, span);
+                self.programmed(cause, host_data, span, true);
             }
         }
         Ok(())
@@ -1108,11 +1158,11 @@ impl Flash {
     /// slot is free ([`Flash::set_flushing`]). Copies and fillers free no slot: the page
     /// they make room for, programmed after them, does.
     #[inline]
-    fn programmed(&mut self, cause: Cause, host_data: bool, span: Span) {
+    fn programmed(&mut self, cause: Cause, host_data: bool, span: Span, phased: bool) {
         if host_data && cause == Cause::Host && self.flushing {
             self.host_transfers.push(span.transferred);
         } else {
-            self.waits_for(span.done);
+            self.waits_for(span.done, cause, Part::Program, phased);
         }
     }
 
@@ -1277,9 +1327,10 @@ impl Flash {
         if self.timeline.is_some() {
             let place = self.place(first + from);
             let (cursor, background) = (self.cursor, self.background);
+            self.classify(cause, true);
             if let Some(t) = self.timeline.as_mut() {
                 let span = t.program_run(place, to - 1, n, cursor, background);
-                self.waits_for(span.done);
+                self.waits_for(span.done, cause, Part::Program, false);
             }
         }
         Ok(())
@@ -1547,10 +1598,11 @@ impl Flash {
             let (from, to) = (self.place(first.0), self.place(first.1));
             let last = (self.page_offset(last.0), self.page_offset(last.1));
             let (cursor, background) = (self.cursor, self.background);
+            self.classify(cause, true);
             if let Some(t) = self.timeline.as_mut() {
                 let done = t.copy_run(from, to, last, copies, cursor, background);
-                self.waits_for(done.read_done);
-                self.waits_for(done.program.done);
+                self.waits_for(done.read_done, cause, Part::Sense, false);
+                self.waits_for(done.program.done, cause, Part::Program, false);
             }
         }
     }
@@ -1597,9 +1649,10 @@ impl Flash {
         if self.timeline.is_some() {
             let die = self.layout.die_of_unit(self.layout.unit_of_block(block));
             let (cursor, background) = (self.cursor, self.background);
+            self.classify(cause, true);
             if let Some(t) = self.timeline.as_mut() {
                 let done = t.erase(die, cursor, background).done;
-                self.waits_for(done);
+                self.waits_for(done, cause, Part::Erase, true);
             }
         }
         Ok(())

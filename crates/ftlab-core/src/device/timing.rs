@@ -28,6 +28,7 @@
 //! With `read_priority`, `suspend` and `multi_plane` off the model is the plain FIFO one:
 //! every operation placed on its die and channel in the order the FTL issues it.
 
+use crate::device::breakdown::{Occupants, Part, Phases};
 use crate::device::geometry::Layout;
 use crate::device::geometry::Nand;
 use crate::device::DeviceConfig;
@@ -77,6 +78,8 @@ struct Queued {
     ready: u64,
     duration: u64,
     kind: Kind,
+    /// What a request waiting behind it waits behind.
+    class: Part,
 }
 
 /// One die: when it is next free, the operation it runs last (for suspension and
@@ -99,6 +102,8 @@ struct Die {
     busy_ns: u64,
     /// Times the queue ran empty (see [`Timeline::background_busy_until`]).
     drained: u64,
+    /// Who held the die lately (a wait for it is charged to them).
+    occupants: Occupants,
 }
 
 impl Die {
@@ -154,6 +159,7 @@ impl Die {
             queued_ns: 0,
             busy_ns: 0,
             drained: 0,
+            occupants: Occupants::default(),
         }
     }
 }
@@ -191,6 +197,13 @@ pub struct Timeline {
     /// Times a die's background queue ran empty (see [`Timeline::background_busy_until`]).
     drained: u64,
     pub stats: SchedulerStats,
+    /// Per channel, what its last transfer was ([`Part::behind`]).
+    channel_last: Vec<Part>,
+    /// What the operations placed from now on are, for those who wait behind them
+    /// ([`Timeline::set_class`]).
+    class: Part,
+    /// The phases of the last foreground operation placed ([`Timeline::phases`]).
+    phases: Phases,
 }
 
 /// When an operation's phases end.
@@ -262,7 +275,24 @@ impl Timeline {
             multi_plane: s.multi_plane && layout.planes_per_die > 1,
             drained: 0,
             stats: SchedulerStats::default(),
+            channel_last: vec![Part::QueueHost; layout.channels as usize],
+            class: Part::QueueHost,
+            phases: Phases::default(),
         }
+    }
+
+    /// What the operations placed from now on are, for the requests that wait behind them
+    /// ([`Part::behind`]).
+    #[inline(always)]
+    pub fn set_class(&mut self, class: Part) {
+        self.class = class;
+    }
+
+    /// The phases of the last foreground read, program or erase placed, from its ready
+    /// time to its end (see [`crate::device::breakdown`]).
+    #[inline(always)]
+    pub fn phases(&self) -> &Phases {
+        &self.phases
     }
 
     /// Starts the queued background work of die `d` that the die reaches before `t`
@@ -278,6 +308,7 @@ impl Timeline {
             die.queued_ns -= q.duration;
             die.free = start + q.duration;
             die.busy_ns += q.duration;
+            die.occupants.occupy(q.class, start);
             die.kind = q.kind;
             die.start = start;
             die.planes = 0;
@@ -298,6 +329,7 @@ impl Timeline {
             ready,
             duration,
             kind,
+            class: self.class,
         });
         Span {
             transferred: ready,
@@ -332,6 +364,12 @@ impl Timeline {
             // One more plane of a multi-plane read: sensed with the group, then out.
             let sensed = die.start + self.read_ns;
             let start = sensed.max(*channel_free).max(die.free);
+            let ph = &mut self.phases;
+            ph.clear();
+            die.occupants.split(ready, die.start, ph);
+            ph.push(die.start.max(ready), sensed, Part::Sense);
+            die.occupants.split(sensed, start, ph);
+            ph.push(start, start + transfer_ns, Part::Transfer);
             let done = book_channel(channel_free, start, transfer_ns, keep_gaps);
             die.busy_ns += done - die.free.max(sensed);
             die.free = done;
@@ -351,12 +389,14 @@ impl Timeline {
         {
             // Suspend the program or erase in progress, read, resume.
             let sensed = ready + self.suspend_ns + self.read_ns;
-            let done = book_channel(
-                channel_free,
-                sensed.max(*channel_free),
-                transfer_ns,
-                keep_gaps,
-            );
+            let out = sensed.max(*channel_free);
+            let ph = &mut self.phases;
+            ph.clear();
+            ph.push(ready, ready + self.suspend_ns, Part::Suspension);
+            ph.push(ready + self.suspend_ns, sensed, Part::Sense);
+            ph.push(sensed, out, self.channel_last[at.channel as usize]);
+            ph.push(out, out + transfer_ns, Part::Transfer);
+            let done = book_channel(channel_free, out, transfer_ns, keep_gaps);
             let held = done - ready;
             die.free += held;
             die.busy_ns += held;
@@ -368,12 +408,19 @@ impl Timeline {
         }
         let start = ready.max(die.free);
         let sensed = start + self.read_ns;
-        let done = book_channel(
-            channel_free,
-            sensed.max(*channel_free),
-            transfer_ns,
-            keep_gaps,
-        );
+        let out = sensed.max(*channel_free);
+        let channel_last = &mut self.channel_last[at.channel as usize];
+        if !background {
+            let ph = &mut self.phases;
+            ph.clear();
+            die.occupants.split(ready, start, ph);
+            ph.push(start, sensed, Part::Sense);
+            ph.push(sensed, out, *channel_last);
+            ph.push(out, out + transfer_ns, Part::Transfer);
+        }
+        let done = book_channel(channel_free, out, transfer_ns, keep_gaps);
+        die.occupants.occupy(self.class, start);
+        *channel_last = self.class;
         die.busy_ns += done - start;
         die.runs(Kind::Read, start, done, at.offset, plane, !background);
         Span {
@@ -416,6 +463,11 @@ impl Timeline {
                 book_channel(channel_free, begin, transfer_ns, keep_gaps);
                 // (A suspension may already have pushed the group's end further.)
                 let done = (transferred + program_ns).max(die.free);
+                let ph = &mut self.phases;
+                ph.clear();
+                ph.push(ready, begin, self.channel_last[at.channel as usize]);
+                ph.push(begin, transferred, Part::Transfer);
+                ph.push(transferred, done, Part::Program);
                 die.busy_ns += done - die.free;
                 die.free = done;
                 die.start = transferred;
@@ -425,6 +477,22 @@ impl Timeline {
             }
         }
         let begin = ready.max(die.free).max(*channel_free);
+        let channel_last = &mut self.channel_last[at.channel as usize];
+        if !background {
+            let ph = &mut self.phases;
+            ph.clear();
+            let die_free = die.free.clamp(ready, begin);
+            die.occupants.split(ready, die_free, ph);
+            ph.push(die_free, begin, *channel_last);
+            ph.push(begin, begin + transfer_ns, Part::Transfer);
+            ph.push(
+                begin + transfer_ns,
+                begin + transfer_ns + program_ns,
+                Part::Program,
+            );
+        }
+        die.occupants.occupy(self.class, begin);
+        *channel_last = self.class;
         let transferred = book_channel(channel_free, begin, transfer_ns, keep_gaps);
         let done = transferred + program_ns;
         die.busy_ns += done - begin;
@@ -451,6 +519,13 @@ impl Timeline {
         let die = &mut self.dies[d];
         let start = ready.max(die.free);
         let done = start + self.erase_ns;
+        if !background {
+            let ph = &mut self.phases;
+            ph.clear();
+            die.occupants.split(ready, start, ph);
+            ph.push(start, done, Part::Erase);
+        }
+        die.occupants.occupy(self.class, start);
         die.busy_ns += self.erase_ns;
         die.free = done;
         die.kind = Kind::Erase;
@@ -584,6 +659,7 @@ impl Timeline {
         let done = start + k * period;
         let transferred = done - self.program_ns;
         let die = &mut self.dies[d];
+        die.occupants.occupy(self.class, start);
         die.busy_ns += k * period;
         die.runs(Kind::Program, transferred, done, at.offset, plane, true);
         if !self.read_priority {
@@ -641,6 +717,7 @@ impl Timeline {
             let done = start + k * period;
             let transferred = done - t_prog;
             let die = &mut self.dies[d];
+            die.occupants.occupy(self.class, start);
             die.busy_ns += k * period;
             die.runs(
                 Kind::Program,
@@ -688,6 +765,7 @@ impl Timeline {
             return None;
         };
         let sd = &mut self.dies[s];
+        sd.occupants.occupy(self.class, read_free);
         sd.busy_ns += k * r;
         sd.runs(
             Kind::Read,
@@ -698,6 +776,7 @@ impl Timeline {
             true,
         );
         let dd = &mut self.dies[d];
+        dd.occupants.occupy(self.class, free);
         dd.busy_ns += k * q;
         dd.runs(
             Kind::Program,

@@ -10,6 +10,7 @@
 //! times from the first to the last flash operation of each merge operation in timed runs,
 //! the serial cost model in every run).
 
+use crate::device::breakdown::{PARTS, SUMMARY_COLUMNS};
 use crate::device::nand::CAUSES;
 use crate::error::{Error, Result};
 use serde::Serialize;
@@ -86,6 +87,40 @@ pub struct Summary {
     pub precondition_waf: Option<f64>,
     /// How the write buffer flushes (`lru`, `sorted`), or None without one.
     pub buffer_flush: Option<String>,
+    /// The largest stall of the load report (`read fg_host_cleaning 96%`), if any.
+    pub top_stall: Option<String>,
+    /// Where the time went: each part's mean per read, then per write, in microseconds
+    /// ([`crate::device::breakdown::SUMMARY_COLUMNS`]).
+    #[serde(flatten)]
+    pub breakdown: BreakdownColumns,
+}
+
+/// The mean of each latency part per read and per write, serialised as the columns
+/// [`crate::device::breakdown::SUMMARY_COLUMNS`] (None in mapping-only runs and older reports).
+#[derive(Clone, Debug, Default)]
+pub struct BreakdownColumns(pub Vec<Option<f64>>);
+
+impl Serialize for BreakdownColumns {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> std::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = serializer.serialize_map(Some(SUMMARY_COLUMNS.len()))?;
+        for (i, name) in SUMMARY_COLUMNS.iter().enumerate() {
+            map.serialize_entry(name, &self.0.get(i).copied().flatten())?;
+        }
+        map.end()
+    }
+}
+
+/// Every summary column with its type: [`COLUMNS`], then the breakdown's.
+pub fn columns() -> Vec<(&'static str, &'static str)> {
+    COLUMNS
+        .iter()
+        .copied()
+        .chain(SUMMARY_COLUMNS.iter().map(|&c| (c, "float")))
+        .collect()
 }
 
 /// Every field of [`Summary`] with its type (`str`, `int`, `float`, `bool`), in order.
@@ -153,6 +188,7 @@ pub const COLUMNS: &[(&str, &str)] = &[
     ("precondition_mode", "str"),
     ("precondition_waf", "float"),
     ("buffer_flush", "str"),
+    ("top_stall", "str"),
 ];
 
 /// A missing or mistyped field of a report: not a report this version wrote.
@@ -308,7 +344,37 @@ pub fn summarize(report: &Value) -> Result<Summary> {
         } else {
             None
         },
+        top_stall: at(m, "load.stalls.0").map(|st| {
+            format!(
+                "{} {} {:.0}%",
+                s(st, "op").unwrap_or_default(),
+                s(st, "part").unwrap_or_default(),
+                100.0 * f(st, "share").unwrap_or(0.0)
+            )
+        }),
+        breakdown: breakdown_columns(m),
     })
+}
+
+/// The mean of each part per read, then per write, in us, by the part's name.
+fn breakdown_columns(m: &Value) -> BreakdownColumns {
+    let mut out = Vec::with_capacity(SUMMARY_COLUMNS.len());
+    for op in ["read", "write"] {
+        let parts = at(m, &format!("latency_breakdown.{op}"))
+            .filter(|b| b.get("requests").and_then(Value::as_u64).unwrap_or(0) > 0)
+            .and_then(|b| b.get("parts"))
+            .and_then(Value::as_array);
+        for p in PARTS {
+            out.push(parts.and_then(|parts| {
+                parts
+                    .iter()
+                    .find(|x| x.get("part").and_then(Value::as_str) == Some(p.name()))
+                    .and_then(|x| f(x, "mean_ns"))
+                    .map(|ns| ns / 1000.0)
+            }));
+        }
+    }
+    BreakdownColumns(out)
 }
 
 #[cfg(test)]
@@ -334,8 +400,8 @@ mod tests {
             },
         });
         let text = serde_json::to_string(&summarize(&report).unwrap()).unwrap();
-        // Field order as serialised (the struct's), against COLUMNS.
-        let order: Vec<usize> = COLUMNS
+        // Field order as serialised (the struct's), against the columns.
+        let order: Vec<usize> = columns()
             .iter()
             .map(|(k, _)| text.find(&format!("\"{k}\":")).unwrap())
             .collect();
@@ -344,7 +410,7 @@ mod tests {
             "COLUMNS out of the struct's order"
         );
         let summary: Value = serde_json::from_str(&text).unwrap();
-        assert_eq!(summary.as_object().unwrap().len(), COLUMNS.len());
+        assert_eq!(summary.as_object().unwrap().len(), columns().len());
         assert_eq!(summary["stack"], "inplace");
         assert!(summary["read_mean_us"].is_null());
     }

@@ -5,6 +5,7 @@ mod common;
 
 mod aftl;
 mod amf;
+mod breakdown;
 mod bulk_moves;
 mod config_errors;
 mod demand;

@@ -1,0 +1,341 @@
+//! Where each request's time went: its latency split into [`Part`]s that add up to it
+//! exactly, in integer nanoseconds.
+//!
+//! The split follows the request's completion. A request ends when the last of what it
+//! waits for ends (its flash operations, its buffer slot, its data across the link); each
+//! time one of them pushes the request's end further, the stretch it adds is charged to
+//! what that operation was doing during it: waiting for its die or channel (charged to
+//! whoever held the die then, [`Occupants`]), being suspended into, sensing, transferring,
+//! programming or erasing (charged by the operation's cause: a translation read's sensing
+//! is `translation`, a foreground GC copy's is `fg_gc`). The host interface and the DRAM
+//! add their own stretches before and after. Only counters are kept: per operation type a
+//! sum and a histogram per part (`controller::breakdown`), no per-request record.
+
+use crate::device::nand::Cause;
+
+/// Declares the parts once: the [`Part`] enum, [`PARTS`], [`PART_COUNT`], each part's
+/// name, description and summary column names.
+macro_rules! parts {
+    ($($variant:ident = $name:literal, $description:literal;)+) => {
+        /// A cause of latency ([`PARTS`] in report order).
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        pub enum Part {
+            $(
+                #[doc = $description]
+                $variant,
+            )+
+        }
+
+        pub const PART_COUNT: usize = [$($name),+].len();
+
+        /// Every part, in report order (`PARTS[p as usize] == p`).
+        pub const PARTS: [Part; PART_COUNT] = [$(Part::$variant),+];
+
+        /// The summary's columns: each part's mean share of a read's latency, then of a
+        /// write's, in microseconds.
+        pub const SUMMARY_COLUMNS: [&str; 2 * PART_COUNT] = [
+            $(concat!("read_", $name, "_us"),)+
+            $(concat!("write_", $name, "_us"),)+
+        ];
+
+        impl Part {
+            /// The part's name in reports.
+            pub const fn name(self) -> &'static str {
+                match self {
+                    $(Part::$variant => $name,)+
+                }
+            }
+
+            /// What the part is, in a few words.
+            pub const fn description(self) -> &'static str {
+                match self {
+                    $(Part::$variant => $description,)+
+                }
+            }
+        }
+    };
+}
+
+parts! {
+    HostInterface = "host_interface", "the command and the data crossing the host link";
+    Dram = "dram", "data copied into or out of the controller's DRAM (buffer hits, unmapped pages, buffered writes)";
+    BufferWait = "buffer_wait", "a write waiting for a free write-buffer slot";
+    QueueHost = "queue_host", "queueing behind other host I/O on the die or channel";
+    BgGc = "bg_gc", "waiting behind background garbage collection";
+    BgMerge = "bg_merge", "waiting behind background log-block merges";
+    BgHostCleaning = "bg_host_cleaning", "waiting behind the host stack's background cleaning";
+    BgMapping = "bg_mapping", "waiting behind background mapping write-back";
+    FgGc = "fg_gc", "foreground garbage collection: behind it, or doing it (folding included)";
+    FgMerge = "fg_merge", "foreground log-block merges: behind them, or doing them";
+    FgHostCleaning = "fg_host_cleaning", "the host stack's cleaning in the foreground: behind it, or doing it";
+    FgMapping = "fg_mapping", "mapping (translation page) write-back in the foreground";
+    Suspension = "suspension", "suspending a program or erase to read";
+    Sense = "sense", "sensing the page (tR)";
+    Program = "program", "programming the page (tPROG)";
+    Erase = "erase", "erasing a block (tBERS) in the request's path";
+    Transfer = "transfer", "the page crossing the flash channel";
+    Translation = "translation", "reading translation pages to locate the data";
+    Misprediction = "misprediction", "extra reads after a wrong location prediction";
+}
+
+impl Part {
+    /// What a request waiting behind an operation of `cause` (counted cause, see
+    /// [`crate::nand::Flash::set_host_cause`]) waits behind.
+    #[inline(always)]
+    pub fn behind(cause: Cause, background: bool, program: bool) -> Part {
+        match (cause, background) {
+            (Cause::Gc, false) => Part::FgGc,
+            (Cause::Gc, true) => Part::BgGc,
+            (Cause::MergeSwitch | Cause::MergePartial | Cause::MergeFull, false) => Part::FgMerge,
+            (Cause::MergeSwitch | Cause::MergePartial | Cause::MergeFull, true) => Part::BgMerge,
+            (Cause::HostCleaning, false) => Part::FgHostCleaning,
+            (Cause::HostCleaning, true) => Part::BgHostCleaning,
+            (Cause::Translation, true) => Part::BgMapping,
+            (Cause::Translation, false) if program => Part::FgMapping,
+            _ => Part::QueueHost,
+        }
+    }
+
+    /// Whether the part is a phase of a flash operation's own service (sensing, program,
+    /// erase, transfer: declared one after the other).
+    #[inline(always)]
+    fn is_service(self) -> bool {
+        (self as u8).wrapping_sub(Part::Sense as u8) <= Part::Transfer as u8 - Part::Sense as u8
+    }
+
+    /// What the service phases of an operation of `cause` (a `program` or erase, or a
+    /// read) in the request's own path count as, if not as themselves (host data).
+    #[inline(always)]
+    pub fn service_of(cause: Cause, program: bool) -> Option<Part> {
+        match cause {
+            Cause::Host | Cause::FsMetadata => None,
+            Cause::Gc => Some(Part::FgGc),
+            Cause::MergeSwitch | Cause::MergePartial | Cause::MergeFull => Some(Part::FgMerge),
+            Cause::HostCleaning => Some(Part::FgHostCleaning),
+            Cause::Translation if program => Some(Part::FgMapping),
+            Cause::Translation => Some(Part::Translation),
+            Cause::Misprediction => Some(Part::Misprediction),
+        }
+    }
+
+    /// What the phase `self` of an operation whose service counts as `service`
+    /// ([`Part::service_of`]) counts as: waits as they are.
+    #[inline(always)]
+    pub fn own(self, service: Option<Part>) -> Part {
+        match service {
+            Some(s) if self.is_service() => s,
+            _ => self,
+        }
+    }
+
+    /// A stall: waiting behind other work, not the request's own service.
+    pub fn is_stall(self) -> bool {
+        matches!(
+            self,
+            Part::BufferWait
+                | Part::QueueHost
+                | Part::BgGc
+                | Part::BgMerge
+                | Part::BgHostCleaning
+                | Part::BgMapping
+                | Part::FgGc
+                | Part::FgMerge
+                | Part::FgHostCleaning
+                | Part::FgMapping
+        )
+    }
+
+    /// What to change when this stall dominates.
+    pub fn remedy(self) -> &'static str {
+        match self {
+            Part::BufferWait => {
+                "the write buffer fills faster than the flash drains it (the flushes wait \
+                 for what holds the dies): a larger buffer.size_bytes, or spread arrivals \
+                 (replay.time_scale)"
+            }
+            Part::QueueHost => {
+                "the host's own I/O queues on the dies: spread arrivals (replay.time_scale) or \
+                 add parallelism (geometry.channels, dies)"
+            }
+            Part::BgGc | Part::FgGc => {
+                "garbage collection is in the requests' path: more over-provisioning \
+                 (geometry.over_provisioning), background GC (gc.mode), or read priority and \
+                 suspension (scheduler.*)"
+            }
+            Part::BgMerge | Part::FgMerge => {
+                "log-block merges are in the requests' path: more log blocks, or a page-mapped \
+                 scheme"
+            }
+            Part::BgHostCleaning | Part::FgHostCleaning => {
+                "the host file system's cleaning is in the requests' path: more free space for \
+                 the file system (lfs.* reserve, a smaller working set), or let it age in \
+                 preconditioning (precondition.workload_requests)"
+            }
+            Part::BgMapping | Part::FgMapping => {
+                "mapping write-back is in the requests' path: more mapping DRAM \
+                 (dram.budget_fraction)"
+            }
+            _ => "",
+        }
+    }
+}
+
+/// One request's latency by part, in ns.
+pub type Parts = [u64; PART_COUNT];
+
+/// The phases of the last operation the timing model placed in a request's path: each
+/// stretch `[start, end)` from its ready time to its end, with what it was. A request
+/// whose end the operation pushes from `t` to the operation's end is charged the phases'
+/// overlaps with `[t, end)`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Phases {
+    start: [u64; Phases::MAX],
+    end: [u64; Phases::MAX],
+    part: [Part; Phases::MAX],
+    len: usize,
+}
+
+impl Default for Phases {
+    fn default() -> Self {
+        Phases {
+            start: [0; Phases::MAX],
+            end: [0; Phases::MAX],
+            part: [Part::QueueHost; Phases::MAX],
+            len: 0,
+        }
+    }
+}
+
+impl Phases {
+    /// A wait split over the die's occupants (up to [`Occupants::DEPTH`]) and three or
+    /// four service phases.
+    const MAX: usize = 8;
+
+    #[inline(always)]
+    pub fn clear(&mut self) {
+        self.len = 0;
+    }
+
+    /// Adds the stretch `[start, end)`, if not empty.
+    #[inline(always)]
+    pub fn push(&mut self, start: u64, end: u64, part: Part) {
+        if start < end && self.len < Self::MAX {
+            self.start[self.len] = start;
+            self.end[self.len] = end;
+            self.part[self.len] = part;
+            self.len += 1;
+        }
+    }
+
+    /// Charges to `parts` the stretch `[from, to)` of a request's time that the operation
+    /// (of `cause`) added: each phase's overlap with it, and what no phase covers to
+    /// `rest` (`own`-mapped), so that exactly `to - from` is charged.
+    /// `service` is what the operation's service phases count as ([`Part::service_of`]).
+    #[inline]
+    pub fn charge(&self, from: u64, to: u64, service: Option<Part>, rest: Part, parts: &mut Parts) {
+        let mut left = to - from;
+        for i in 0..self.len {
+            let overlap = self.end[i].min(to).saturating_sub(self.start[i].max(from));
+            parts[self.part[i].own(service) as usize] += overlap;
+            left -= overlap;
+        }
+        parts[rest.own(service) as usize] += left;
+    }
+}
+
+/// Who held a die lately: the starts of its last few runs of work of one kind ([`Part`]
+/// as [`Part::behind`] names it), newest first, so that a wait for the die is split
+/// between them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Occupants {
+    start: [u64; Occupants::DEPTH],
+    part: [Part; Occupants::DEPTH],
+}
+
+impl Default for Occupants {
+    fn default() -> Self {
+        Occupants {
+            start: [0; Occupants::DEPTH],
+            part: [Part::QueueHost; Occupants::DEPTH],
+        }
+    }
+}
+
+impl Occupants {
+    pub const DEPTH: usize = 4;
+
+    /// The die runs work of kind `part` from `start` on.
+    #[inline(always)]
+    pub fn occupy(&mut self, part: Part, start: u64) {
+        if self.part[0] != part {
+            self.start.copy_within(0..Self::DEPTH - 1, 1);
+            self.part.copy_within(0..Self::DEPTH - 1, 1);
+            self.start[0] = start;
+            self.part[0] = part;
+        }
+    }
+
+    /// The kind of work the die runs last.
+    #[inline(always)]
+    pub fn last(&self) -> Part {
+        self.part[0]
+    }
+
+    /// Splits a wait for the die over `[from, to)` between its occupants: each its own
+    /// stretch, the oldest remembered everything before.
+    #[inline]
+    pub fn split(&self, from: u64, to: u64, phases: &mut Phases) {
+        let mut end = to;
+        for i in 0..Self::DEPTH {
+            if end <= from {
+                return;
+            }
+            let start = if i == Self::DEPTH - 1 {
+                from
+            } else {
+                self.start[i].clamp(from, end)
+            };
+            phases.push(start, end, self.part[i]);
+            end = start;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn occupants_split_a_wait_newest_first_and_cover_it() {
+        let mut o = Occupants::default();
+        o.occupy(Part::QueueHost, 0);
+        o.occupy(Part::FgGc, 100);
+        o.occupy(Part::FgGc, 150); // same kind: one run
+        o.occupy(Part::BgMerge, 300);
+        let mut ph = Phases::default();
+        o.split(50, 400, &mut ph);
+        let mut parts = [0; PART_COUNT];
+        ph.charge(50, 400, None, Part::Sense, &mut parts);
+        assert_eq!(parts[Part::BgMerge as usize], 100);
+        assert_eq!(parts[Part::FgGc as usize], 200);
+        assert_eq!(parts[Part::QueueHost as usize], 50);
+        assert_eq!(parts.iter().sum::<u64>(), 350);
+    }
+
+    #[test]
+    fn a_stretch_no_phase_covers_goes_to_the_rest() {
+        let mut ph = Phases::default();
+        ph.push(10, 20, Part::Sense);
+        let mut parts = [0; PART_COUNT];
+        let service = Part::service_of(Cause::Translation, false);
+        ph.charge(0, 30, service, Part::Sense, &mut parts);
+        assert_eq!(parts[Part::Translation as usize], 30);
+    }
+
+    #[test]
+    fn summary_columns_follow_the_parts() {
+        assert_eq!(SUMMARY_COLUMNS[0], "read_host_interface_us");
+        assert_eq!(SUMMARY_COLUMNS[PART_COUNT], "write_host_interface_us");
+        assert_eq!(PARTS[Part::Misprediction as usize], Part::Misprediction);
+    }
+}
