@@ -1,6 +1,7 @@
 //! The simulated SSD controller: the host interface ([`interface`]), the write buffer
 //! ([`buffer`]), the [`simulator`] that serves host requests through an FTL on the device
-//! model, and the [`metrics`] it keeps.
+//! model, the [`metrics`] it keeps and the latency [`breakdown`] summed over a run; its
+//! [`settings`]; and [`Origin`], who a device request comes from.
 
 pub mod breakdown;
 pub mod buffer;

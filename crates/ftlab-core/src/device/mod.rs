@@ -1,6 +1,7 @@
-//! The device model: the NAND array's geometry, rules and state ([`nand`]), die and
-//! channel timing ([`timing`]), free-block pools ([`blocks`]) and the flash image a restart
-//! scans ([`recovery`]).
+//! The device model: the geometry and NAND characteristics ([`geometry`]), the NAND
+//! array's rules and state ([`nand`]), die and channel timing ([`timing`]) and how a
+//! request's time splits into parts on it ([`breakdown`]), free-block pools ([`blocks`]),
+//! and the flash image a restart scans ([`recovery`]).
 
 pub mod blocks;
 pub mod breakdown;
