@@ -80,7 +80,7 @@ parts! {
 
 impl Part {
     /// What a request waiting behind an operation of `cause` (counted cause, see
-    /// [`crate::nand::Flash::set_host_cause`]) waits behind.
+    /// [`crate::device::nand::Flash::set_host_cause`]) waits behind.
     #[inline(always)]
     pub fn behind(cause: Cause, background: bool, program: bool) -> Part {
         match (cause, background) {

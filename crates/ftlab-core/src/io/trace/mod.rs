@@ -3,7 +3,7 @@
 //! and reason; never a panic).
 //!
 //! A reader yields [`Record`]s: a request as the trace states it, with the device it
-//! addresses. [`replay`] turns records into the simulator's requests (device filter,
+//! addresses. [`crate::run::replay`] turns records into the simulator's requests (device filter,
 //! per-device address ranges, address compaction, timestamp order); [`scan`] measures a
 //! trace (`ftlab trace info`, device sizing, the compaction table).
 //!
@@ -648,7 +648,7 @@ pub struct Opened {
 
 /// The requests of a trace file as it states them: addresses as in the trace (all
 /// devices in one address space), timestamps on the trace's clock, in file order. For
-/// replay onto a device (device layout, compaction, time order) use [`replay`].
+/// replay onto a device (device layout, compaction, time order) use [`crate::run::replay`].
 /// `format` is a format name or `auto`; `time_unit` is `auto` or a unit name.
 pub fn open(path: &Path, format: &str, time_unit: &str) -> Result<RequestStream<'static>> {
     let cfg = TraceConfig {
