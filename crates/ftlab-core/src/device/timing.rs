@@ -288,6 +288,16 @@ impl Timeline {
         self.class = class;
     }
 
+    /// The dies' and channels' state without the phases of the last operation placed:
+    /// those are that operation's account (one bulk run has one, the same pages placed one
+    /// by one have one each), not the device's state, which is what tests compare.
+    pub fn device_state(&self) -> Timeline {
+        Timeline {
+            phases: Phases::default(),
+            ..self.clone()
+        }
+    }
+
     /// The phases of the last foreground read, program or erase placed, from its ready
     /// time to its end (see [`crate::device::breakdown`]).
     #[inline(always)]
@@ -665,6 +675,8 @@ impl Timeline {
         if !self.read_priority {
             self.channel_free[at.channel as usize] = transferred;
         }
+        // As each program placed alone: the channel's last user is this run's class.
+        self.channel_last[at.channel as usize] = self.class;
         Some(Span { transferred, done })
     }
 
@@ -730,6 +742,7 @@ impl Timeline {
             if !keep_gaps {
                 self.channel_free[cd] = transferred;
             }
+            self.channel_last[cd] = self.class;
             return Some(CopyRun {
                 read_done: transferred - xfer,
                 program: Span { transferred, done },
@@ -776,7 +789,8 @@ impl Timeline {
             true,
         );
         let dd = &mut self.dies[d];
-        dd.occupants.occupy(self.class, free);
+        // The first program begins when both its read and the die are done.
+        dd.occupants.occupy(self.class, free.max(read_free + r));
         dd.busy_ns += k * q;
         dd.runs(
             Kind::Program,
@@ -790,6 +804,8 @@ impl Timeline {
             self.channel_free[cs] = read_done;
             self.channel_free[cd] = done - t_prog;
         }
+        self.channel_last[cs] = self.class;
+        self.channel_last[cd] = self.class;
         Some(CopyRun {
             read_done,
             program: Span {
