@@ -270,7 +270,7 @@ mod tests {
             .collect();
         let cfg = crate::run::config::resolve(None, None, &[], &sets).unwrap();
         assert_eq!(
-            cfg.scheme_section("boxed-page-test")["knob"].as_integer(),
+            cfg.scheme_context().scheme_section("boxed-page-test")["knob"].as_integer(),
             Some(4)
         );
         let bad = ["boxed-page-test.nob=4".to_string()];

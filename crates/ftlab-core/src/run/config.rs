@@ -592,9 +592,4 @@ impl Config {
             sections: self.schemes.clone(),
         }
     }
-
-    /// A scheme's own section, or an empty one.
-    pub fn scheme_section(&self, scheme: &str) -> toml::Table {
-        self.schemes.get(scheme).cloned().unwrap_or_default()
-    }
 }
