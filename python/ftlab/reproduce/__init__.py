@@ -6,7 +6,8 @@ plots (PNG and SVG) and `summary.json` (its headline numbers beside the paper's:
 contract is in `_summary.py`) into `out_dir` and prints its tables. `quick` shrinks the
 workloads so that the experiment runs in seconds (used by the tests). `ftlab reproduce all`
 runs every experiment and gathers their summaries and plots into one HTML report
-(`report.py`).
+(`report.py`). After an experiment's `run`, `NAME.md` is written beside its outputs: its
+report in Markdown, from its `summary.json` (`markdown.py`).
 
 A module that sets `DEVICE_MODEL = "current"` runs on the current device model, preparing
 and loading the device as it says (preconditioning, warm-up, unsaturated replays); any
@@ -146,11 +147,14 @@ def run(name: str, out_dir: Path, quick: bool = False, why: bool = False) -> Non
     )
     if model == "current":
         module.run(out_dir, quick)
-        return
-    # Set up and checked against its paper on ftlab 0.1's device model, which it keeps
-    # until it is redone on the current one (README, Reproductions).
-    with model_0_1():
-        module.run(out_dir, quick)
+    else:
+        # Set up and checked against its paper on ftlab 0.1's device model, which it keeps
+        # until it is redone on the current one (docs: Reproductions).
+        with model_0_1():
+            module.run(out_dir, quick)
+    from ftlab.reproduce import markdown
+
+    print(f"{name}: report {markdown.write(name, out_dir, quick)}", flush=True)
 
 
 def _run_why(name: str, module: Any, out_dir: Path, quick: bool) -> None:
