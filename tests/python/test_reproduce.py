@@ -593,6 +593,8 @@ def test_reproduce_all_records_a_failure_and_goes_on(
     page = index.read_text()
     assert "The run failed" in page and "_no_such_module" in page
     assert "selective/selective_tradeoff.png" in page
+    # Each experiment's Markdown report, written by its run, is linked.
+    assert 'Report: <a href="selective/selective.md">' in page
     # Experiments not asked for are listed as not run.
     assert "Not run." in page
 

@@ -198,7 +198,10 @@ def write(out_dir: Path, quick: bool = False) -> Path:
         for png in sorted(folder.glob("*.png")):
             src = f"{name}/{png.name}"
             parts.append(f'<a href="{src}"><img src="{src}" alt="{html.escape(png.stem)}"></a>')
-        tables = sorted(folder.glob("*.md"))
+        report = folder / f"{name}.md"
+        if report.is_file():
+            parts.append(f'<p>Report: <a href="{name}/{report.name}">{report.name}</a>.</p>')
+        tables = sorted(t for t in folder.glob("*.md") if t != report)
         if tables:
             links = ", ".join(
                 f'<a href="{name}/{t.name}">{html.escape(t.stem)}</a>' for t in tables
