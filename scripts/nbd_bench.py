@@ -17,7 +17,7 @@ The log-block schemes pay a merge for nearly every random page write: with the p
 shutdown would then merge for minutes. They run with a smaller buffer
 (`--log-block-buffer`), which the table notes.
 
-Prints a Markdown table (the README's "Block device (NBD)" figures)."""
+Prints a Markdown table (the figures of docs/guide/block-device.md)."""
 
 from __future__ import annotations
 

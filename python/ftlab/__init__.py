@@ -324,7 +324,7 @@ def sweep(
     `dram.budget_bytes`, ...) and every summary metric (`waf`, `read_mean_us`, ...,
     `erase_count_max`; `error` for a run that failed; `wall_seconds`).
 
-    `spec` is a TOML file (see the README's Sweeps) or the same content as a dict.
+    `spec` is a TOML file (see docs/guide/sweeps.md) or the same content as a dict.
     With `out` (a Parquet file), runs already in it are skipped and each finished run is
     written at once (an interrupted sweep loses none); the file keeps the rows of earlier
     specs too, the frame returned holds this spec's. Runs go to `jobs` processes (default:

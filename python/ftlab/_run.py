@@ -132,7 +132,7 @@ def _sets(sets: Sequence[str], mapping_only: bool, precondition: str | None = No
 #: collection in the foreground, a fresh device, a write buffer that flushes only when a
 #: write finds it full, and no host interface or DRAM time. The paper reproductions run on it (with
 #: the `legacy` device where they named no preset) until they are set up again on the
-#: current model; see the README's Reproductions.
+#: current model; see docs/reproductions/.
 MODEL_0_1_SETS = [
     'precondition.mode="none"',
     "precondition.warmup=false",

@@ -165,7 +165,7 @@ def _claims(folder: Path) -> dict[str, Any]:
 
 
 def test_the_waf_runs_use_the_papers_blocks_and_each_file_systems_own_footprint() -> None:
-    """The setup the README states: 128-page blocks, EXT4's inode tables and journal in the
+    """The setup docs/notes/ states: 128-page blocks, EXT4's inode tables and journal in the
     in-place stack, F2FS discarding at checkpoints, ALFS as it is; the calibrated TPC-C
     stand-in's skew the same for every stack (it is not a per-stack setting)."""
     assert amf.SETUP.pages_per_block == amf.WAF_PAGES_PER_BLOCK == 128

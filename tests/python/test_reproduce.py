@@ -13,7 +13,7 @@ installed. Two kinds of checks read the headlines, kept apart:
   catch unintended changes (a scheme, the device model or a reproduction's setup changed);
   they are not fidelity checks, and several pin values far from the paper's.
 
-Both read the quick runs; the full runs' values, which the README quotes, take minutes and
+Both read the quick runs; the full runs' values, which docs/notes/ quotes, take minutes and
 are not what is tested (some headlines differ between the two: see the reasons).
 """
 

@@ -1,7 +1,8 @@
 //! ftlab core: a simulated SSD (NAND model, timing model, write buffer) and flash
 //! translation layers, replaying host requests from traces or synthetic workloads, with
-//! verification of every read and metrics by cause. See the repository README for the
-//! model's definitions; [`run::api`] is the entry point the front ends use.
+//! verification of every read and metrics by cause. The documentation site's guide
+//! (`docs/guide/run.md`) defines the model; [`run::api`] is the entry point the front ends
+//! use.
 //!
 //! The crate is laid out in layers; each uses only the layers listed before it and owns its
 //! own settings (the `[section]`s of a configuration file):

@@ -17,7 +17,7 @@ emulator; it models its costs:
   its own (800 MB/s). (One shared channel calibrated the same way would be the emulator's
   single channel, but ftlab's timing model lets operations overtake a saturated channel:
   with one 170 MB/s channel, a run with mapping misses finished three times sooner than one
-  without; see the README);
+  without; see the demand-cached reproduction note in docs/notes/);
 - a mapping block (64 KiB, pblk-trans's) is read and written as one vector command
   (`selective.mapping_block_io = "command"`): pblk-trans issues a block's 16 pages as one
   command (an OCSSD 2.0 vector command carries up to 64 addresses), and the emulator's cost

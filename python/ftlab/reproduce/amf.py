@@ -47,7 +47,7 @@ Setup, as the paper gives it and where it does not:
   then aged) on a fresh, trimmed device; the WAF is that of the requests after it.
 - Steady state: every WAF quoted is a steady state's, by a SNIA-PTS-like rule: doubling
   the aging (the preconditioning's requests after the layout), the measured requests kept,
-  moves no stack's WAF by 5% or more, checked in both sizes (the README has the numbers)
+  moves no stack's WAF by 5% or more, checked in both sizes (docs/notes/ has the numbers)
   with the previous setup (16-page blocks, no EXT4 footprint, no discard, the uniform
   TPC-C stand-in): not re-checked with this one.
   Aging / measured: FIO(RW) 2 / 2 file sizes of random writes (full: 3 / 3; doubling moved

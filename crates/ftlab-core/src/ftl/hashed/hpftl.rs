@@ -31,8 +31,8 @@
 //! because the idle time did not suffice. With `gc.mode = "foreground"` the write collects
 //! one victim under the soft threshold, as before.
 //!
-//! Choices where the thesis is silent (README, `## Schemes`): a few erased blocks are kept
-//! out of the hash range as a pool for log blocks and reclaims; GC runs when the free pages
+//! Choices where the thesis is silent (docs/guide/schemes/hash-based.md): a few erased
+//! blocks are kept out of the hash range as a pool for log blocks and reclaims; GC runs when the free pages
 //! of the hashed blocks fall under `gc.threshold` (and until they are above
 //! `gc.hard_threshold`) or the pool runs short; victims are the full blocks with the fewest
 //! valid pages, device-wide.

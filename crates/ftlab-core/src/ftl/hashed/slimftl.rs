@@ -43,8 +43,8 @@
 //! in their path). The wanted lists and flags are counted as `gc_wanted` (4 bytes and a bit
 //! a VBA). With `gc.mode = "foreground"` nothing of this runs: GC is the thesis's alone.
 //!
-//! Choices where the thesis is silent (README, `## Schemes`): there are as many VBAs as
-//! physical blocks minus one spare block per parallel unit, so that GC always has a fresh
+//! Choices where the thesis is silent (docs/guide/schemes/hash-based.md): there are as
+//! many VBAs as physical blocks minus one spare block per parallel unit, so that GC always has a fresh
 //! block; a VBA keeps the parallel unit of its first block (GC copies within the unit); a
 //! probe skips pages the valid bitmap marks invalid without reading them; and the spare bits
 //! of each 32-bit VBT entry above the physical block number count the live pages that were
