@@ -104,12 +104,12 @@ def configuration_page() -> str:
     for key, value in device.items():
         sections.setdefault(key.split(".")[0], []).append([code(key), code(value)])
     for section, rows in sections.items():
-        out.append(f"### `[{section}]`\n")
+        out.append(f"### `[{section}]` {{#keys-{section}}}\n")
         out.append(table(["key", "default"], rows))
     out.append("## Presets\n")
     out.append("Each preset's keys that differ from the `default` preset.\n")
     for name, description in _core.presets():
-        out.append(f"### `{name}`\n")
+        out.append(f"### `{name}` {{#preset-{name}}}\n")
         out.append(cell(description) + "\n")
         if name == "default":
             continue
@@ -126,7 +126,7 @@ def configuration_page() -> str:
     )
     for info in json.loads(_core.scheme_info()):
         own: dict[str, Any] = info["section"] or {}
-        out.append(f"### `[{info['name']}]`\n")
+        out.append(f"### `[{info['name']}]` {{#section-{info['name']}}}\n")
         if not own:
             out.append("No section.\n")
             continue
@@ -189,7 +189,9 @@ def schemes_page(root: Path) -> str:
             facts = [
                 [
                     "section",
-                    f"[`[{s['name']}]`](configuration.md#{s['name']})" if s["section"] else "none",
+                    f"[`[{s['name']}]`](configuration.md#section-{s['name']})"
+                    if s["section"]
+                    else "none",
                 ],
                 ["append-only", "yes" if s["append_only"] else "no"],
                 ["device defaults", code(s["device_defaults"]) if s["device_defaults"] else "none"],
