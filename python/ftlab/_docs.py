@@ -248,12 +248,23 @@ def trace_formats_page() -> str:
 
 
 def metrics_page() -> str:
+    from ftlab._sweep import AXIS_COLUMNS, EXTRA_COLUMNS
+
     rows = [[code(name), code(kind)] for name, kind in _core.summary_columns()]
+    axes = [[code(name), code(kind)] for name, kind in AXIS_COLUMNS.items()]
+    extra = [[code(name), code(kind)] for name, kind in EXTRA_COLUMNS.items()]
     return (
-        "# Summary columns\n\nGenerated from the core (`ftlab._core.summary_columns()`): the "
-        "fields of a run's summary (`ftlab.summarize`), which are also the columns of a "
-        "sweep's table and of `compare`'s frame. What the metrics mean: "
-        "[Metrics](../guide/metrics.md).\n\n" + table(["column", "type"], rows)
+        "# Summary columns\n\nGenerated from the core (`ftlab._core.summary_columns()`) and "
+        "the sweep (`ftlab._sweep`). What the metrics mean: [Metrics](../guide/metrics.md).\n\n"
+        "## A run's summary\n\nThe fields of a run's summary (`ftlab.summarize`, the core's "
+        "`summary.rs`), which are also the columns of `compare`'s frame.\n\n"
+        + table(["column", "type"], rows)
+        + "\n## A sweep's table\n\nEach row of a sweep's Parquet table ([Sweeps]"
+        "(../guide/sweeps.md)) has these columns, then one per configuration key the spec "
+        "names, then the summary's (`ftl` is `scheme`), then these:\n\n"
+        + table(["column", "type"], axes)
+        + "\n"
+        + table(["column", "type"], extra)
     )
 
 

@@ -32,7 +32,7 @@ else:  # pragma: no cover - Python 3.9 and 3.10
     import tomli as tomllib
 
 import ftlab
-from ftlab import _core, _docs
+from ftlab import _core, _docs, _sweep
 from ftlab.cli import main
 from ftlab.reproduce import markdown
 from ftlab.reproduce._summary import Headline, read
@@ -110,6 +110,7 @@ def test_reference_has_every_trace_format_column_cause_workload_and_stack(site: 
     assert not missing_codes(formats, names)
     columns = page_text(site, "reference/metrics")
     assert not missing_codes(columns, [name for name, _ in _core.summary_columns()])
+    assert not missing_codes(columns, [*_sweep.AXIS_COLUMNS, *_sweep.EXTRA_COLUMNS])
     causes = page_text(site, "reference/causes")
     assert not missing_codes(causes, [name for name, _, _ in _core.causes()])
     workloads = page_text(site, "reference/workloads")
