@@ -1,5 +1,8 @@
 from __future__ import annotations
 
+import fcntl
+import os
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 
@@ -20,21 +23,32 @@ def traces() -> Path:
 
 @pytest.fixture(scope="session")
 def quick_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The session's `ftlab reproduce all --quick` folder: one subfolder per experiment."""
-    return tmp_path_factory.mktemp("reproduce")
+    """The session's `ftlab reproduce all --quick` folder: one subfolder per experiment.
+    Under pytest-xdist it is shared by the workers (the parent of each worker's base
+    temporary folder), so that each reproduction runs once per test session."""
+    base = tmp_path_factory.getbasetemp()
+    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    folder = shared / "reproduce"
+    folder.mkdir(exist_ok=True)
+    return folder
 
 
 @pytest.fixture(scope="session")
 def quick(quick_dir: Path) -> Callable[[str], Path]:
     """Runs a reproduction in quick mode once per session (shared by the tests of every
-    file that checks it); returns its folder."""
-    done: dict[str, Path] = {}
+    file, and every xdist worker, that checks it); returns its folder. The first worker
+    to ask runs it under a file lock; the others wait for it and read its results."""
 
     def run(name: str) -> Path:
-        if name not in done:
-            folder = quick_dir / name
-            reproduce.run(name, folder, quick=True)
-            done[name] = folder
-        return done[name]
+        folder = quick_dir / name
+        done = quick_dir / f"{name}.done"
+        with (quick_dir / f"{name}.lock").open("w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if not done.exists():
+                if folder.exists():
+                    shutil.rmtree(folder)  # a worker that failed half-way
+                reproduce.run(name, folder, quick=True)
+                done.touch()
+        return folder
 
     return run

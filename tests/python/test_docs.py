@@ -37,6 +37,9 @@ from ftlab.cli import main
 from ftlab.reproduce import markdown
 from ftlab.reproduce._summary import Headline, read
 
+# pytest-xdist (`pytest -n auto --dist loadgroup`): the site is built once, by one worker.
+pytestmark = pytest.mark.xdist_group("docs")
+
 ROOT = Path(__file__).resolve().parents[2]
 
 

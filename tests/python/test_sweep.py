@@ -24,6 +24,10 @@ import pytest
 import ftlab
 from ftlab import _advise, _dask, _sweep, _sweep_plot
 
+# pytest-xdist (`pytest -n auto --dist loadgroup`): the module's sweeps and its Dask cluster
+# are made once, by one worker.
+pytestmark = pytest.mark.xdist_group("sweep")
+
 SMALL: dict[str, Any] = {
     "workloads": ["default"],
     "presets": ["small"],

@@ -17,6 +17,9 @@ import ftlab.validate as validation
 from ftlab.validate import Scorecard, gc, peer, queueing
 from ftlab.validate._case import Case
 
+# pytest-xdist (`pytest -n auto --dist loadgroup`): the quick scorecard is run once, by one worker.
+pytestmark = pytest.mark.xdist_group("validate")
+
 
 @pytest.fixture(scope="module")
 def quick(tmp_path_factory: pytest.TempPathFactory) -> Scorecard:
