@@ -273,6 +273,53 @@ impl Region {
         self.file.write_all_at(buf, self.base + at)
     }
 
+    /// Writes `bufs` one after the other from `at`, in as few pwritev calls as the kernel
+    /// allows.
+    pub fn write_vectored_at(&self, bufs: &[&[u8]], at: u64) -> io::Result<()> {
+        use std::os::unix::io::AsRawFd;
+        let total: usize = bufs.iter().map(|b| b.len()).sum();
+        let mut done = 0usize;
+        while done < total {
+            // The buffers from `done` on (the first cut where a short write stopped).
+            let mut skip = done;
+            let mut iov: Vec<libc::iovec> = Vec::with_capacity(bufs.len());
+            for b in bufs {
+                if skip >= b.len() {
+                    skip -= b.len();
+                    continue;
+                }
+                iov.push(libc::iovec {
+                    iov_base: b[skip..].as_ptr() as *mut libc::c_void,
+                    iov_len: b.len() - skip,
+                });
+                skip = 0;
+                if iov.len() == 1024 {
+                    break; // IOV_MAX
+                }
+            }
+            // SAFETY: the iovecs point into `bufs`, alive for the call.
+            let n = unsafe {
+                libc::pwritev(
+                    self.file.as_raw_fd(),
+                    iov.as_ptr(),
+                    iov.len() as libc::c_int,
+                    (self.base + at + done as u64) as libc::off_t,
+                )
+            };
+            match n {
+                n if n > 0 => done += n as usize,
+                0 => return Err(io::ErrorKind::WriteZero.into()),
+                _ => {
+                    let e = io::Error::last_os_error();
+                    if e.kind() != io::ErrorKind::Interrupted {
+                        return Err(e);
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// The whole region.
     pub fn read_all(&self) -> io::Result<Vec<u8>> {
         let mut buf = vec![0u8; self.len as usize];
@@ -427,6 +474,17 @@ struct Partial {
     data: Vec<u8>,
 }
 
+/// A program not yet written to the store file.
+struct Program {
+    ppn: Ppn,
+    data: Box<[u8]>,
+    record: Record,
+}
+
+/// Programs wait in memory up to this many bytes, so that consecutive pages of a block
+/// (which a scheme striping over dies programs apart) go to the file in one call.
+const BATCH_BYTES: usize = 8 << 20;
+
 /// The page store, attached to the flash model as its [`PageSink`].
 pub struct PageStore {
     files: Files,
@@ -461,6 +519,10 @@ pub struct PageStore {
     /// with a CRC that does not match, so that reads of the page fail as before.
     poisoned: std::collections::HashSet<u64>,
     scratch: Vec<u8>,
+    /// Programs not yet written ([`PageStore::drain`]), and whether each physical page has
+    /// one.
+    batch: Vec<Program>,
+    batched: Vec<bool>,
     trim_end: u64,
     /// The first I/O or consistency error: the device stops serving writes after it.
     error: Option<String>,
@@ -504,6 +566,8 @@ impl PageStore {
             media_errors: 0,
             poisoned: Default::default(),
             scratch: vec![0; meta.page_size as usize],
+            batch: Vec::new(),
+            batched: vec![false; meta.physical_pages as usize],
             trim_end,
             error: None,
             barrier_syncs: 0,
@@ -547,7 +611,7 @@ impl PageStore {
     }
 
     fn recycle(&mut self, b: Box<[u8]>) {
-        if self.pool.len() < 1024 {
+        if self.pool.len() < 1024 + BATCH_BYTES / self.page_size {
             self.pool.push(b);
         }
     }
@@ -652,6 +716,9 @@ impl PageStore {
 
     /// Reads physical page `ppn`; false when its bytes do not match their CRC.
     fn read_page(&mut self, ppn: Ppn, into: &mut [u8]) -> bool {
+        if self.batched[ppn as usize] {
+            self.drain();
+        }
         let at = ppn as u64 * self.page_size as u64;
         if let Err(e) = self.files.pages.read_exact_at(into, at) {
             self.fail(format!("reading physical page {ppn}: {e}"));
@@ -707,16 +774,6 @@ impl PageStore {
         good
     }
 
-    fn write_record(&mut self, ppn: Ppn, rec: &Record) {
-        let at = ppn as u64 * RECORD_BYTES as u64;
-        self.sync.wrote(STORE);
-        if let Err(e) = self.files.oob.write_all_at(&rec.encode(), at) {
-            self.fail(format!(
-                "writing the OOB record of physical page {ppn}: {e}"
-            ));
-        }
-    }
-
     /// Before a page of an erased block whose records are still to clear is programmed:
     /// the copies out of it durable (a sync, unless one has covered them already), then its
     /// records cleared.
@@ -766,6 +823,7 @@ impl PageStore {
     /// blocks are cleared where a sync allows it already, the others wait (their stale
     /// records are harmless to recovery: the copies made out of them are later programs).
     pub fn prepare_flush(&mut self) -> Result<(), String> {
+        self.drain();
         self.clear_erased();
         match self.error.take() {
             Some(e) => Err(e),
@@ -776,6 +834,7 @@ impl PageStore {
     /// Before a checkpoint: every pending erase recorded, after the copies it depends on
     /// are synced (the caller syncs afterwards).
     pub fn prepare_sync(&mut self) -> Result<(), String> {
+        self.drain();
         if !self.erased.is_empty() {
             self.sync.sync()?;
             self.clear_erased();
@@ -787,15 +846,9 @@ impl PageStore {
     }
 
     /// Programs `data` at `ppn` with `crc` in its record (that of `data` unless the page is
-    /// damaged and must stay so).
-    fn program_bytes(&mut self, ppn: Ppn, oob: Oob, data: &[u8], crc: u32) {
-        let at = ppn as u64 * self.page_size as u64;
-        self.sync.wrote(STORE);
-        if let Err(e) = self.files.pages.write_all_at(data, at) {
-            self.fail(format!("writing physical page {ppn}: {e}"));
-            return;
-        }
-        let rec = Record {
+    /// damaged and must stay so): batched, written by [`PageStore::drain`].
+    fn program_bytes(&mut self, ppn: Ppn, oob: Oob, data: Box<[u8]>, crc: u32) {
+        let record = Record {
             programmed: true,
             lpa: oob.lpa,
             seq: oob.seq,
@@ -804,7 +857,57 @@ impl PageStore {
         };
         self.next_prog += 1;
         self.crcs[ppn as usize] = crc;
-        self.write_record(ppn, &rec);
+        self.batched[ppn as usize] = true;
+        self.batch.push(Program { ppn, data, record });
+        if self.batch.len() * self.page_size >= BATCH_BYTES {
+            self.drain();
+        }
+    }
+
+    /// Writes the batched programs: each run of consecutive physical pages with one
+    /// pwritev, its records with one write. Called before a page of the batch is read,
+    /// before an erase (so that the copies out of the block are in the file before any
+    /// sync that lets its records be cleared) and before a sync.
+    fn drain(&mut self) {
+        if self.batch.is_empty() {
+            return;
+        }
+        let mut batch = std::mem::take(&mut self.batch);
+        // (A page is programmed once between erases, and an erase drains: no duplicates.)
+        batch.sort_unstable_by_key(|p| p.ppn);
+        self.sync.wrote(STORE);
+        let mut records = Vec::new();
+        for run in batch.chunk_by(|a, b| b.ppn == a.ppn + 1) {
+            let first = run[0].ppn;
+            let bufs: Vec<&[u8]> = run.iter().map(|p| &p.data[..]).collect();
+            let at = first as u64 * self.page_size as u64;
+            if let Err(e) = self.files.pages.write_vectored_at(&bufs, at) {
+                self.fail(format!(
+                    "writing physical pages {first}..{}: {e}",
+                    first as usize + run.len()
+                ));
+                continue;
+            }
+            records.clear();
+            for p in run {
+                records.extend_from_slice(&p.record.encode());
+            }
+            if let Err(e) = self
+                .files
+                .oob
+                .write_all_at(&records, first as u64 * RECORD_BYTES as u64)
+            {
+                self.fail(format!(
+                    "writing the OOB records of physical pages {first}..{}: {e}",
+                    first as usize + run.len()
+                ));
+            }
+        }
+        for p in batch.drain(..) {
+            self.batched[p.ppn as usize] = false;
+            self.recycle(p.data);
+        }
+        self.batch = batch;
     }
 
     /// Erase counts by block.
@@ -840,14 +943,14 @@ impl PageSink for PageStore {
         let block = ppn / self.pages_per_block;
         self.barrier(block);
         if oob.lpa == NONE {
-            let mut page = std::mem::take(&mut self.scratch);
+            let mut page = self.buffer();
             page.fill(0);
             if let Some(c) = content {
                 let n = c.len().min(page.len());
                 page[..n].copy_from_slice(&c[..n]);
             }
-            self.program_bytes(ppn, oob, &page, crc32c::crc32c(&page));
-            self.scratch = page;
+            let crc = crc32c::crc32c(&page);
+            self.program_bytes(ppn, oob, page, crc);
             return;
         }
         match self.staged.remove(&oob.seq) {
@@ -859,8 +962,7 @@ impl PageSink for PageStore {
                 if self.poisoned.remove(&oob.seq) {
                     crc = !crc;
                 }
-                self.program_bytes(ppn, oob, &s.data, crc);
-                self.recycle(s.data);
+                self.program_bytes(ppn, oob, s.data, crc);
             }
             other => {
                 if let Some(s) = other {
@@ -877,17 +979,17 @@ impl PageSink for PageStore {
 
     fn copy(&mut self, src: Ppn, dst: Ppn, oob: Oob) {
         self.barrier(dst / self.pages_per_block);
-        let mut page = std::mem::take(&mut self.scratch);
+        let mut page = self.buffer();
         // A damaged page moves with its old CRC: reads of it still fail.
         let crc = match self.read_page(src, &mut page) {
             true => crc32c::crc32c(&page),
             false => self.crcs[src as usize],
         };
-        self.program_bytes(dst, oob, &page, crc);
-        self.scratch = page;
+        self.program_bytes(dst, oob, page, crc);
     }
 
     fn erase(&mut self, block: u32) {
+        self.drain();
         self.erase_counts[block as usize] += 1;
         // (Erased again before its records were cleared: the later erase's copies count.)
         let generation = self.sync.next_generation();
