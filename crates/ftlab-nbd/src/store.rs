@@ -15,8 +15,9 @@
 //! Beside it: `trims`, the trim log, 16-byte records (logical page, last host sequence
 //! number at the trim), so that a trimmed page stays trimmed across a crash; `meta.json`,
 //! the scheme and geometry the store was made for; `checkpoint`, written by a clean
-//! shutdown ([`crate::recovery`]). Format 1 (separate `pages`, `oob` and `blocks` files) is
-//! refused with a message; `ftlab store upgrade DIR` converts it ([`upgrade`]).
+//! shutdown ([`crate::recovery`]). A store of format 1 (separate `pages`, `oob` and
+//! `blocks` files) is converted by `ftlab serve` when it starts on it ([`upgrade`]);
+//! `ftlab store check` refuses it until then, saying so.
 //!
 //! The records and erase counts are written with zeros when the store is made, and the
 //! pages region is allocated (`fallocate`; `--preallocate` writes it with zeros), so that
@@ -32,6 +33,13 @@
 //! the trim log too after a trim); concurrent flushes share one round (group commit,
 //! [`SyncGroup`]); records of erased blocks are cleared after any sync that covers their
 //! copies, not by a sync of their own.
+//!
+//! Programs are batched in memory (up to 8 MiB, [`PageStore::drain`]) and written sorted by
+//! physical page: a run of consecutive pages with one pwritev, its records with one write.
+//! A scheme striping over dies programs the pages of a block far apart in time, so writing
+//! each at once cost two syscalls per page. The batch is written before a page of it is
+//! read, before an erase and before every sync; it is process memory as the write buffer's
+//! staged pages are, so a crash loses only what no flush has covered.
 //!
 //! Every page read is checked against its record's CRC (kept in memory, [`PageStore::crcs`]):
 //! a mismatch is a media error of the request that read it ([`PageStore::take_media_error`]),
