@@ -20,8 +20,9 @@
 //! `ftlab store check` refuses it until then, saying so.
 //!
 //! The records and erase counts are written with zeros when the store is made, and the
-//! pages region is allocated (`fallocate`; `--preallocate` writes it with zeros), so that
-//! a write seldom allocates and a flush seldom waits for the file system's journal.
+//! pages region is allocated (`fallocate`, if it takes at most half the free space;
+//! `--preallocate` writes it with zeros), so that a write seldom allocates and a flush
+//! seldom waits for the file system's journal.
 //!
 //! Ordering, so that recovery never exposes bytes that were not written there: a page's
 //! data is written before its record, and the record's CRC must match the data for the
@@ -401,7 +402,13 @@ impl Files {
         } else {
             Ok(())
         };
-        let allocated = allocated.and_then(|()| allocate(&files.store, r.pages, r.len));
+        // (The pages only while they take at most half the free space: a default must not
+        // fill a shared disk; a fallocate cut short by ENOSPC would keep what it took.)
+        let room = crate::space::free_bytes(dir).unwrap_or(0);
+        let allocated = allocated.and_then(|()| match r.len - r.pages <= room / 2 {
+            true => allocate(&files.store, r.pages, r.len),
+            false => Ok(()),
+        });
         match allocated {
             Err(e) if e.raw_os_error() == Some(libc::ENOSPC) => {}
             other => other.map_err(|e| io_err(&path, e))?,
