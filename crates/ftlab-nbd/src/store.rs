@@ -1110,3 +1110,61 @@ pub fn upgrade(dir: &Path, old: &Meta) -> Result<(), String> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn meta(physical_pages: u64, total_blocks: u32, page_size: u32) -> Meta {
+        Meta {
+            format: FORMAT,
+            scheme: "page".into(),
+            page_size,
+            pages_per_block: (physical_pages / total_blocks as u64) as u32,
+            total_blocks,
+            physical_pages,
+            logical_pages: physical_pages / 2,
+        }
+    }
+
+    #[test]
+    fn the_pages_start_on_a_4_kib_boundary_after_the_records_and_erase_counts() {
+        // The small preset: 524,288 pages of 4 KiB in 4,096 blocks.
+        let r = regions(&meta(524_288, 4096, 4096));
+        assert_eq!(r.erase_counts, 524_288 * 32);
+        assert_eq!(r.pages, 16_793_600);
+        assert_eq!(r.len, 16_793_600 + 524_288 * 4096);
+        // Records and erase counts ending off a boundary: the pages start at the next one.
+        let r = regions(&meta(100, 10, 2048));
+        assert_eq!(
+            (r.erase_counts, r.pages, r.len),
+            (3200, 4096, 4096 + 100 * 2048)
+        );
+    }
+
+    #[test]
+    fn a_vectored_write_of_more_buffers_than_iov_max_writes_them_all_in_order() {
+        let path = std::env::temp_dir().join(format!("ftlab-nbd-vec-{}", std::process::id()));
+        let file = Arc::new(
+            OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create(true)
+                .truncate(true)
+                .open(&path)
+                .unwrap(),
+        );
+        let region = Region {
+            file: file.clone(),
+            base: 100,
+            len: 1 << 20,
+        };
+        let bufs: Vec<Vec<u8>> = (0..2500u32).map(|i| i.to_le_bytes().repeat(3)).collect();
+        let slices: Vec<&[u8]> = bufs.iter().map(|b| &b[..]).collect();
+        region.write_vectored_at(&slices, 7).unwrap();
+        let mut back = vec![0u8; 2500 * 12];
+        region.read_exact_at(&mut back, 7).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        assert_eq!(back, bufs.concat());
+    }
+}
