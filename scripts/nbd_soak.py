@@ -2,7 +2,10 @@
 of tests/python/nbd_crash.py, kill -9 at a random moment, restart, check that every write
 acknowledged before the last completed flush survived and nothing foreign is read.
 
-    python scripts/nbd_soak.py [--cycles 100] [--ftl page] [--seed 1]
+    python scripts/nbd_soak.py [--cycles 100] [--ftl page] [--seed 1] [--connections 1]
+
+With `--connections N` (N > 1) the checker pipelines its writes over N connections (up to
+64 in flight), then flushes on one of them once all are acknowledged.
 
 Prints one line per cycle and a summary (cycles, failures, recovery times)."""
 
@@ -27,6 +30,7 @@ def main() -> int:
     ap.add_argument("--cycles", type=int, default=100)
     ap.add_argument("--ftl", default="page")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--connections", type=int, default=1)
     args = ap.parse_args()
     rng = random.Random(args.seed)
     checker = Checker(first=0, count=2048, seed=args.seed)
@@ -39,7 +43,7 @@ def main() -> int:
             return Served(store, ftl=args.ftl, sets=SMALL_DEVICE, extra=["--verify"])
 
         for cycle in range(args.cycles):
-            problems, startup = crash_cycle(start, checker, Path(tmp), rng)
+            problems, startup = crash_cycle(start, checker, Path(tmp), rng, args.connections)
             m = re.search(r"in ([0-9.]+) ms", startup)
             if m:
                 times.append(float(m.group(1)))
@@ -47,7 +51,8 @@ def main() -> int:
             failures += bool(problems)
             print(f"cycle {cycle + 1}: {status}; {startup}", flush=True)
     print(
-        f"{args.cycles} cycles ({args.ftl}), {failures} failed, {checker.flushes} checker "
+        f"{args.cycles} cycles ({args.ftl}, {args.connections} checker connections), "
+        f"{failures} failed, {checker.flushes} checker "
         f"flushes; recovery {min(times):.1f}-{max(times):.1f} ms, median "
         f"{statistics.median(times):.1f} ms"
     )

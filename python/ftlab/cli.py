@@ -465,8 +465,9 @@ def run(ftl_name: str, source: dict[str, Any], json_out: str | None, quiet: bool
 @click.option(
     "--preallocate",
     is_flag=True,
-    help="Allocate the whole page store on disk first (its raw size), so that flushes never "
-    "wait for the file system to allocate.",
+    help="Write the page store's pages with zeros when it is made (its raw size; by default "
+    "they are allocated with fallocate), so that no write changes the file system's "
+    "metadata and no flush waits for its journal.",
 )
 @click.option(
     "--max-connections",

@@ -45,15 +45,26 @@ class NbdClient:
             out += chunk
         return bytes(out)
 
-    def request(
-        self, kind: int, offset: int, length: int, data: bytes = b"", flags: int = 0
-    ) -> tuple[int, bytes]:
+    def send(self, kind: int, offset: int, length: int, data: bytes = b"", flags: int = 0) -> int:
+        """Sends a request without waiting for its reply; its handle."""
         self.handle += 1
         self.sock.sendall(
             struct.pack(">IHHQQI", 0x25609513, flags, kind, self.handle, offset, length) + data
         )
+        return self.handle
+
+    def reply(self) -> tuple[int, int]:
+        """The next reply to a request without payload: (error, handle)."""
         magic, error, handle = struct.unpack(">IIQ", self._recv(16))
-        assert magic == 0x67446698 and handle == self.handle
+        assert magic == 0x67446698
+        return error, handle
+
+    def request(
+        self, kind: int, offset: int, length: int, data: bytes = b"", flags: int = 0
+    ) -> tuple[int, bytes]:
+        sent = self.send(kind, offset, length, data, flags)
+        magic, error, handle = struct.unpack(">IIQ", self._recv(16))
+        assert magic == 0x67446698 and handle == sent
         payload = self._recv(length) if kind == 0 and error == 0 else b""
         return error, payload
 
@@ -114,6 +125,35 @@ class Checker:
         except (OSError, ConnectionError, AssertionError):
             return  # the server was killed
 
+    def run_pipelined(self, clients: list[NbdClient], stop: threading.Event) -> None:
+        """As `run`, over several connections with many requests in flight: each round
+        sends writes of distinct blocks, spread over the connections, before reading any
+        reply, then a FLUSH on one connection once every write is acknowledged (the export
+        has CAN_MULTI_CONN: it covers them all)."""
+        current = list(self.flushed)
+        try:
+            while not stop.is_set():
+                blocks = self.rng.sample(range(self.count), self.rng.randint(1, 64))
+                sent = [0] * len(clients)
+                for n, i in enumerate(blocks):
+                    self.version += 1
+                    self.since[i].add(self.version)
+                    c = n % len(clients)
+                    data = block_bytes(self.first + i, self.version)
+                    clients[c].send(1, (self.first + i) * BLOCK, BLOCK, data)
+                    sent[c] += 1
+                    current[i] = self.version
+                for c, count in enumerate(sent):
+                    for _ in range(count):
+                        error, _ = clients[c].reply()
+                        assert error == 0, f"write error {error}"
+                clients[self.rng.randrange(len(clients))].flush()
+                self.flushes += 1
+                self.flushed = list(current)
+                self.since = [set() for _ in range(self.count)]
+        except (OSError, ConnectionError, AssertionError):
+            return  # the server was killed
+
     def check(self, client: NbdClient) -> list[str]:
         problems = []
         for i in range(self.count):
@@ -165,15 +205,23 @@ fsync=64
 
 
 def crash_cycle(
-    served_factory: Callable[[], Served], checker: Checker, workdir: Path, rng: random.Random
+    served_factory: Callable[[], Served],
+    checker: Checker,
+    workdir: Path,
+    rng: random.Random,
+    connections: int = 1,
 ) -> tuple[list[str], str]:
-    """One cycle on a running server: fio load and the checker, SIGKILL after a random
-    0.3-1.5 s, restart, check. Returns (problems, the restarted server's start-up line)."""
+    """One cycle on a running server: fio load and the checker (over `connections`
+    pipelined connections if more than one), SIGKILL after a random 0.3-1.5 s, restart,
+    check. Returns (problems, the restarted server's start-up line)."""
     served = served_factory()
     load = fio_load(served.uri, workdir, 24, 16, 2)
-    client = NbdClient(served.host, served.port)
+    clients = [NbdClient(served.host, served.port) for _ in range(connections)]
     stop = threading.Event()
-    t = threading.Thread(target=checker.run, args=(client, stop), daemon=True)
+    if connections == 1:
+        t = threading.Thread(target=checker.run, args=(clients[0], stop), daemon=True)
+    else:
+        t = threading.Thread(target=checker.run_pipelined, args=(clients, stop), daemon=True)
     t.start()
     time.sleep(rng.uniform(0.3, 1.5))
     served.kill()
@@ -181,7 +229,8 @@ def crash_cycle(
     t.join(30)
     os.killpg(load.pid, signal.SIGKILL)
     load.wait(30)
-    client.sock.close()
+    for client in clients:
+        client.sock.close()
     again = served_factory()
     startup = next((line for line in again.log if "ready" in line), "")
     reader = NbdClient(again.host, again.port)

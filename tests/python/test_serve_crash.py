@@ -18,8 +18,12 @@ from nbd_helpers import SMALL_DEVICE, Served, need
 
 #: Page-level, demand-cached, log-block (FAST: merges in the middle of which the kill may
 #: land) and learned (LeaFTL: segments relearned at start-up) schemes.
-@pytest.mark.parametrize("ftl", ["page", "dftl", "fast", "leaftl"])
-def test_flushed_writes_survive_kill_9(tmp_path: Path, ftl: str) -> None:
+#: The page scheme also with the checker pipelining over 4 connections (a flush on one
+#: covers the writes acknowledged on all).
+@pytest.mark.parametrize(
+    ("ftl", "connections"), [("page", 1), ("dftl", 1), ("fast", 1), ("leaftl", 1), ("page", 4)]
+)
+def test_flushed_writes_survive_kill_9(tmp_path: Path, ftl: str, connections: int) -> None:
     need("fio", "fio")
     store = tmp_path / "store"
     rng = random.Random(5)
@@ -29,7 +33,7 @@ def test_flushed_writes_survive_kill_9(tmp_path: Path, ftl: str) -> None:
         return Served(store, ftl=ftl, sets=SMALL_DEVICE, extra=["--verify"])
 
     for cycle in range(3):
-        problems, startup = crash_cycle(start, checker, tmp_path, rng)
+        problems, startup = crash_cycle(start, checker, tmp_path, rng, connections)
         assert not problems, f"cycle {cycle}: " + "\n".join(problems[:20])
         assert "recovered after an unclean stop" in startup, startup
         # From the second cycle on, recovery starts from the map the last start-up wrote.

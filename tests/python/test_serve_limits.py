@@ -186,7 +186,7 @@ def test_the_status_endpoint_serves_json_and_prometheus(tmp_path: Path) -> None:
         with urllib.request.urlopen(f"{base}/", timeout=10) as r:
             status = json.loads(r.read())
         assert status["pages_written"] == 8 and status["connections"] == 1, status
-        assert status["flushes"] == 1 and status["fsyncs"] >= 2, status
+        assert status["flushes"] == 1 and status["fsyncs"] >= 1, status
         with urllib.request.urlopen(f"{base}/metrics", timeout=10) as r:
             text = r.read().decode()
         assert "# TYPE ftlab_pages_written_total counter" in text

@@ -112,9 +112,19 @@ def physical_page(store: Path, lpa: int) -> int:
     return ppn
 
 
+def regions(store: Path) -> tuple[int, int]:
+    """Where the `store` file's erase counts and pages start (format 2: the records, the
+    erase counts, then the pages from a 4 KiB boundary)."""
+    meta = json.loads((store / "meta.json").read_text())
+    assert meta["format"] == 2, meta
+    erase_counts = 32 * meta["physical_pages"]
+    pages = (erase_counts + 4 * meta["total_blocks"] + 4095) // 4096 * 4096
+    return erase_counts, pages
+
+
 def flip_byte(store: Path, lpa: int) -> None:
-    at = physical_page(store, lpa) * BLOCK + 100
-    with open(store / "pages", "r+b") as f:
+    at = regions(store)[1] + physical_page(store, lpa) * BLOCK + 100
+    with open(store / "store", "r+b") as f:
         f.seek(at)
         byte = f.read(1)[0]
         f.seek(at)
@@ -152,33 +162,46 @@ def test_a_flipped_byte_is_a_media_error_on_that_request_only(tmp_path: Path) ->
     assert "media error: logical page 5 at physical page" in served.text(), served.text()
 
 
-def test_a_truncated_oob_file_is_refused_then_repaired(tmp_path: Path) -> None:
+def test_a_truncated_store_file_is_refused_then_repaired(tmp_path: Path) -> None:
     store = written_store(tmp_path)
-    oob = store / "oob"
-    oob.write_bytes(oob.read_bytes()[: 32 * 600])
+    data = store / "store"
+    data.write_bytes(data.read_bytes()[: 32 * 600])
     before = store_digest(store)
     refused = serve_once(store)
     assert refused.returncode == 2, refused.stderr
-    assert "oob: 19200 bytes" in refused.stderr and "(truncated)" in refused.stderr
+    assert "store: 19200 bytes" in refused.stderr, refused.stderr
+    assert "(truncated: the OOB records from physical page 600 on" in refused.stderr
     assert "ftlab store repair" in refused.stderr, refused.stderr
     assert store_digest(store) == before
     assert ftlab_cli("store", "check", str(store)).returncode == 1
+    # The pages went with the records: repair rebuilds the 60 records cut off from the
+    # checkpoint's map, with CRCs that cannot match, so that the lost pages read as media
+    # errors, not as zeros (as do the 4 whose records were kept).
     repair = ftlab_cli("store", "repair", str(store))
     assert repair.returncode == 0, repair.stderr
-    assert "repaired: " in repair.stdout and "OOB records rebuilt" in repair.stdout
-    check = ftlab_cli("store", "check", str(store))
-    assert check.returncode == 0, check.stdout + check.stderr
-    served = Served(store, sets=SMALL_DEVICE, extra=["--verify"])
+    assert (
+        "60 OOB records rebuilt from the checkpoint's map (60 of them over bytes that are gone)"
+        in (repair.stdout)
+    ), repair.stdout
+    assert "logical page 5: its bytes were cut off with the store file" in repair.stdout
+    served = Served(store, sets=SMALL_DEVICE)
     client = NbdClient(served.host, served.port)
-    assert client.read(0, 64 * BLOCK) == b"".join(block_bytes(b, 1) for b in range(64))
-    client.close()
-    assert served.stop() == 0, served.text()
+    try:
+        assert client.request(0, 5 * BLOCK, BLOCK)[0] == EIO
+        assert client.request(0, 0, BLOCK)[0] == EIO  # its record kept, its bytes gone
+        client.write(5 * BLOCK, block_bytes(5, 2))  # written whole, it reads again
+        client.flush()
+        assert client.read(5 * BLOCK, BLOCK) == block_bytes(5, 2)
+        assert client.read(64 * BLOCK, BLOCK) == bytes(BLOCK)  # never written: zeros
+        client.close()
+    finally:
+        assert served.stop() == 0, served.text()
 
 
-def test_a_zeroed_oob_file_is_refused_then_repaired(tmp_path: Path) -> None:
+def test_zeroed_records_are_refused_then_repaired(tmp_path: Path) -> None:
     store = written_store(tmp_path)
-    oob = store / "oob"
-    oob.write_bytes(bytes(oob.stat().st_size))
+    with open(store / "store", "r+b") as f:
+        f.write(bytes(regions(store)[0]))
     refused = serve_once(store)
     assert refused.returncode == 2, refused.stderr
     assert "the OOB records of 64 logical pages the checkpoint's map places are gone" in (
@@ -286,4 +309,45 @@ def test_a_sound_store_is_left_as_it_is(tmp_path: Path) -> None:
     assert check.returncode == 0 and "0 problems" in check.stdout, check.stdout + check.stderr
     repair = ftlab_cli("store", "repair", str(store))
     assert repair.returncode == 0 and "nothing to repair" in repair.stdout, repair.stdout
+    assert store_digest(store) == before
+
+
+def as_format_1(store: Path) -> None:
+    """Rewrites a store in format 1: separate `oob`, `blocks` and `pages` files."""
+    erase_counts, pages = regions(store)
+    meta = json.loads((store / "meta.json").read_text())
+    data = (store / "store").read_bytes()
+    (store / "oob").write_bytes(data[:erase_counts])
+    (store / "blocks").write_bytes(data[erase_counts : erase_counts + 4 * meta["total_blocks"]])
+    (store / "pages").write_bytes(data[pages:])
+    (store / "store").unlink()
+    meta["format"] = 1
+    (store / "meta.json").write_text(json.dumps(meta))
+
+
+def test_a_format_1_store_is_converted_at_start_up(tmp_path: Path) -> None:
+    store = written_store(tmp_path)
+    as_format_1(store)
+    check = ftlab_cli("store", "check", str(store))
+    assert check.returncode != 0 and "a store of format 1" in check.stderr, check.stderr
+    served = Served(store, sets=SMALL_DEVICE)
+    client = NbdClient(served.host, served.port)
+    assert client.read(0, 64 * BLOCK) == b"".join(block_bytes(b, 1) for b in range(64))
+    client.close()
+    assert served.stop() == 0, served.text()
+    assert not any((store / name).exists() for name in ("oob", "blocks", "pages"))
+    assert json.loads((store / "meta.json").read_text())["format"] == 2
+    check = ftlab_cli("store", "check", str(store))
+    assert check.returncode == 0 and "0 problems" in check.stdout, check.stdout + check.stderr
+
+
+def test_a_store_of_an_unknown_format_is_refused(tmp_path: Path) -> None:
+    store = written_store(tmp_path)
+    meta = json.loads((store / "meta.json").read_text())
+    meta["format"] = 9
+    (store / "meta.json").write_text(json.dumps(meta))
+    before = store_digest(store)
+    refused = serve_once(store)
+    assert refused.returncode == 2, refused.stderr
+    assert "meta.json: a store of format 9; this ftlab reads format 2" in refused.stderr
     assert store_digest(store) == before

@@ -1,22 +1,25 @@
 //! Damage to a store's files: what start-up refuses, what `ftlab store check` lists and what
 //! `ftlab store repair` rebuilds.
 //!
-//! - A file shorter than its geometry says (`pages`, `oob`, `blocks`): truncated.
+//! - A `store` file shorter than its geometry says: truncated (what it cut off named: pages,
+//!   erase counts, records).
 //! - A logical page the checkpoint's map places at a physical page whose OOB record no
 //!   longer holds it, with no later copy and no logged trim to explain why: its record was
-//!   lost (a zeroed or damaged `oob` file). Records of an erased block are cleared only
+//!   lost (zeroed or damaged records). Records of an erased block are cleared only
 //!   after the copies out of it are durable, so a moved or replaced page always leaves a
 //!   later record, and a trimmed one a logged trim.
 //! - A page whose bytes do not match its record's CRC: programmed before the checkpoint, it
 //!   is damaged (reads of it fail with EIO); after it, a torn write that recovery ignores.
 //!
-//! Repair extends truncated files, rebuilds each lost record from the checkpoint's map (the
+//! Repair extends a truncated store file, rebuilds each lost record from the checkpoint's map (the
 //! page's bytes as they are; a page whose bytes were cut off gets a CRC that cannot match,
 //! so that reads of it fail rather than return zeros), and drops a damaged map (a full scan
 //! replaces it). What cannot be rebuilt is listed.
 
-use crate::recovery::{read_checkpoint, read_map, read_meta, write_checkpoint, Checkpoint};
-use crate::store::{Meta, Record, RECORD_BYTES, TRIM_BYTES};
+use crate::recovery::{
+    check_format, read_checkpoint, read_map, read_meta, write_checkpoint, Checkpoint,
+};
+use crate::store::{regions, Meta, Record, RECORD_BYTES, TRIM_BYTES};
 use ftlab_core::device::nand::NONE;
 use std::collections::HashSet;
 use std::fs::{File, OpenOptions};
@@ -38,15 +41,6 @@ pub struct Findings {
     pub torn: u64,
 }
 
-/// The files whose size the geometry fixes, and that size.
-pub fn sized_files(meta: &Meta) -> [(&'static str, u64); 3] {
-    [
-        ("pages", meta.physical_pages * meta.page_size as u64),
-        ("oob", meta.physical_pages * RECORD_BYTES as u64),
-        ("blocks", meta.total_blocks as u64 * 4),
-    ]
-}
-
 fn len_of(dir: &Path, name: &str) -> Result<u64, String> {
     let path = dir.join(name);
     match std::fs::metadata(&path) {
@@ -56,24 +50,36 @@ fn len_of(dir: &Path, name: &str) -> Result<u64, String> {
     }
 }
 
-/// Files shorter than the geometry says, one line each.
+/// The `store` file shorter than the geometry says, as one line naming what is cut off.
 pub fn truncated(dir: &Path, meta: &Meta) -> Result<Vec<String>, String> {
-    let mut out = Vec::new();
-    for (name, want) in sized_files(meta) {
-        let have = len_of(dir, name)?;
-        if have < want {
-            out.push(format!(
-                "{}: {have} bytes, {want} expected (truncated)",
-                dir.join(name).display()
-            ));
-        }
+    let r = regions(meta);
+    let have = len_of(dir, "store")?;
+    if have >= r.len {
+        return Ok(Vec::new());
     }
-    Ok(out)
+    let cut = if have < r.erase_counts {
+        format!(
+            "the OOB records from physical page {} on, the erase counts and the pages",
+            have / RECORD_BYTES as u64
+        )
+    } else if have < r.pages {
+        "the erase counts and the pages".to_string()
+    } else {
+        format!(
+            "the pages from physical page {} on",
+            (have - r.pages) / meta.page_size as u64
+        )
+    };
+    Ok(vec![format!(
+        "{}: {have} bytes, {} expected (truncated: {cut} cut off)",
+        dir.join("store").display(),
+        r.len
+    )])
 }
 
-/// The bytes of `name` up to `len`, zeros past its end.
-fn read_padded(dir: &Path, name: &str, len: u64) -> Result<Vec<u8>, String> {
-    let path = dir.join(name);
+/// `len` bytes of the `store` file from `at`, zeros past its end.
+fn read_padded(dir: &Path, at: u64, len: u64) -> Result<Vec<u8>, String> {
+    let path = dir.join("store");
     let mut buf = vec![0u8; len as usize];
     match File::open(&path) {
         Ok(f) => {
@@ -81,14 +87,19 @@ fn read_padded(dir: &Path, name: &str, len: u64) -> Result<Vec<u8>, String> {
                 .metadata()
                 .map_err(|e| format!("{}: {e}", path.display()))?
                 .len();
-            let n = have.min(len) as usize;
-            f.read_exact_at(&mut buf[..n], 0)
+            let n = have.saturating_sub(at).min(len) as usize;
+            f.read_exact_at(&mut buf[..n], at)
                 .map_err(|e| format!("{}: {e}", path.display()))?;
         }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
         Err(e) => return Err(format!("{}: {e}", path.display())),
     }
     Ok(buf)
+}
+
+/// The bytes of the pages region the `store` file holds.
+fn pages_len(dir: &Path, meta: &Meta) -> Result<u64, String> {
+    Ok(len_of(dir, "store")?.saturating_sub(regions(meta).pages))
 }
 
 /// The logical pages the checkpoint's `map` places whose record is lost: (logical page,
@@ -140,7 +151,7 @@ pub fn lost_line(
     Some(format!(
         "{}: the OOB records of {} logical pages the checkpoint's map places are gone \
          (zeroed or damaged), the first logical page {lpa} at physical page {ppn}",
-        dir.join("oob").display(),
+        dir.join("store").display(),
         lost.len()
     ))
 }
@@ -173,6 +184,7 @@ fn load(dir: &Path, f: &mut Findings) -> Result<Loaded, String> {
             dir.join("meta.json").display()
         )
     })?;
+    check_format(dir, &meta)?;
     f.damage.extend(truncated(dir, &meta)?);
     let cp = match read_checkpoint(dir) {
         Ok(cp) => cp,
@@ -188,9 +200,10 @@ fn load(dir: &Path, f: &mut Findings) -> Result<Loaded, String> {
             None
         }
     };
-    let records = read_padded(dir, "oob", meta.physical_pages * RECORD_BYTES as u64)?;
+    let records = read_padded(dir, 0, meta.physical_pages * RECORD_BYTES as u64)?;
     let trims_len = len_of(dir, "trims")? / TRIM_BYTES as u64 * TRIM_BYTES as u64;
-    let trims = read_padded(dir, "trims", trims_len)?;
+    let trims = std::fs::read(dir.join("trims")).unwrap_or_default();
+    let trims = trims[..(trims_len as usize).min(trims.len())].to_vec();
     Ok(Loaded {
         meta,
         cp,
@@ -215,8 +228,9 @@ pub fn check(dir: &Path) -> Result<Findings, String> {
             ));
         }
     }
-    let pages_len = len_of(dir, "pages")?;
-    let pages = File::open(dir.join("pages")).map_err(|e| format!("pages: {e}"))?;
+    let pages_len = pages_len(dir, &l.meta)?;
+    let base = regions(&l.meta).pages;
+    let pages = File::open(dir.join("store")).map_err(|e| format!("store: {e}"))?;
     let page_size = l.meta.page_size as u64;
     let mut page = vec![0u8; page_size as usize];
     for (ppn, raw) in l.records.chunks_exact(RECORD_BYTES).enumerate() {
@@ -229,7 +243,7 @@ pub fn check(dir: &Path) -> Result<Findings, String> {
         page.fill(0);
         if at + page_size <= pages_len {
             pages
-                .read_exact_at(&mut page, at)
+                .read_exact_at(&mut page, base + at)
                 .map_err(|e| format!("reading physical page {ppn}: {e}"))?;
         }
         f.pages_checked += 1;
@@ -247,7 +261,7 @@ pub fn check(dir: &Path) -> Result<Findings, String> {
         f.damage.push(format!(
             "physical page {ppn} ({what}): its bytes do not match their checksum{}",
             if at + page_size > pages_len {
-                " (cut off: the pages file was truncated)"
+                " (cut off: the store file was truncated)"
             } else {
                 ""
             }
@@ -261,31 +275,31 @@ pub fn check(dir: &Path) -> Result<Findings, String> {
 pub fn repair(dir: &Path) -> Result<Findings, String> {
     let mut f = check(dir)?;
     let l = load(dir, &mut Findings::default())?;
-    let pages_len = len_of(dir, "pages")?;
-    let oob_len = len_of(dir, "oob")?;
-    for (name, want) in sized_files(&l.meta) {
-        let have = len_of(dir, name)?;
-        if have >= want {
-            continue;
-        }
-        let path = dir.join(name);
-        let file = OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(&path)
-            .map_err(|e| format!("{}: {e}", path.display()))?;
-        file.set_len(want)
-            .and_then(|_| file.sync_all())
+    let r = regions(&l.meta);
+    let pages_len = pages_len(dir, &l.meta)?;
+    let have = len_of(dir, "store")?;
+    let path = dir.join("store");
+    let store = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(&path)
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    if have < r.len {
+        store
+            .set_len(r.len)
+            .and_then(|_| store.sync_all())
             .map_err(|e| format!("{}: {e}", path.display()))?;
         f.repaired.push(format!(
-            "{}: extended from {have} to {want} bytes",
-            path.display()
+            "{}: extended from {have} to {} bytes",
+            path.display(),
+            r.len
         ));
-        if name == "blocks" {
+        if have < r.pages {
             f.unrepairable.push(format!(
                 "the erase counts of blocks {} and up are lost (counted from 0 again)",
-                have / 4
+                have.saturating_sub(r.erase_counts) / 4
             ));
         }
     }
@@ -304,11 +318,6 @@ pub fn repair(dir: &Path) -> Result<Findings, String> {
     }
     if let Some(map) = &l.map {
         let lost = lost_records(map, &l.records, l.cp.durable_prog, &l.trims);
-        let oob = OpenOptions::new()
-            .write(true)
-            .open(dir.join("oob"))
-            .map_err(|e| format!("oob: {e}"))?;
-        let pages = File::open(dir.join("pages")).map_err(|e| format!("pages: {e}"))?;
         let page_size = l.meta.page_size as u64;
         let mut page = vec![0u8; page_size as usize];
         let mut cut = 0;
@@ -317,8 +326,8 @@ pub fn repair(dir: &Path) -> Result<Findings, String> {
             let present = at + page_size <= pages_len;
             page.fill(0);
             if present {
-                pages
-                    .read_exact_at(&mut page, at)
+                store
+                    .read_exact_at(&mut page, r.pages + at)
                     .map_err(|e| format!("reading physical page {ppn}: {e}"))?;
             }
             let crc = crc32c::crc32c(&page);
@@ -330,17 +339,20 @@ pub fn repair(dir: &Path) -> Result<Findings, String> {
                 prog: l.cp.durable_prog,
                 crc: if present { crc } else { !crc },
             };
-            oob.write_all_at(&rec.encode(), ppn as u64 * RECORD_BYTES as u64)
-                .map_err(|e| format!("oob: {e}"))?;
+            store
+                .write_all_at(&rec.encode(), ppn as u64 * RECORD_BYTES as u64)
+                .map_err(|e| format!("{}: {e}", path.display()))?;
             if !present {
                 cut += 1;
                 f.unrepairable.push(format!(
-                    "logical page {lpa}: its bytes were cut off with the pages file; reads of it \
+                    "logical page {lpa}: its bytes were cut off with the store file; reads of it \
                      fail with EIO until it is written again"
                 ));
             }
         }
-        oob.sync_all().map_err(|e| format!("oob: {e}"))?;
+        store
+            .sync_all()
+            .map_err(|e| format!("{}: {e}", path.display()))?;
         if !lost.is_empty() {
             f.repaired.push(format!(
                 "{} OOB records rebuilt from the checkpoint's map ({cut} of them over bytes that \
@@ -349,12 +361,12 @@ pub fn repair(dir: &Path) -> Result<Findings, String> {
             ));
         }
     }
-    if oob_len < l.meta.physical_pages * RECORD_BYTES as u64 {
+    if have < r.erase_counts {
         f.unrepairable.push(format!(
-            "writes since the checkpoint whose records were cut off with the oob file \
+            "writes since the checkpoint whose records were cut off with the store file \
              (physical pages {} and up) cannot be found: those logical pages read as at the \
              checkpoint",
-            oob_len / RECORD_BYTES as u64
+            have / RECORD_BYTES as u64
         ));
     }
     for line in &f.damage {

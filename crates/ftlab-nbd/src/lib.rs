@@ -2,8 +2,9 @@
 //! protocol), its data in a page store that follows the scheme's physical placement.
 //!
 //! - [`proto`]: the NBD wire format and the fixed newstyle handshake.
-//! - [`store`]: the page store (files under `--store`: pages by physical page, OOB records,
-//!   erase counts, the trim log) and its write ordering and group commit.
+//! - [`store`]: the page store (under `--store`: one `store` file with the OOB records, the
+//!   erase counts and the pages by physical page, so that one fdatasync makes a flush
+//!   durable; the trim log), its batched writes, write ordering and group commit.
 //! - [`engine`]: byte-addressed requests over the simulated device and its store.
 //! - [`server`]: the listener and the client connections.
 //! - [`recovery`]: start-up over an existing store (checkpoint, OOB scan, the scheme's
@@ -45,8 +46,9 @@ pub struct ServeOptions {
     pub verify: bool,
     /// The export's name (clients may also ask for the default, empty, name).
     pub export_name: String,
-    /// Allocate the whole `pages` file on disk (zeros in its holes) before serving, so that
-    /// no write allocates and no flush commits the file system's journal for it.
+    /// Write the store's pages region with zeros (in its holes) before serving, so that no
+    /// write allocates or converts an extent and no flush commits the file system's journal
+    /// for it (by default the region is allocated with `fallocate`).
     pub preallocate: bool,
     pub limits: server::Limits,
     /// Where to serve the live metrics over HTTP (JSON and Prometheus), if anywhere.
@@ -62,7 +64,8 @@ pub struct Status {
     pub connections: usize,
     pub flushes: u64,
     pub errors: u64,
-    /// fdatasync calls on the store's files (a flush syncs each file written since).
+    /// fdatasync calls on the store's files (a flush syncs the store file, and the trim log
+    /// when trims were logged since).
     pub fsyncs: u64,
     /// Requests failed by a damaged page (its bytes not matching their checksum).
     pub media_errors: u64,

@@ -63,7 +63,24 @@ pub(crate) fn read_meta(dir: &Path) -> Result<Option<Meta>, String> {
     }
 }
 
-fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), String> {
+/// A store of a format this build does not read is refused, saying what to do.
+pub(crate) fn check_format(dir: &Path, meta: &Meta) -> Result<(), String> {
+    if meta.format == crate::store::FORMAT {
+        return Ok(());
+    }
+    let upgrade = match meta.format {
+        1 => "`ftlab serve` converts it when it starts on it",
+        _ => "use the ftlab that made it",
+    };
+    Err(format!(
+        "{}: a store of format {}; this ftlab reads format {} ({upgrade})",
+        dir.join("meta.json").display(),
+        meta.format,
+        crate::store::FORMAT
+    ))
+}
+
+pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), String> {
     let tmp = path.with_extension("tmp");
     let write = || -> std::io::Result<()> {
         use std::io::Write;
@@ -99,7 +116,12 @@ pub fn open(opts: &ServeOptions, epoch: Instant) -> Result<(Engine, Startup), St
     check_config(opts)?;
     let layout = opts.cfg.validate().map_err(|e| e.to_string())?;
     let meta = meta_for(&opts.scheme, &layout);
-    if let Some(existing) = read_meta(&opts.store)? {
+    if let Some(mut existing) = read_meta(&opts.store)? {
+        if existing.format == 1 {
+            crate::store::upgrade(&opts.store, &existing)?;
+            existing.format = crate::store::FORMAT;
+        }
+        check_format(&opts.store, &existing)?;
         if existing != meta {
             return Err(format!(
                 "{} holds a store for scheme `{}` with {} blocks of {} pages of {} bytes; this \
@@ -251,19 +273,20 @@ fn read_all(file: &std::fs::File, len: u64, what: &str) -> Result<Vec<u8>, Strin
     Ok(buf)
 }
 
+fn read_region(region: &crate::store::Region, what: &str) -> Result<Vec<u8>, String> {
+    region
+        .read_all()
+        .map_err(|e| format!("reading the {what}: {e}"))
+}
+
 /// Rebuilds the device from an existing store.
 fn reopen(opts: &ServeOptions, meta: &Meta, epoch: Instant) -> Result<(Engine, Startup), String> {
-    use std::os::unix::fs::FileExt;
     let t0 = Instant::now();
     let cp = read_checkpoint(&opts.store)?;
     // A truncated file is refused, not extended (half the device would read zeros).
     check::refuse(&opts.store, check::truncated(&opts.store, meta)?)?;
     let files = Files::open(&opts.store, meta, opts.preallocate)?;
-    let records = read_all(
-        &files.oob,
-        meta.physical_pages * crate::store::RECORD_BYTES as u64,
-        "OOB records",
-    )?;
+    let records = read_region(&files.oob, "OOB records")?;
     let mut startup = Startup {
         existing: true,
         clean: cp.clean,
@@ -325,7 +348,7 @@ fn reopen(opts: &ServeOptions, meta: &Meta, epoch: Instant) -> Result<(Engine, S
             .map_err(|e| format!("reading physical page {ppn}: {e}"))?;
         image.contents.push((ppn, page.clone()));
     }
-    let blocks = read_all(&files.blocks, meta.total_blocks as u64 * 4, "erase counts")?;
+    let blocks = read_region(&files.blocks, "erase counts")?;
     image.erase_counts = blocks
         .chunks_exact(4)
         .map(|b| u32::from_le_bytes(b.try_into().unwrap()))

@@ -1,28 +1,46 @@
-//! The page store: the device's bytes in files under `--store`, keyed by physical page, so
-//! that they live where the scheme's mapping puts them.
+//! The page store: the device's bytes under `--store`, keyed by physical page, so that they
+//! live where the scheme's mapping puts them.
 //!
-//! Files (every integer little-endian):
-//! - `pages`: `physical_pages x page_size` bytes, page `ppn` at `ppn x page_size` (sparse:
-//!   a page never programmed costs no disk).
-//! - `oob`: one 32-byte record per physical page: state (`PROGRAMMED` or 0 for erased),
-//!   logical page (`u32::MAX`: none, e.g. a translation page), sequence number (host write
-//!   or translation page number), program number (a store-wide counter: which of two
-//!   programs came later), CRC-32C of the page's bytes.
-//! - `blocks`: one u32 erase count per block.
-//! - `trims`: the trim log, 16-byte records (logical page, last host sequence number at the
-//!   trim), so that a trimmed page stays trimmed across a crash.
-//! - `meta.json`: the scheme and geometry the store was made for; `checkpoint`: written by
-//!   a clean shutdown ([`crate::device::recovery`]).
+//! Format 2 (`meta.json`'s `format`; every integer little-endian). One file, `store`, so
+//! that one fdatasync makes a flush durable (data and records together, and the file
+//! system's own metadata with them), in three regions ([`Regions`]):
+//! - records, at 0: one 32-byte OOB record per physical page: state (`PROGRAMMED` or 0
+//!   for erased), logical page (`u32::MAX`: none, e.g. a translation page), sequence number
+//!   (host write or translation page number), program number (a store-wide counter: which
+//!   of two programs came later), CRC-32C of the page's bytes;
+//! - erase counts, right after: one u32 per block;
+//! - pages, from the next 4 KiB boundary: `physical_pages x page_size` bytes, page `ppn` at
+//!   `ppn x page_size` within the region.
+//!
+//! Beside it: `trims`, the trim log, 16-byte records (logical page, last host sequence
+//! number at the trim), so that a trimmed page stays trimmed across a crash; `meta.json`,
+//! the scheme and geometry the store was made for; `checkpoint`, written by a clean
+//! shutdown ([`crate::recovery`]). A store of format 1 (separate `pages`, `oob` and
+//! `blocks` files) is converted by `ftlab serve` when it starts on it ([`upgrade`]);
+//! `ftlab store check` refuses it until then, saying so.
+//!
+//! The records and erase counts are written with zeros when the store is made, and the
+//! pages region is allocated (`fallocate`, if it takes at most half the free space;
+//! `--preallocate` writes it with zeros), so that a write seldom allocates and a flush
+//! seldom waits for the file system's journal.
 //!
 //! Ordering, so that recovery never exposes bytes that were not written there: a page's
 //! data is written before its record, and the record's CRC must match the data for the
 //! page to count as programmed (a torn page is not trusted). An erased block's records are
 //! cleared only after the pages that garbage collection copied out of it are durable, and
 //! a block erased since the last sync is synced before any page of it is programmed again,
-//! so the source of a copy survives until its destination does. FLUSH (and FUA) fsync the
-//! files written since their last sync (the pages and their records, as a rule);
-//! concurrent flushes share one round (group commit, [`SyncGroup`]); records of erased
-//! blocks are cleared after any sync that covers their copies, not by a sync of their own.
+//! so the source of a copy survives until its destination does. FLUSH (and FUA) fdatasync
+//! the files written since their last sync (the store file, as a rule: one fdatasync;
+//! the trim log too after a trim); concurrent flushes share one round (group commit,
+//! [`SyncGroup`]); records of erased blocks are cleared after any sync that covers their
+//! copies, not by a sync of their own.
+//!
+//! Programs are batched in memory (up to 8 MiB, [`PageStore::drain`]) and written sorted by
+//! physical page: a run of consecutive pages with one pwritev, its records with one write.
+//! A scheme striping over dies programs the pages of a block far apart in time, so writing
+//! each at once cost two syscalls per page. The batch is written before a page of it is
+//! read, before an erase and before every sync; it is process memory as the write buffer's
+//! staged pages are, so a crash loses only what no flush has covered.
 //!
 //! Every page read is checked against its record's CRC (kept in memory, [`PageStore::crcs`]):
 //! a mismatch is a media error of the request that read it ([`PageStore::take_media_error`]),
@@ -102,7 +120,7 @@ impl Record {
 pub struct SyncGroup {
     files: Vec<Arc<File>>,
     /// Whether each file was written since its last sync: a flush syncs only those (the
-    /// pages and their records, as a rule; the erase counts and the trim log seldom).
+    /// store file, as a rule; the trim log after a trim).
     dirty: Vec<AtomicBool>,
     /// fdatasync calls made.
     pub fsyncs: AtomicU64,
@@ -111,10 +129,8 @@ pub struct SyncGroup {
 }
 
 /// The files of [`SyncGroup`], by index.
-const PAGES: usize = 0;
-const OOB: usize = 1;
-const BLOCKS: usize = 2;
-const TRIMS: usize = 3;
+const STORE: usize = 0;
+const TRIMS: usize = 1;
 
 #[derive(Default)]
 struct SyncState {
@@ -213,7 +229,29 @@ pub struct Meta {
     pub logical_pages: u64,
 }
 
-pub const FORMAT: u32 = 1;
+/// The store format this build reads and writes.
+pub const FORMAT: u32 = 2;
+
+/// Where the regions of the `store` file start, and its length.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Regions {
+    pub erase_counts: u64,
+    pub pages: u64,
+    pub len: u64,
+}
+
+/// The pages start on a 4 KiB boundary, so that page writes are aligned on disk.
+const PAGES_ALIGN: u64 = 4096;
+
+pub fn regions(meta: &Meta) -> Regions {
+    let erase_counts = meta.physical_pages * RECORD_BYTES as u64;
+    let pages = (erase_counts + meta.total_blocks as u64 * 4).div_ceil(PAGES_ALIGN) * PAGES_ALIGN;
+    Regions {
+        erase_counts,
+        pages,
+        len: pages + meta.physical_pages * meta.page_size as u64,
+    }
+}
 
 pub fn meta_for(scheme: &str, layout: &Layout) -> Meta {
     Meta {
@@ -227,12 +265,86 @@ pub fn meta_for(scheme: &str, layout: &Layout) -> Meta {
     }
 }
 
+/// A part of the `store` file, addressed from its start.
+#[derive(Clone)]
+pub struct Region {
+    file: Arc<File>,
+    base: u64,
+    len: u64,
+}
+
+impl Region {
+    pub fn read_exact_at(&self, buf: &mut [u8], at: u64) -> io::Result<()> {
+        self.file.read_exact_at(buf, self.base + at)
+    }
+
+    pub fn write_all_at(&self, buf: &[u8], at: u64) -> io::Result<()> {
+        self.file.write_all_at(buf, self.base + at)
+    }
+
+    /// Writes `bufs` one after the other from `at`, in as few pwritev calls as the kernel
+    /// allows.
+    pub fn write_vectored_at(&self, bufs: &[&[u8]], at: u64) -> io::Result<()> {
+        use std::os::unix::io::AsRawFd;
+        let total: usize = bufs.iter().map(|b| b.len()).sum();
+        let mut done = 0usize;
+        while done < total {
+            // The buffers from `done` on (the first cut where a short write stopped).
+            let mut skip = done;
+            let mut iov: Vec<libc::iovec> = Vec::with_capacity(bufs.len());
+            for b in bufs {
+                if skip >= b.len() {
+                    skip -= b.len();
+                    continue;
+                }
+                iov.push(libc::iovec {
+                    iov_base: b[skip..].as_ptr() as *mut libc::c_void,
+                    iov_len: b.len() - skip,
+                });
+                skip = 0;
+                if iov.len() == 1024 {
+                    break; // IOV_MAX
+                }
+            }
+            // SAFETY: the iovecs point into `bufs`, alive for the call.
+            let n = unsafe {
+                libc::pwritev(
+                    self.file.as_raw_fd(),
+                    iov.as_ptr(),
+                    iov.len() as libc::c_int,
+                    (self.base + at + done as u64) as libc::off_t,
+                )
+            };
+            match n {
+                n if n > 0 => done += n as usize,
+                0 => return Err(io::ErrorKind::WriteZero.into()),
+                _ => {
+                    let e = io::Error::last_os_error();
+                    if e.kind() != io::ErrorKind::Interrupted {
+                        return Err(e);
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The whole region.
+    pub fn read_all(&self) -> io::Result<Vec<u8>> {
+        let mut buf = vec![0u8; self.len as usize];
+        self.read_exact_at(&mut buf, 0)?;
+        Ok(buf)
+    }
+}
+
 /// The open files of a store.
 pub struct Files {
     pub dir: PathBuf,
-    pub pages: Arc<File>,
-    pub oob: Arc<File>,
-    pub blocks: Arc<File>,
+    /// The `store` file, and its regions.
+    pub store: Arc<File>,
+    pub oob: Region,
+    pub blocks: Region,
+    pub pages: Region,
     pub trims: Arc<File>,
 }
 
@@ -241,8 +353,9 @@ fn io_err(path: &Path, e: io::Error) -> String {
 }
 
 impl Files {
-    /// Opens (creating if needed) the files of the store in `dir`, sized for `meta`; with
-    /// `preallocate`, the pages too are allocated on disk.
+    /// Opens (creating if needed) the files of the store in `dir`, sized for `meta`; the
+    /// records and erase counts are allocated with zeros, the pages with `fallocate` (with
+    /// `preallocate`, with zeros written: no write then changes the file system's metadata).
     pub fn open(dir: &Path, meta: &Meta, preallocate: bool) -> Result<Files, String> {
         std::fs::create_dir_all(dir).map_err(|e| io_err(dir, e))?;
         let open = |name: &str, len: u64| -> Result<Arc<File>, String> {
@@ -260,46 +373,80 @@ impl Files {
             }
             Ok(Arc::new(f))
         };
+        let r = regions(meta);
+        let store = open("store", r.len)?;
+        let region = |base: u64, end: u64| Region {
+            file: store.clone(),
+            base,
+            len: end - base,
+        };
         let files = Files {
             dir: dir.to_path_buf(),
-            pages: open("pages", meta.physical_pages * meta.page_size as u64)?,
-            oob: open("oob", meta.physical_pages * RECORD_BYTES as u64)?,
-            blocks: open("blocks", meta.total_blocks as u64 * 4)?,
+            oob: region(0, r.erase_counts),
+            blocks: region(
+                r.erase_counts,
+                r.erase_counts + meta.total_blocks as u64 * 4,
+            ),
+            pages: region(r.pages, r.len),
+            store,
             trims: open("trims", 0)?,
         };
-        // The records and erase counts are allocated on disk, so that recording a program or
-        // an erase never meets a full disk, nor makes a flush commit the file system's
-        // journal for a new block; the pages too with `preallocate` (else they stay sparse:
-        // the free-space reserve covers them, [`crate::space`]). On a full disk the holes
-        // stay.
-        let mut allocate = vec![
-            (&files.oob, meta.physical_pages * RECORD_BYTES as u64),
-            (&files.blocks, meta.total_blocks as u64 * 4),
-        ];
-        if preallocate {
-            allocate.push((&files.pages, meta.physical_pages * meta.page_size as u64));
-        }
-        for (f, len) in allocate {
-            // (Records of a device of terabytes stay sparse unless asked: gigabytes of zeros.)
-            if !preallocate && len > 1 << 30 {
-                continue;
-            }
-            match fill_holes(f, len) {
-                Err(e) if e.raw_os_error() == Some(libc::ENOSPC) => {}
-                other => other.map_err(|e| io_err(dir, e))?,
-            }
+        // Allocated on disk, so that recording a program or an erase never meets a full
+        // disk, and a write seldom makes a flush commit the file system's journal for a new
+        // block. On a full disk the holes stay (the free-space reserve covers them,
+        // [`crate::space`]). (Records of a device of terabytes stay sparse unless asked:
+        // gigabytes of zeros.)
+        let path = dir.join("store");
+        let allocated = if preallocate || r.pages <= 1 << 30 {
+            fill_holes(&files.store, 0, if preallocate { r.len } else { r.pages })
+        } else {
+            Ok(())
+        };
+        // (The pages only while they take at most half the free space: a default must not
+        // fill a shared disk; a fallocate cut short by ENOSPC would keep what it took.)
+        let room = crate::space::free_bytes(dir).unwrap_or(0);
+        let allocated = allocated.and_then(|()| match r.len - r.pages <= room / 2 {
+            true => allocate(&files.store, r.pages, r.len),
+            false => Ok(()),
+        });
+        match allocated {
+            Err(e) if e.raw_os_error() == Some(libc::ENOSPC) => {}
+            other => other.map_err(|e| io_err(&path, e))?,
         }
         Ok(files)
     }
 }
 
-/// Writes zeros into the holes of the first `len` bytes of `file` (a sparse file's
-/// unallocated ranges), so that later writes there allocate nothing. Data stays as it is.
-fn fill_holes(file: &File, len: u64) -> io::Result<()> {
+/// Allocates `from .. to` of `file` (`fallocate`, the size kept); a file system without it
+/// leaves the file sparse.
+fn allocate(file: &File, from: u64, to: u64) -> io::Result<()> {
+    use std::os::unix::io::AsRawFd;
+    // SAFETY: fallocate on an open descriptor.
+    let r = unsafe {
+        libc::fallocate(
+            file.as_raw_fd(),
+            libc::FALLOC_FL_KEEP_SIZE,
+            from as libc::off_t,
+            (to - from) as libc::off_t,
+        )
+    };
+    if r == 0 {
+        return Ok(());
+    }
+    let e = io::Error::last_os_error();
+    match e.raw_os_error() {
+        Some(libc::EOPNOTSUPP) => Ok(()),
+        _ => Err(e),
+    }
+}
+
+/// Writes zeros into the holes of `from .. len` of `file` (a sparse file's unallocated
+/// ranges), so that later writes there allocate nothing. Data stays as it is.
+fn fill_holes(file: &File, from: u64, len: u64) -> io::Result<()> {
     use std::os::unix::io::AsRawFd;
     let fd = file.as_raw_fd();
     let zeros = vec![0u8; 1 << 20];
-    let mut at = 0u64;
+    let mut at = from;
     while at < len {
         // SAFETY: lseek on an open descriptor.
         let hole = unsafe { libc::lseek(fd, at as libc::off_t, libc::SEEK_HOLE) };
@@ -342,6 +489,17 @@ struct Partial {
     data: Vec<u8>,
 }
 
+/// A program not yet written to the store file.
+struct Program {
+    ppn: Ppn,
+    data: Box<[u8]>,
+    record: Record,
+}
+
+/// Programs wait in memory up to this many bytes, so that consecutive pages of a block
+/// (which a scheme striping over dies programs apart) go to the file in one call.
+const BATCH_BYTES: usize = 8 << 20;
+
 /// The page store, attached to the flash model as its [`PageSink`].
 pub struct PageStore {
     files: Files,
@@ -376,6 +534,10 @@ pub struct PageStore {
     /// with a CRC that does not match, so that reads of the page fail as before.
     poisoned: std::collections::HashSet<u64>,
     scratch: Vec<u8>,
+    /// Programs not yet written ([`PageStore::drain`]), and whether each physical page has
+    /// one.
+    batch: Vec<Program>,
+    batched: Vec<bool>,
     trim_end: u64,
     /// The first I/O or consistency error: the device stops serving writes after it.
     error: Option<String>,
@@ -395,9 +557,7 @@ impl PageStore {
         trim_end: u64,
     ) -> Self {
         let sync = Arc::new(SyncGroup::new(vec![
-            files.pages.clone(),
-            files.oob.clone(),
-            files.blocks.clone(),
+            files.store.clone(),
             files.trims.clone(),
         ]));
         let blocks = meta.total_blocks as usize;
@@ -421,6 +581,8 @@ impl PageStore {
             media_errors: 0,
             poisoned: Default::default(),
             scratch: vec![0; meta.page_size as usize],
+            batch: Vec::new(),
+            batched: vec![false; meta.physical_pages as usize],
             trim_end,
             error: None,
             barrier_syncs: 0,
@@ -464,7 +626,7 @@ impl PageStore {
     }
 
     fn recycle(&mut self, b: Box<[u8]>) {
-        if self.pool.len() < 1024 {
+        if self.pool.len() < 1024 + BATCH_BYTES / self.page_size {
             self.pool.push(b);
         }
     }
@@ -569,6 +731,9 @@ impl PageStore {
 
     /// Reads physical page `ppn`; false when its bytes do not match their CRC.
     fn read_page(&mut self, ppn: Ppn, into: &mut [u8]) -> bool {
+        if self.batched[ppn as usize] {
+            self.drain();
+        }
         let at = ppn as u64 * self.page_size as u64;
         if let Err(e) = self.files.pages.read_exact_at(into, at) {
             self.fail(format!("reading physical page {ppn}: {e}"));
@@ -624,16 +789,6 @@ impl PageStore {
         good
     }
 
-    fn write_record(&mut self, ppn: Ppn, rec: &Record) {
-        let at = ppn as u64 * RECORD_BYTES as u64;
-        self.sync.wrote(OOB);
-        if let Err(e) = self.files.oob.write_all_at(&rec.encode(), at) {
-            self.fail(format!(
-                "writing the OOB record of physical page {ppn}: {e}"
-            ));
-        }
-    }
-
     /// Before a page of an erased block whose records are still to clear is programmed:
     /// the copies out of it durable (a sync, unless one has covered them already), then its
     /// records cleared.
@@ -665,12 +820,12 @@ impl PageStore {
             }
             self.erased_flag[block as usize] = false;
             let at = block as u64 * self.pages_per_block as u64 * RECORD_BYTES as u64;
-            self.sync.wrote(OOB);
+            self.sync.wrote(STORE);
             if let Err(e) = self.files.oob.write_all_at(&blank, at) {
                 self.fail(format!("clearing the OOB records of block {block}: {e}"));
             }
             let count = self.erase_counts[block as usize].to_le_bytes();
-            self.sync.wrote(BLOCKS);
+            self.sync.wrote(STORE);
             if let Err(e) = self.files.blocks.write_all_at(&count, block as u64 * 4) {
                 self.fail(format!("writing the erase count of block {block}: {e}"));
             }
@@ -683,6 +838,7 @@ impl PageStore {
     /// blocks are cleared where a sync allows it already, the others wait (their stale
     /// records are harmless to recovery: the copies made out of them are later programs).
     pub fn prepare_flush(&mut self) -> Result<(), String> {
+        self.drain();
         self.clear_erased();
         match self.error.take() {
             Some(e) => Err(e),
@@ -693,6 +849,7 @@ impl PageStore {
     /// Before a checkpoint: every pending erase recorded, after the copies it depends on
     /// are synced (the caller syncs afterwards).
     pub fn prepare_sync(&mut self) -> Result<(), String> {
+        self.drain();
         if !self.erased.is_empty() {
             self.sync.sync()?;
             self.clear_erased();
@@ -704,15 +861,9 @@ impl PageStore {
     }
 
     /// Programs `data` at `ppn` with `crc` in its record (that of `data` unless the page is
-    /// damaged and must stay so).
-    fn program_bytes(&mut self, ppn: Ppn, oob: Oob, data: &[u8], crc: u32) {
-        let at = ppn as u64 * self.page_size as u64;
-        self.sync.wrote(PAGES);
-        if let Err(e) = self.files.pages.write_all_at(data, at) {
-            self.fail(format!("writing physical page {ppn}: {e}"));
-            return;
-        }
-        let rec = Record {
+    /// damaged and must stay so): batched, written by [`PageStore::drain`].
+    fn program_bytes(&mut self, ppn: Ppn, oob: Oob, data: Box<[u8]>, crc: u32) {
+        let record = Record {
             programmed: true,
             lpa: oob.lpa,
             seq: oob.seq,
@@ -721,7 +872,57 @@ impl PageStore {
         };
         self.next_prog += 1;
         self.crcs[ppn as usize] = crc;
-        self.write_record(ppn, &rec);
+        self.batched[ppn as usize] = true;
+        self.batch.push(Program { ppn, data, record });
+        if self.batch.len() * self.page_size >= BATCH_BYTES {
+            self.drain();
+        }
+    }
+
+    /// Writes the batched programs: each run of consecutive physical pages with one
+    /// pwritev, its records with one write. Called before a page of the batch is read,
+    /// before an erase (so that the copies out of the block are in the file before any
+    /// sync that lets its records be cleared) and before a sync.
+    fn drain(&mut self) {
+        if self.batch.is_empty() {
+            return;
+        }
+        let mut batch = std::mem::take(&mut self.batch);
+        // (A page is programmed once between erases, and an erase drains: no duplicates.)
+        batch.sort_unstable_by_key(|p| p.ppn);
+        self.sync.wrote(STORE);
+        let mut records = Vec::new();
+        for run in batch.chunk_by(|a, b| b.ppn == a.ppn + 1) {
+            let first = run[0].ppn;
+            let bufs: Vec<&[u8]> = run.iter().map(|p| &p.data[..]).collect();
+            let at = first as u64 * self.page_size as u64;
+            if let Err(e) = self.files.pages.write_vectored_at(&bufs, at) {
+                self.fail(format!(
+                    "writing physical pages {first}..{}: {e}",
+                    first as usize + run.len()
+                ));
+                continue;
+            }
+            records.clear();
+            for p in run {
+                records.extend_from_slice(&p.record.encode());
+            }
+            if let Err(e) = self
+                .files
+                .oob
+                .write_all_at(&records, first as u64 * RECORD_BYTES as u64)
+            {
+                self.fail(format!(
+                    "writing the OOB records of physical pages {first}..{}: {e}",
+                    first as usize + run.len()
+                ));
+            }
+        }
+        for p in batch.drain(..) {
+            self.batched[p.ppn as usize] = false;
+            self.recycle(p.data);
+        }
+        self.batch = batch;
     }
 
     /// Erase counts by block.
@@ -757,14 +958,14 @@ impl PageSink for PageStore {
         let block = ppn / self.pages_per_block;
         self.barrier(block);
         if oob.lpa == NONE {
-            let mut page = std::mem::take(&mut self.scratch);
+            let mut page = self.buffer();
             page.fill(0);
             if let Some(c) = content {
                 let n = c.len().min(page.len());
                 page[..n].copy_from_slice(&c[..n]);
             }
-            self.program_bytes(ppn, oob, &page, crc32c::crc32c(&page));
-            self.scratch = page;
+            let crc = crc32c::crc32c(&page);
+            self.program_bytes(ppn, oob, page, crc);
             return;
         }
         match self.staged.remove(&oob.seq) {
@@ -776,8 +977,7 @@ impl PageSink for PageStore {
                 if self.poisoned.remove(&oob.seq) {
                     crc = !crc;
                 }
-                self.program_bytes(ppn, oob, &s.data, crc);
-                self.recycle(s.data);
+                self.program_bytes(ppn, oob, s.data, crc);
             }
             other => {
                 if let Some(s) = other {
@@ -794,17 +994,17 @@ impl PageSink for PageStore {
 
     fn copy(&mut self, src: Ppn, dst: Ppn, oob: Oob) {
         self.barrier(dst / self.pages_per_block);
-        let mut page = std::mem::take(&mut self.scratch);
+        let mut page = self.buffer();
         // A damaged page moves with its old CRC: reads of it still fail.
         let crc = match self.read_page(src, &mut page) {
             true => crc32c::crc32c(&page),
             false => self.crcs[src as usize],
         };
-        self.program_bytes(dst, oob, &page, crc);
-        self.scratch = page;
+        self.program_bytes(dst, oob, page, crc);
     }
 
     fn erase(&mut self, block: u32) {
+        self.drain();
         self.erase_counts[block as usize] += 1;
         // (Erased again before its records were cleared: the later erase's copies count.)
         let generation = self.sync.next_generation();
@@ -846,5 +1046,125 @@ impl PageSink for PageStore {
 
     fn as_any_mut(&mut self) -> &mut dyn Any {
         self
+    }
+}
+
+/// Converts a store of format 1 (`pages`, `oob` and `blocks` files) in `dir` to the
+/// current format, under its owner's lock: the `store` file is written and synced, then
+/// `meta.json` says the new format (atomically), then the old files go. A crash before the
+/// new `meta.json` leaves the old store as it was (the next start converts it again).
+pub fn upgrade(dir: &Path, old: &Meta) -> Result<(), String> {
+    let meta = Meta {
+        format: FORMAT,
+        ..old.clone()
+    };
+    let r = regions(&meta);
+    let parts = [
+        ("oob", 0, meta.physical_pages * RECORD_BYTES as u64),
+        ("blocks", r.erase_counts, meta.total_blocks as u64 * 4),
+        (
+            "pages",
+            r.pages,
+            meta.physical_pages * meta.page_size as u64,
+        ),
+    ];
+    for (name, _, want) in parts {
+        let path = dir.join(name);
+        let have = std::fs::metadata(&path)
+            .map_err(|e| io_err(&path, e))?
+            .len();
+        if have < want {
+            return Err(format!(
+                "{}: {have} bytes, {want} expected (truncated): the store of format 1 cannot \
+                 be converted; repair it with the ftlab that made it",
+                path.display()
+            ));
+        }
+    }
+    let path = dir.join("store");
+    let store = File::create(&path).map_err(|e| io_err(&path, e))?;
+    store.set_len(r.len).map_err(|e| io_err(&path, e))?;
+    let mut buf = vec![0u8; 1 << 20];
+    for (name, base, len) in parts {
+        let from = dir.join(name);
+        let src = File::open(&from).map_err(|e| io_err(&from, e))?;
+        let mut at = 0;
+        while at < len {
+            let n = (len - at).min(buf.len() as u64) as usize;
+            src.read_exact_at(&mut buf[..n], at)
+                .map_err(|e| io_err(&from, e))?;
+            // (Zeros stay holes: a sparse `pages` stays sparse until allocated.)
+            if buf[..n].iter().any(|&b| b != 0) {
+                store
+                    .write_all_at(&buf[..n], base + at)
+                    .map_err(|e| io_err(&path, e))?;
+            }
+            at += n as u64;
+        }
+    }
+    store.sync_all().map_err(|e| io_err(&path, e))?;
+    let text = serde_json::to_string_pretty(&meta).map_err(|e| e.to_string())?;
+    crate::recovery::write_atomically(&dir.join("meta.json"), text.as_bytes())?;
+    for (name, _, _) in parts {
+        let _ = std::fs::remove_file(dir.join(name));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn meta(physical_pages: u64, total_blocks: u32, page_size: u32) -> Meta {
+        Meta {
+            format: FORMAT,
+            scheme: "page".into(),
+            page_size,
+            pages_per_block: (physical_pages / total_blocks as u64) as u32,
+            total_blocks,
+            physical_pages,
+            logical_pages: physical_pages / 2,
+        }
+    }
+
+    #[test]
+    fn the_pages_start_on_a_4_kib_boundary_after_the_records_and_erase_counts() {
+        // The small preset: 524,288 pages of 4 KiB in 4,096 blocks.
+        let r = regions(&meta(524_288, 4096, 4096));
+        assert_eq!(r.erase_counts, 524_288 * 32);
+        assert_eq!(r.pages, 16_793_600);
+        assert_eq!(r.len, 16_793_600 + 524_288 * 4096);
+        // Records and erase counts ending off a boundary: the pages start at the next one.
+        let r = regions(&meta(100, 10, 2048));
+        assert_eq!(
+            (r.erase_counts, r.pages, r.len),
+            (3200, 4096, 4096 + 100 * 2048)
+        );
+    }
+
+    #[test]
+    fn a_vectored_write_of_more_buffers_than_iov_max_writes_them_all_in_order() {
+        let path = std::env::temp_dir().join(format!("ftlab-nbd-vec-{}", std::process::id()));
+        let file = Arc::new(
+            OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create(true)
+                .truncate(true)
+                .open(&path)
+                .unwrap(),
+        );
+        let region = Region {
+            file: file.clone(),
+            base: 100,
+            len: 1 << 20,
+        };
+        let bufs: Vec<Vec<u8>> = (0..2500u32).map(|i| i.to_le_bytes().repeat(3)).collect();
+        let slices: Vec<&[u8]> = bufs.iter().map(|b| &b[..]).collect();
+        region.write_vectored_at(&slices, 7).unwrap();
+        let mut back = vec![0u8; 2500 * 12];
+        region.read_exact_at(&mut back, 7).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        assert_eq!(back, bufs.concat());
     }
 }
