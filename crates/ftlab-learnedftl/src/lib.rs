@@ -458,7 +458,7 @@ impl MissModel for Models {
     }
 }
 
-/// LearnedFTL: TPFTL's cache with [`Models`] under it, and its double-read count.
+/// LearnedFTL: TPFTL's cache with the learned models under it, and its double-read count.
 pub struct LearnedFtl {
     inner: Tpftl<Models>,
     host_reads: u64,
