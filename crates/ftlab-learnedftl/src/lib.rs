@@ -4,22 +4,25 @@
 //!
 //! # The paper's design, point by point
 //!
-//! 1. **An on-demand page-level FTL.** The whole page-level table lives on flash in
-//!    translation pages located by the global translation directory (GTD); DRAM caches
-//!    single mapping entries (the cached mapping table, CMT), as DFTL and TPFTL do. Here the
-//!    core's [`OnFlashTable`] holds the translation pages (their own blocks, their GC, the
-//!    directory, the miss and write-back accounting), exactly as for the built-in demand
-//!    schemes.
+//! 1. **An on-demand page-level FTL on TPFTL's cache.** The whole page-level table lives
+//!    on flash in translation pages located by the global translation directory (GTD); DRAM
+//!    caches mapping entries grouped by translation page, as TPFTL does (the paper builds
+//!    LearnedFTL on TPFTL, and so does its artifact, `ld-tpftl.c`): two levels of LRU (TP
+//!    nodes by hotness, entries within a node), clean-first replacement with batch
+//!    write-back of a node's dirty entries, request-level and selective prefetching. This
+//!    is the core's own TPFTL ([`Tpftl::with_model`]), configured by the `[tpftl]` section,
+//!    with the models below as its [`MissModel`]; the core's [`OnFlashTable`] holds the
+//!    translation pages (their blocks, their GC, the directory, the accounting).
 //! 2. **In-place-update linear models, one per translation page.** Each translation page
 //!    (the paper's GTD entry) carries a model made of `models_per_page` linear pieces, one
 //!    per fixed interval of the page's logical pages (the reference artifact's
 //!    `MAX_INTERVALS = 8` breakpoints per model). A piece is retrained in place, replacing
 //!    the previous one, rather than appended as LeaFTL's log-structured segments are.
 //! 3. **A bitmap filter.** One bit per logical page says whether its piece predicts its
-//!    physical page exactly. A CMT miss on a page whose bit is set takes the model's
-//!    prediction and reads the data page at once: one flash read, no double read. A miss on
-//!    a page whose bit is clear reads the translation page first (a double read), as DFTL
-//!    would. A bit is set only when training found the prediction exact and is cleared by
+//!    physical page exactly. A cache miss on a page whose bit is set takes the model's
+//!    prediction and reads the data page at once: one flash read, no double read (and no
+//!    prefetch: no translation page was read). A miss on a page whose bit is clear reads
+//!    the translation page first (a double read) and prefetches as TPFTL does. A bit is set only when training found the prediction exact and is cleared by
 //!    every change of the page's mapping (host write, trim, GC relocation), so a set bit is
 //!    never wrong: there are no mispredictions, hence no misprediction reads.
 //! 4. **Virtual PPNs.** Models predict the position of a page in the order the device
@@ -28,35 +31,36 @@
 //!    channels and dies, whose raw addresses are far apart, but at consecutive positions.
 //! 5. **Model training at GC and rewrite time.** A translation page's model is trained when
 //!    the page is written (a dirty eviction's write-back, the "rewrite"; GC's batch update
-//!    of relocated entries), the moment when every entry of the page is at hand, so
-//!    training costs no flash operation. GC relocates a victim's valid pages sorted by
+//!    of relocated entries), once the operation has settled, when every entry of the page
+//!    is at hand (cached entries first, the table on flash for the rest), so training costs
+//!    no flash operation. GC relocates a victim's valid pages sorted by
 //!    logical page ([`PageAllocator::set_sorted_relocation`]) so that what GC rewrites is
 //!    learnable again. A page is trained only once it maps at least `train_threshold`
 //!    pages (the artifact's `TRAIN_THRESHOLD = 30`).
-//! 6. **DRAM (the paper's accounting).** The GTD (through [`OnFlashTable::memory`]), the
-//!    CMT at logical + physical address bytes per entry (8 bytes at 4-byte addresses, as
-//!    DFTL), each piece at `piece_bytes` (8: a 4-byte slope and a 4-byte intercept, the
-//!    artifact's `float w, b`; a piece's interval is implied by its index), and the bitmap
-//!    at one bit per logical page. Under a DRAM budget, models and bitmap are taken out of
-//!    the budget first and the CMT gets the rest, so that LearnedFTL runs with the same
-//!    DRAM as the schemes it is compared with.
+//! 6. **DRAM (the paper's accounting).** The GTD (through [`OnFlashTable::memory`]),
+//!    TPFTL's nodes and entries as TPFTL counts them, each piece at `piece_bytes` (8: a
+//!    4-byte slope and a 4-byte intercept, the artifact's `float w, b`; a piece's interval
+//!    is implied by its index), and the bitmap at one bit per logical page. Under a DRAM
+//!    budget, models and bitmap are taken out of the budget first and the cache gets the
+//!    rest ([`MissModel::dram_bytes`]), so that LearnedFTL runs with the same DRAM as the
+//!    schemes it is compared with.
 //!
 //! # Where the paper is silent or this implementation departs (choices, and why)
 //!
-//! - **The cache.** The paper builds on TPFTL's cache. Here the CMT is DFTL's: single
-//!   entries, LRU (`replacement`), batch write-back of a translation page's dirty entries on
-//!   a dirty eviction, no prefetching. The core's TPFTL keeps its node structure private
-//!   and the learned part is independent of the replacement policy; what the reproduction
-//!   measures (double reads of cache misses) is the model's contribution on top of a
-//!   demand cache. Said in the reproduction beside the numbers.
-//! - **Group-based allocation.** The paper allocates the data of a group of translation
-//!   pages to the same blocks, so that GC of a group retrains all of its models at once.
-//!   The core's allocator has one host stream and one GC stream per parallel unit and no
-//!   per-group streams; this scheme uses it as it is (one host stream, sorted GC
-//!   relocation) and retrains every translation page that a write-back or a GC batch
-//!   update rewrites. Not implemented: per-group streams.
+//! - **The cache's settings** are TPFTL's `[tpftl]` section (prefetching, its threshold,
+//!   the node's bytes): LearnedFTL compared with TPFTL runs the same cache.
+//! - **Group-based allocation.** The paper (and its artifact) gives each group of
+//!   translation pages (as many as one line of blocks across all dies maps) its own write
+//!   pointer, and collects a group's lines together: their valid pages, sorted by logical
+//!   page, are rewritten through the group's pointer into consecutive virtual PPNs, so that
+//!   every model of the group is exact again after GC. The core's allocator has one host
+//!   stream and one GC stream per parallel unit and collects one victim block at a time;
+//!   this scheme uses it as it is (one host stream, a victim's pages relocated in
+//!   logical-page order, slope `units` in the stripe order) and retrains every translation
+//!   page that a write-back or a GC batch update rewrites. Not implemented: per-group
+//!   write pointers and group-wide collection; the reproduction states it as a cause.
 //! - **Model hits are cached.** A miss served by the model inserts the predicted entry
-//!   (clean) into the CMT: it is the exact mapping, obtained without a flash read. Writes
+//!   (clean) into the cache: it is the exact mapping, obtained without a flash read. Writes
 //!   and trims use the model too: a write that misses on a predicted page need not read
 //!   the translation page to find the old copy to invalidate.
 //! - **Pieces.** A piece is the line through the longest run of the interval's mapped
@@ -65,7 +69,7 @@
 //!   fits a float regression and lets the bitmap catch what it gets wrong. Host flushes give
 //!   slope 1 in the stripe order, GC relocation within a block slope `units`.
 //! - **Recovery.** After a restart the table on flash is rebuilt by the core
-//!   ([`OnFlashTable::recover`]), the CMT starts empty and every translation page's model
+//!   ([`OnFlashTable::recover`]), the cache starts empty and every translation page's model
 //!   is retrained from the recovered table (the scan read every page's OOB already).
 //!
 //! Counters: `double_reads` (host reads of a mapped page whose translation read a
@@ -75,14 +79,14 @@
 
 use ftlab_core::device::geometry::Layout;
 use ftlab_core::device::nand::{Flash, Oob, Ppn, NONE};
-use ftlab_core::ftl::demand::{
-    self, read_data, settle, CachesEntries, CachesSingleEntries, OnFlashTable,
-};
+use ftlab_core::device::recovery::Found;
+use ftlab_core::ftl::demand::tpftl::{MissModel, Tpftl, TpftlConfig};
+use ftlab_core::ftl::demand::OnFlashTable;
 use ftlab_core::ftl::external::{self, ExternalScheme};
-use ftlab_core::ftl::kit::alloc::{Move, StripeOrder};
-use ftlab_core::ftl::kit::mapcache::{Links, List, Replacement, ReplacementKind, Slots, NIL};
+use ftlab_core::ftl::kit::alloc::StripeOrder;
 use ftlab_core::ftl::settings::SchemeContext;
 use ftlab_core::ftl::{Ftl, MemoryBreakdown};
+use ftlab_core::request::Op;
 use ftlab_core::{Error, Result};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
@@ -94,9 +98,9 @@ use ftlab_core::ftl::kit::alloc::PageAllocator;
 pub const NAME: &str = "learnedftl";
 
 /// One line for `ftlab schemes`.
-pub const DESCRIPTION: &str = "LearnedFTL (HPCA'24): demand-cached page table, in-place linear models per translation page, bitmap-filtered double reads, GC-time training";
+pub const DESCRIPTION: &str = "LearnedFTL (HPCA'24): TPFTL's cache over in-place linear models per translation page, bitmap-filtered double reads, GC-time training";
 
-/// The `[learnedftl]` section.
+/// The `[learnedftl]` section (the cache under the models is configured by `[tpftl]`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct LearnedFtlConfig {
@@ -108,10 +112,6 @@ pub struct LearnedFtlConfig {
     pub train_threshold: u32,
     /// DRAM bytes of one piece (slope and intercept, 4 bytes each).
     pub piece_bytes: u64,
-    /// CMT replacement: `lru` or `slru`.
-    pub replacement: ReplacementKind,
-    /// Share of the CMT held by the protected segment with `slru`.
-    pub protected_fraction: f64,
     /// GC relocates a victim's valid pages in logical-page order, so that they stay
     /// learnable (the paper's GC-time training).
     pub sorted_gc: bool,
@@ -123,8 +123,6 @@ impl Default for LearnedFtlConfig {
             models_per_page: 8,
             train_threshold: 30,
             piece_bytes: 8,
-            replacement: ReplacementKind::Lru,
-            protected_fraction: 0.8,
             sorted_gc: true,
         }
     }
@@ -152,14 +150,6 @@ pub fn register() -> Result<()> {
         extra_oob_bytes: 0,
         build: Arc::new(|cfg, layout| Ok(Box::new(LearnedFtl::new(cfg, layout)?))),
     })
-}
-
-/// A cached mapping entry.
-#[derive(Clone, Copy, Debug)]
-struct Entry {
-    lpa: u32,
-    ppn: Ppn,
-    dirty: bool,
 }
 
 /// One linear piece: position = `p0 + (x - x0) * dp / dx` for a page at offset `x` of its
@@ -235,28 +225,20 @@ impl Piece {
     }
 }
 
-/// LearnedFTL's own counters.
+/// The models' own counters.
 #[derive(Clone, Debug, Default)]
 struct Stats {
-    host_reads: u64,
-    double_reads: u64,
     model_hits: u64,
     model_misses: u64,
     trainings: u64,
 }
 
-pub struct LearnedFtl {
-    table: OnFlashTable,
-    /// Cache slot of each logical page ([`NIL`]: not cached).
-    slot_of: Vec<u32>,
-    slots: Slots<Entry>,
-    replacement: Replacement,
-    /// Dirty slots of each translation page, for batch write-back.
-    dirty_links: Links,
-    dirty_of_page: Vec<List>,
-    entry_bytes: u64,
+/// The learned part under TPFTL's cache: per translation page `per_page` pieces, one bit
+/// per logical page, and the pages due for training.
+struct Models {
+    /// Logical pages per translation page.
+    entries: u32,
     order: StripeOrder,
-    /// `models_per_page` pieces per translation page.
     pieces: Vec<Piece>,
     per_page: u32,
     interval: u32,
@@ -264,85 +246,42 @@ pub struct LearnedFtl {
     train_threshold: u32,
     /// One bit per logical page: its piece predicts it exactly.
     bitmap: Vec<u64>,
+    bitmap_bytes: u64,
     predictable: u64,
     /// Pieces whose interval's mappings changed since they were fitted.
     stale: Vec<bool>,
-    /// Mapped pages of each translation page.
-    mapped: Vec<u32>,
+    /// Whether each translation page's model is trained (it mapped `train_threshold` pages).
+    trained: Vec<bool>,
     /// Translation pages rewritten since the last training, and their marks.
     pending: Vec<u32>,
     pending_mark: Vec<bool>,
     stats: Stats,
-    /// Scratch for training.
+    /// Scratch for training: (offset, position) of each mapped page of a translation page.
     points: Vec<(u32, u64)>,
 }
 
-impl LearnedFtl {
-    /// The scheme for a fresh device, its `[learnedftl]` section checked.
-    pub fn new(cfg: &SchemeContext, layout: &Layout) -> Result<Self> {
-        let c: LearnedFtlConfig = cfg.scheme_config(NAME)?;
-        if c.models_per_page == 0 {
-            return Err(Error::config(
-                "learnedftl.models_per_page",
-                "must be at least 1",
-            ));
-        }
-        if !(0.0..1.0).contains(&c.protected_fraction) {
-            return Err(Error::config(
-                "learnedftl.protected_fraction",
-                format!("{} is not a fraction in [0, 1)", c.protected_fraction),
-            ));
-        }
-        let mut table = OnFlashTable::new(cfg, layout, 1)?;
-        table.store.alloc.set_sorted_relocation(c.sorted_gc);
-        let entries = table.unit_entries();
+impl Models {
+    fn new(cfg: &SchemeContext, layout: &Layout, c: &LearnedFtlConfig, entries: u32) -> Self {
+        let units = layout.logical_pages.div_ceil(entries as u64) as usize;
         let per_page = c.models_per_page.min(entries);
-        let interval = entries.div_ceil(per_page);
-        let units = table.units();
-        let entry_bytes = table.lpa_bytes + table.ppa_bytes;
-        let model_bytes = units as u64 * per_page as u64 * c.piece_bytes;
-        let bitmap_bytes = layout.logical_pages.div_ceil(8);
-        let budget = cfg.dram.budget(layout);
-        let capacity = if budget == 0 {
-            layout.logical_pages
-        } else {
-            let left = budget.saturating_sub(model_bytes + bitmap_bytes);
-            let n = (left / entry_bytes).min(layout.logical_pages);
-            if n == 0 {
-                return Err(Error::config(
-                    cfg.dram.budget_key(),
-                    format!(
-                        "{budget} bytes leave no room for a mapping entry of {entry_bytes} bytes \
-                         beside learnedftl's models ({model_bytes} bytes) and bitmap \
-                         ({bitmap_bytes} bytes)"
-                    ),
-                ));
-            }
-            n
-        } as u32;
-        Ok(LearnedFtl {
-            slot_of: vec![NIL; layout.logical_pages as usize],
-            slots: Slots::new(capacity),
-            replacement: Replacement::new(c.replacement, capacity as usize, c.protected_fraction),
-            dirty_links: Links::new(0),
-            dirty_of_page: vec![List::EMPTY; units as usize],
-            entry_bytes,
+        Models {
+            entries,
             order: StripeOrder::new(cfg, layout, 1),
-            pieces: vec![Piece::NONE; units as usize * per_page as usize],
+            pieces: vec![Piece::NONE; units * per_page as usize],
             per_page,
-            interval,
+            interval: entries.div_ceil(per_page),
             piece_bytes: c.piece_bytes,
             train_threshold: c.train_threshold,
             bitmap: vec![0; layout.logical_pages.div_ceil(64) as usize],
+            bitmap_bytes: layout.logical_pages.div_ceil(8),
             predictable: 0,
-            stale: vec![false; units as usize * per_page as usize],
-            mapped: vec![0; units as usize],
+            stale: vec![false; units * per_page as usize],
+            trained: vec![false; units],
             pending: Vec::new(),
-            pending_mark: vec![false; units as usize],
+            pending_mark: vec![false; units],
             stats: Stats::default(),
             points: Vec::new(),
-            table,
-        })
+        }
     }
 
     #[inline]
@@ -357,6 +296,16 @@ impl LearnedFtl {
         if *w & m != 0 {
             *w &= !m;
             self.predictable -= 1;
+        }
+    }
+
+    #[inline]
+    fn set_bit(&mut self, lpa: u32) {
+        let w = &mut self.bitmap[lpa as usize / 64];
+        let m = 1u64 << (lpa % 64);
+        if *w & m == 0 {
+            *w |= m;
+            self.predictable += 1;
         }
     }
 
@@ -378,349 +327,238 @@ impl LearnedFtl {
         }
     }
 
-    /// The mapping of `lpa` changed: its bit is cleared and its piece is due for refitting.
+    /// Index of `lpa`'s piece, and `lpa`'s offset in its translation page.
     #[inline]
-    fn changed(&mut self, lpa: u32) {
-        self.clear_bit(lpa);
-        let u = self.table.unit_of(lpa);
-        let x = lpa - self.table.unit_range(u).start;
-        self.stale[(u * self.per_page + x / self.interval) as usize] = true;
-    }
-
-    #[inline]
-    fn set_bit(&mut self, lpa: u32) {
-        let w = &mut self.bitmap[lpa as usize / 64];
-        let m = 1u64 << (lpa % 64);
-        if *w & m == 0 {
-            *w |= m;
-            self.predictable += 1;
-        }
-    }
-
-    /// The piece of `lpa`, and `lpa`'s offset in its translation page.
-    #[inline]
-    fn piece_of(&self, lpa: u32) -> (Piece, u32) {
-        let u = self.table.unit_of(lpa);
-        let x = lpa - self.table.unit_range(u).start;
-        let p = self.pieces[(u * self.per_page + x / self.interval) as usize];
-        (p, x)
-    }
-
-    /// The physical page the model predicts for `lpa`, whose bit is set.
-    #[inline]
-    fn predicted(&self, lpa: u32) -> Ppn {
-        let (piece, x) = self.piece_of(lpa);
-        let pos = piece
-            .predict(x)
-            .expect("a page whose bit is set has an exact prediction");
-        self.order.page(pos)
-    }
-
-    /// The current mapping of `lpa` (the cached entry, else the table on flash).
-    #[inline]
-    fn current(&self, lpa: u32) -> Ppn {
-        match self.slot_of[lpa as usize] {
-            NIL => self.table.stored(lpa),
-            s => self.slots[s].ppn,
-        }
-    }
-
-    fn queue_training(&mut self, u: u32) {
-        if !self.pending_mark[u as usize] {
-            self.pending_mark[u as usize] = true;
-            self.pending.push(u);
-        }
-    }
-
-    /// Trains the model of every translation page rewritten since the last call.
-    #[inline]
-    fn train_pending(&mut self) {
-        if !self.pending.is_empty() {
-            let pending = std::mem::take(&mut self.pending);
-            for &u in &pending {
-                self.pending_mark[u as usize] = false;
-                self.train(u, false);
-            }
-            self.pending = pending;
-            self.pending.clear();
-        }
+    fn piece_index(&self, lpa: u32) -> (usize, u32) {
+        let u = lpa / self.entries;
+        let x = lpa - u * self.entries;
+        ((u * self.per_page + x / self.interval) as usize, x)
     }
 
     /// Retrains translation page `u`'s pieces whose intervals changed since they were
-    /// fitted (all of them with `all`) from its current entries, and sets the bits of the
-    /// pages they predict exactly. Below `train_threshold` mapped pages the page has no
-    /// model.
-    fn train(&mut self, u: u32, all: bool) {
-        let range = self.table.unit_range(u);
-        let trained = self.mapped[u as usize] >= self.train_threshold;
+    /// fitted (all of them when the page crosses `train_threshold` either way) from its
+    /// current mappings, and sets the bits of the pages they predict exactly. Below
+    /// `train_threshold` mapped pages the page has no model.
+    fn train(&mut self, u: u32, first: u32, end: u32, current: &dyn Fn(u32) -> Ppn) {
+        let mut points = std::mem::take(&mut self.points);
+        points.clear();
+        for lpa in first..end {
+            let ppn = current(lpa);
+            if ppn != NONE {
+                points.push((lpa - first, self.order.position(ppn)));
+            }
+        }
+        let trained = points.len() as u32 >= self.train_threshold;
+        let all = trained != self.trained[u as usize];
+        self.trained[u as usize] = trained;
         if trained {
             self.stats.trainings += 1;
         }
+        let mut from = 0;
         for k in 0..self.per_page {
-            let start = range.start + k * self.interval;
-            if start >= range.end {
+            let start = k * self.interval;
+            if first + start >= end {
                 break;
             }
+            let stop = (start + self.interval).min(end - first);
+            let to = from + points[from..].partition_point(|&(x, _)| x < stop);
             let i = (u * self.per_page + k) as usize;
-            let refit = if trained {
-                all || self.stale[i]
-            } else {
-                all || self.pieces[i].dx != 0
-            };
-            if !refit {
-                continue;
-            }
-            self.stale[i] = false;
-            let end = (start + self.interval).min(range.end);
-            let mut points = std::mem::take(&mut self.points);
-            points.clear();
-            if trained {
-                for lpa in start..end {
-                    let ppn = self.current(lpa);
-                    if ppn != NONE {
-                        points.push((lpa - range.start, self.order.position(ppn)));
+            if all || self.stale[i] {
+                self.stale[i] = false;
+                let run = if trained { &points[from..to] } else { &[] };
+                let piece = Piece::fit(run);
+                self.pieces[i] = piece;
+                self.clear_bits(first + start..first + stop);
+                for &(x, pos) in run {
+                    if piece.predict(x) == Some(pos) {
+                        self.set_bit(first + x);
                     }
                 }
             }
-            let piece = Piece::fit(&points);
-            self.pieces[(u * self.per_page + k) as usize] = piece;
-            self.clear_bits(start..end);
-            for &(x, pos) in &points {
-                if piece.predict(x) == Some(pos) {
-                    self.set_bit(range.start + x);
-                }
-            }
-            self.points = points;
+            from = to;
         }
-    }
-
-    /// Evicts the replacement victim, writing back its translation page's dirty entries
-    /// first (and queueing the page's training: it is being rewritten).
-    fn evict(&mut self, flash: &mut Flash) -> Result<()> {
-        let victim = self
-            .replacement
-            .victim()
-            .expect("a full cache has a victim");
-        let lpa = self.slots[victim].lpa;
-        let page = self.table.unit_of(lpa);
-        if self.slots[victim].dirty {
-            self.table.stats.dirty_evictions += 1;
-            let LearnedFtl {
-                table,
-                slots,
-                dirty_links,
-                dirty_of_page,
-                ..
-            } = self;
-            let list = &mut dirty_of_page[page as usize];
-            table.write_back(page, true, flash, |entries, base| {
-                let mut s = list.head;
-                while s != NIL {
-                    let e = &mut slots[s];
-                    entries[(e.lpa - base) as usize] = e.ppn;
-                    e.dirty = false;
-                    s = dirty_links.next(s);
-                }
-                *list = List::EMPTY;
-            })?;
-            self.queue_training(page);
-        } else {
-            self.table.stats.clean_evictions += 1;
-        }
-        self.replacement.remove(victim);
-        self.slot_of[lpa as usize] = NIL;
-        self.slots.release(victim);
-        settle(self, flash)
+        self.points = points;
     }
 }
 
-impl Ftl for LearnedFtl {
-    /// The cache starts empty, the table on flash is rebuilt ([`OnFlashTable::recover`]) and
-    /// every translation page's model is retrained from it.
-    fn recover(
-        &mut self,
-        found: &ftlab_core::device::recovery::Found,
-        flash: &mut Flash,
-    ) -> Result<()> {
-        self.table.recover(found, flash)?;
-        for u in 0..self.table.units() {
-            self.mapped[u as usize] = self
-                .table
-                .unit_range(u)
-                .filter(|&lpa| self.table.stored(lpa) != NONE)
-                .count() as u32;
-            self.train(u, true);
+impl MissModel for Models {
+    fn dram_bytes(&self) -> u64 {
+        self.pieces.len() as u64 * self.piece_bytes + self.bitmap_bytes
+    }
+
+    /// The page the model predicts for `lpa` when its bit says the prediction is exact.
+    #[inline]
+    fn predict(&self, lpa: u32) -> Option<Ppn> {
+        if !self.bit(lpa) {
+            return None;
         }
-        Ok(())
+        let (i, x) = self.piece_index(lpa);
+        let pos = self.pieces[i]
+            .predict(x)
+            .expect("a page whose bit is set has an exact prediction");
+        Some(self.order.page(pos))
     }
 
-    fn read(&mut self, lpa: u32, flash: &mut Flash) -> Result<Option<Oob>> {
-        self.stats.host_reads += 1;
-        let before = self.table.stats.miss_reads;
-        let slot = self.translate(lpa, flash)?;
-        let ppn = self.slots[slot].ppn;
-        if ppn != NONE && self.table.stats.miss_reads > before {
-            self.stats.double_reads += 1;
+    #[inline]
+    fn served(&mut self, by_model: bool) {
+        if by_model {
+            self.stats.model_hits += 1;
+        } else {
+            self.stats.model_misses += 1;
         }
-        let data = read_data(ppn, flash);
-        self.train_pending();
-        data
     }
 
-    fn write(&mut self, lpa: u32, seq: u64, flash: &mut Flash) -> Result<()> {
-        let slot = self.translate(lpa, flash)?;
-        let old = self.slots[slot].ppn;
-        self.changed(lpa);
-        if old == NONE {
-            self.mapped[self.table.unit_of(lpa) as usize] += 1;
+    /// Clears `lpa`'s bit; its piece is due for refitting.
+    #[inline]
+    fn changed(&mut self, lpa: u32) {
+        self.clear_bit(lpa);
+        let (i, _) = self.piece_index(lpa);
+        self.stale[i] = true;
+    }
+
+    #[inline]
+    fn rewritten(&mut self, unit: u32) {
+        if !self.pending_mark[unit as usize] {
+            self.pending_mark[unit as usize] = true;
+            self.pending.push(unit);
         }
-        let ppn = self.table.program_data(lpa, seq, old, flash)?;
-        self.slots[slot].ppn = ppn;
-        self.mark_dirty(slot);
-        settle(self, flash)?;
-        self.train_pending();
-        Ok(())
     }
 
-    fn trim(&mut self, lpa: u32, flash: &mut Flash) -> Result<()> {
-        let slot = self.translate(lpa, flash)?;
-        let old = self.slots[slot].ppn;
-        if old != NONE {
-            self.changed(lpa);
-            self.mapped[self.table.unit_of(lpa) as usize] -= 1;
-            flash.invalidate(old)?;
-            self.slots[slot].ppn = NONE;
-            self.mark_dirty(slot);
+    /// Trains every translation page rewritten since the last call.
+    #[inline]
+    fn settled(&mut self, table: &OnFlashTable, current: &dyn Fn(u32) -> Ppn) {
+        if self.pending.is_empty() {
+            return;
         }
-        self.train_pending();
-        Ok(())
-    }
-
-    fn idle(&mut self, flash: &mut Flash) -> Result<()> {
-        demand::idle(self, flash)?;
-        self.train_pending();
-        Ok(())
-    }
-
-    fn has_idle_work(&mut self) -> bool {
-        demand::has_idle_work(self)
-    }
-
-    fn background_gc(&self) -> bool {
-        self.table.store.alloc.background_gc()
-    }
-
-    fn reset_counters(&mut self) {
-        self.table.stats = Default::default();
-        self.stats = Stats::default();
+        let mut pending = std::mem::take(&mut self.pending);
+        for &u in &pending {
+            self.pending_mark[u as usize] = false;
+            let r = table.unit_range(u);
+            self.train(u, r.start, r.end, current);
+        }
+        pending.clear();
+        self.pending = pending;
     }
 
     fn memory(&self, out: &mut MemoryBreakdown) {
-        self.table.memory(out);
-        out.push(("cmt", self.replacement.len() as u64 * self.entry_bytes));
         out.push(("models", self.pieces.len() as u64 * self.piece_bytes));
-        out.push(("bitmaps", (self.slot_of.len() as u64).div_ceil(8)));
+        out.push(("bitmaps", self.bitmap_bytes));
     }
 
     fn counters(&self, out: &mut Vec<(&'static str, f64)>) {
-        self.table.counters(out);
         let s = &self.stats;
-        out.push(("cmt_capacity_entries", self.slots.capacity() as f64));
-        out.push(("host_reads", s.host_reads as f64));
-        out.push(("double_reads", s.double_reads as f64));
-        out.push((
-            "double_read_ratio",
-            if s.host_reads == 0 {
-                0.0
-            } else {
-                s.double_reads as f64 / s.host_reads as f64
-            },
-        ));
         out.push(("model_hits", s.model_hits as f64));
         out.push(("model_misses", s.model_misses as f64));
         out.push(("trainings", s.trainings as f64));
         out.push(("predictable_pages", self.predictable as f64));
     }
-}
 
-impl CachesEntries for LearnedFtl {
-    fn table(&mut self) -> &mut OnFlashTable {
-        &mut self.table
-    }
-
-    /// Every GC move clears its page's bit; an uncached entry is staged and its translation
-    /// page rewritten by the batch update, so that page is retrained.
-    fn move_cached(&mut self, m: &Move) -> bool {
-        self.changed(m.key);
-        let slot = self.slot_of[m.key as usize];
-        if slot == NIL {
-            let u = self.table.unit_of(m.key);
-            self.queue_training(u);
-            return false;
-        }
-        debug_assert_eq!(self.slots[slot].ppn, m.from);
-        self.slots[slot].ppn = m.to;
-        self.mark_dirty(slot);
-        true
+    fn reset_counters(&mut self) {
+        self.stats = Stats::default();
     }
 }
 
-impl CachesSingleEntries for LearnedFtl {
-    #[inline]
-    fn cached_slot(&self, lpa: u32) -> u32 {
-        self.slot_of[lpa as usize]
-    }
+/// LearnedFTL: TPFTL's cache with the learned models under it, and its double-read count.
+pub struct LearnedFtl {
+    inner: Tpftl<Models>,
+    host_reads: u64,
+    double_reads: u64,
+}
 
-    #[inline]
-    fn slot_ppn(&mut self, slot: u32) -> &mut Ppn {
-        &mut self.slots[slot].ppn
-    }
-
-    #[inline]
-    fn touch(&mut self, slot: u32) {
-        self.replacement.touch(slot);
-    }
-
-    /// A CMT miss: the model's prediction when the bitmap says it is exact (no flash
-    /// read), else the translation page (a double read for a host read).
-    fn miss(&mut self, lpa: u32, flash: &mut Flash) -> Result<u32> {
-        let t0 = self.table.miss_started(flash);
-        if self.slots.is_full() {
-            self.evict(flash)?;
+impl LearnedFtl {
+    /// The scheme for a fresh device, its `[learnedftl]` section checked.
+    pub fn new(cfg: &SchemeContext, layout: &Layout) -> Result<Self> {
+        let c: LearnedFtlConfig = cfg.scheme_config(NAME)?;
+        if c.models_per_page == 0 {
+            return Err(Error::config(
+                "learnedftl.models_per_page",
+                "must be at least 1",
+            ));
         }
-        // After the eviction: its write-back may have run GC, which clears moved pages' bits.
-        let ppn = if self.bit(lpa) {
-            self.stats.model_hits += 1;
-            self.predicted(lpa)
-        } else {
-            self.stats.model_misses += 1;
-            self.table.fetch(self.table.unit_of(lpa), flash)?;
-            self.table.stored(lpa)
-        };
-        debug_assert_eq!(ppn, self.table.stored(lpa), "lpa {lpa}");
-        let slot = self
-            .slots
-            .insert(Entry {
-                lpa,
-                ppn,
-                dirty: false,
-            })
-            .expect("eviction freed a slot");
-        self.slot_of[lpa as usize] = slot;
-        self.replacement.insert(slot);
-        self.table.miss_ended(flash, t0);
-        Ok(slot)
+        let cache: TpftlConfig = cfg.scheme_config("tpftl")?;
+        let entries = OnFlashTable::new(cfg, layout, 1)?.unit_entries();
+        let models = Models::new(cfg, layout, &c, entries);
+        let mut inner = Tpftl::with_model(cfg, layout, &cache, models)?;
+        inner
+            .table_mut()
+            .store
+            .alloc
+            .set_sorted_relocation(c.sorted_gc);
+        Ok(LearnedFtl {
+            inner,
+            host_reads: 0,
+            double_reads: 0,
+        })
+    }
+}
+
+impl Ftl for LearnedFtl {
+    fn recover(&mut self, found: &Found, flash: &mut Flash) -> Result<()> {
+        self.inner.recover(found, flash)
     }
 
     #[inline]
-    fn mark_dirty(&mut self, slot: u32) {
-        let entry = &mut self.slots[slot];
-        if !entry.dirty {
-            entry.dirty = true;
-            let page = self.table.unit_of(entry.lpa);
-            self.dirty_links
-                .push_front(&mut self.dirty_of_page[page as usize], slot);
+    fn begin_request(&mut self, first_lpa: u32, pages: u32, op: Op) {
+        self.inner.begin_request(first_lpa, pages, op);
+    }
+
+    /// A host read; a double read when it read a translation page for a mapped page.
+    fn read(&mut self, lpa: u32, flash: &mut Flash) -> Result<Option<Oob>> {
+        self.host_reads += 1;
+        let before = self.inner.table().stats.miss_reads;
+        let data = self.inner.read(lpa, flash)?;
+        if data.is_some() && self.inner.table().stats.miss_reads > before {
+            self.double_reads += 1;
         }
+        Ok(data)
+    }
+
+    fn write(&mut self, lpa: u32, seq: u64, flash: &mut Flash) -> Result<()> {
+        self.inner.write(lpa, seq, flash)
+    }
+
+    fn write_batch(&mut self, pages: &[(u32, u64)], flash: &mut Flash) -> Result<()> {
+        self.inner.write_batch(pages, flash)
+    }
+
+    fn trim(&mut self, lpa: u32, flash: &mut Flash) -> Result<()> {
+        self.inner.trim(lpa, flash)
+    }
+
+    fn idle(&mut self, flash: &mut Flash) -> Result<()> {
+        self.inner.idle(flash)
+    }
+
+    fn has_idle_work(&mut self) -> bool {
+        self.inner.has_idle_work()
+    }
+
+    fn background_gc(&self) -> bool {
+        self.inner.background_gc()
+    }
+
+    fn reset_counters(&mut self) {
+        self.inner.reset_counters();
+        self.host_reads = 0;
+        self.double_reads = 0;
+    }
+
+    fn memory(&self, out: &mut MemoryBreakdown) {
+        self.inner.memory(out);
+    }
+
+    fn counters(&self, out: &mut Vec<(&'static str, f64)>) {
+        self.inner.counters(out);
+        out.push(("host_reads", self.host_reads as f64));
+        out.push(("double_reads", self.double_reads as f64));
+        out.push((
+            "double_read_ratio",
+            if self.host_reads == 0 {
+                0.0
+            } else {
+                self.double_reads as f64 / self.host_reads as f64
+            },
+        ));
     }
 }
 

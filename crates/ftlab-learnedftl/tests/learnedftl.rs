@@ -3,7 +3,8 @@
 //! synthetic and real traces (every logical page read back at the end), GC scheduling
 //! stated in the report, recovery after a crash, configuration errors named by key; and
 //! its own claim: on a sequentially written device its models serve cache misses without
-//! reading translation pages, so it double-reads far less than DFTL with the same DRAM.
+//! reading translation pages, so it double-reads far less than DFTL and TPFTL (whose cache
+//! it runs on) with the same DRAM.
 
 #[path = "../../ftlab-core/tests/integration/common/mod.rs"]
 mod common;
@@ -151,6 +152,16 @@ fn models_serve_misses_without_double_reads_on_sequential_data() {
     );
     // Its own counter agrees: host reads whose translation read a translation page.
     assert!(counter(&report, "double_read_ratio") < dftl / 2.0);
+    // Its cache is TPFTL's (nodes of translation pages), and the models save double reads
+    // on top of it, in the same DRAM.
+    assert!(counter(&report, "cached_tp_nodes") > 0.0);
+    let (tpftl, _) = double_reads("tpftl");
+    assert!(
+        learned < tpftl * 0.75,
+        "learnedftl {learned:.3} vs tpftl {tpftl:.3} double reads per read ({} misses served by the models, {} not)",
+        counter(&report, "model_hits"),
+        counter(&report, "model_misses"),
+    );
     // The models and the bitmap are in its DRAM, within the budget.
     let mem = &report.metrics.memory_bytes.final_components;
     assert!(mem["models"] > 0 && mem["bitmaps"] > 0, "{mem:?}");

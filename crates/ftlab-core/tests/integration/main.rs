@@ -16,6 +16,7 @@ mod gc_scheduling;
 mod hashed_background_gc;
 mod hashed_ftl;
 mod host_device;
+mod layers;
 mod leaftl;
 mod leaftl_traces;
 mod logblock;

@@ -22,9 +22,15 @@
 //! updates cached entries in place (dirty) and batches the others per translation page,
 //! as DFTL. Unlike the WiscSee code, selective prefetching is gated by its flag (spec
 //! section 15).
+//!
+//! A scheme may build on this cache ([`Tpftl::with_model`]): a [`MissModel`] serves some
+//! misses without reading the translation page and is told of every mapping change and
+//! every rewrite of a translation page. LearnedFTL (crate `ftlab-learnedftl`) is TPFTL with
+//! learned models, as its paper builds it; TPFTL itself runs with [`NoModel`].
 
 use crate::device::geometry::Layout;
 use crate::device::nand::{Flash, Oob, Ppn};
+use crate::device::recovery::Found;
 use crate::error::Result;
 use crate::ftl::demand::{
     self, address_bytes, entries_in_budget, move_cached_entry, read_entry, settle, trim_entry,
@@ -63,6 +69,47 @@ impl Default for TpftlConfig {
     }
 }
 
+/// What a scheme layered on TPFTL's cache adds to it: a way to know some uncached
+/// mappings without reading their translation page (LearnedFTL's learned models). TPFTL
+/// tells it of every change of a mapping and every rewrite of a translation page, and lets
+/// it learn once each operation has settled, when every mapping is at hand.
+pub trait MissModel: Send + 'static {
+    /// DRAM bytes the model takes out of the budget; the cache gets the rest.
+    fn dram_bytes(&self) -> u64 {
+        0
+    }
+    /// The exact mapping of `lpa`, not cached, if the model knows it without a flash read.
+    fn predict(&self, lpa: u32) -> Option<Ppn>;
+    /// A miss was served by the model (`true`) or by reading the translation page.
+    fn served(&mut self, _by_model: bool) {}
+    /// `lpa`'s mapping changed (host write, trim, GC move): a prediction of it is void.
+    fn changed(&mut self, lpa: u32);
+    /// Translation page `unit` was rewritten (a dirty eviction's write-back, GC's batch
+    /// update, or the table rebuilt after a restart).
+    fn rewritten(&mut self, unit: u32);
+    /// After each operation: `current` gives any logical page's mapping (the cached entry,
+    /// else the table on flash).
+    fn settled(&mut self, _table: &OnFlashTable, _current: &dyn Fn(u32) -> Ppn) {}
+    fn memory(&self, _out: &mut MemoryBreakdown) {}
+    fn counters(&self, _out: &mut Vec<(&'static str, f64)>) {}
+    fn reset_counters(&mut self) {}
+}
+
+/// TPFTL alone: no model, every miss reads its translation page.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct NoModel;
+
+impl MissModel for NoModel {
+    #[inline(always)]
+    fn predict(&self, _lpa: u32) -> Option<Ppn> {
+        None
+    }
+    #[inline(always)]
+    fn changed(&mut self, _lpa: u32) {}
+    #[inline(always)]
+    fn rewritten(&mut self, _unit: u32) {}
+}
+
 /// A cached mapping entry.
 #[derive(Clone, Copy, Debug)]
 struct Entry {
@@ -73,8 +120,9 @@ struct Entry {
     dirty: bool,
 }
 
-pub struct Tpftl {
+pub struct Tpftl<M: MissModel = NoModel> {
     table: OnFlashTable,
+    model: M,
     slot_of: Vec<u32>,
     slots: Slots<Entry>,
     /// Entry lists of the nodes (clean and dirty entries apart, each in LRU order: the
@@ -108,7 +156,19 @@ impl Scheme for Tpftl {
     const ADVISE: &'static str = r#"selective_prefetch = [true, false]"#;
 
     fn new(cfg: &SchemeContext, layout: &Layout) -> Result<Self> {
-        let c = Self::section(cfg)?;
+        Self::with_model(cfg, layout, &Self::section(cfg)?, NoModel)
+    }
+}
+
+impl<M: MissModel> Tpftl<M> {
+    /// TPFTL's cache with `model` under it, configured by `c`; the model's DRAM comes out of
+    /// the budget first.
+    pub fn with_model(
+        cfg: &SchemeContext,
+        layout: &Layout,
+        c: &TpftlConfig,
+        model: M,
+    ) -> Result<Self> {
         if c.selective_threshold == 0 {
             return Err(crate::Error::config(
                 "tpftl.selective_threshold",
@@ -126,6 +186,21 @@ impl Scheme for Tpftl {
             layout.logical_pages,
             "TP node with one entry",
         )?;
+        let reserved = model.dram_bytes();
+        let budget = if budget == 0 {
+            0
+        } else if budget < reserved + entry_bytes + node_bytes {
+            return Err(crate::Error::config(
+                cfg.dram.budget_key(),
+                format!(
+                    "{budget} bytes leave no room for a TP node with one entry ({} bytes) \
+                     beside the model's {reserved} bytes",
+                    entry_bytes + node_bytes
+                ),
+            ));
+        } else {
+            budget - reserved
+        };
         // Entries the budget could hold if they all shared few nodes.
         let capacity = if budget == 0 {
             capacity
@@ -153,11 +228,38 @@ impl Scheme for Tpftl {
             node_change: 0,
             request: (0, 0),
             table,
+            model,
         })
     }
-}
 
-impl Tpftl {
+    /// The table on flash (its counters, its allocator).
+    pub fn table(&self) -> &OnFlashTable {
+        &self.table
+    }
+
+    pub fn table_mut(&mut self) -> &mut OnFlashTable {
+        &mut self.table
+    }
+
+    pub fn model(&self) -> &M {
+        &self.model
+    }
+
+    /// Lets the model learn from the settled mappings.
+    #[inline]
+    fn settled(&mut self) {
+        let Tpftl {
+            model,
+            table,
+            slot_of,
+            slots,
+            ..
+        } = self;
+        model.settled(table, &|lpa| match slot_of[lpa as usize] {
+            NIL => table.stored(lpa),
+            s => slots[s].ppn,
+        });
+    }
     #[inline]
     fn entries(&self, node: u32) -> u32 {
         self.clean[node as usize].len + self.dirty[node as usize].len
@@ -290,6 +392,7 @@ impl Tpftl {
             // All entries are clean now, in the same order.
             clean[n] = list;
             dirty[n] = List::EMPTY;
+            self.model.rewritten(node);
         } else {
             self.table.stats.clean_evictions += 1;
         }
@@ -312,10 +415,16 @@ impl Tpftl {
     }
 }
 
-impl Ftl for Tpftl {
-    /// The cache starts empty; the table on flash is rebuilt ([`OnFlashTable::recover`]).
-    fn recover(&mut self, found: &crate::device::recovery::Found, flash: &mut Flash) -> Result<()> {
-        self.table.recover(found, flash)
+impl<M: MissModel> Ftl for Tpftl<M> {
+    /// The cache starts empty; the table on flash is rebuilt ([`OnFlashTable::recover`]),
+    /// and the model learns it anew.
+    fn recover(&mut self, found: &Found, flash: &mut Flash) -> Result<()> {
+        self.table.recover(found, flash)?;
+        for u in 0..self.table.units() {
+            self.model.rewritten(u);
+        }
+        self.settled();
+        Ok(())
     }
 
     #[inline]
@@ -325,12 +434,17 @@ impl Ftl for Tpftl {
 
     #[inline]
     fn read(&mut self, lpa: u32, flash: &mut Flash) -> Result<Option<Oob>> {
-        read_entry(self, lpa, flash)
+        let data = read_entry(self, lpa, flash)?;
+        self.settled();
+        Ok(data)
     }
 
     #[inline]
     fn write(&mut self, lpa: u32, seq: u64, flash: &mut Flash) -> Result<()> {
-        write_entry(self, lpa, seq, flash)
+        write_entry(self, lpa, seq, flash)?;
+        self.model.changed(lpa);
+        self.settled();
+        Ok(())
     }
 
     /// A flush of the write buffer: each run of consecutive pages counts as one request
@@ -355,7 +469,9 @@ impl Ftl for Tpftl {
 
     #[inline]
     fn idle(&mut self, flash: &mut Flash) -> Result<()> {
-        demand::idle(self, flash)
+        demand::idle(self, flash)?;
+        self.settled();
+        Ok(())
     }
 
     #[inline]
@@ -369,10 +485,14 @@ impl Ftl for Tpftl {
 
     fn reset_counters(&mut self) {
         self.table.stats = Default::default();
+        self.model.reset_counters();
     }
 
     fn trim(&mut self, lpa: u32, flash: &mut Flash) -> Result<()> {
-        trim_entry(self, lpa, flash)
+        trim_entry(self, lpa, flash)?;
+        self.model.changed(lpa);
+        self.settled();
+        Ok(())
     }
 
     fn memory(&self, out: &mut MemoryBreakdown) {
@@ -380,26 +500,35 @@ impl Ftl for Tpftl {
         let entries = self.slots.len() as u64;
         out.push(("tp_nodes", self.nodes.len() as u64 * self.node_bytes));
         out.push(("cmt_entries", entries * self.entry_bytes));
+        self.model.memory(out);
     }
 
     fn counters(&self, out: &mut Vec<(&'static str, f64)>) {
         self.table.counters(out);
         out.push(("cached_tp_nodes", self.nodes.len() as f64));
         out.push(("selective_prefetch_on", self.selective_on as u8 as f64));
+        self.model.counters(out);
     }
 }
 
-impl CachesEntries for Tpftl {
+impl<M: MissModel> CachesEntries for Tpftl<M> {
     fn table(&mut self) -> &mut OnFlashTable {
         &mut self.table
     }
 
+    /// A cached entry takes the move; the others are staged for the batch update, which
+    /// rewrites their translation page.
     fn move_cached(&mut self, m: &Move) -> bool {
-        move_cached_entry(self, m)
+        self.model.changed(m.key);
+        let cached = move_cached_entry(self, m);
+        if !cached {
+            self.model.rewritten(self.table.unit_of(m.key));
+        }
+        cached
     }
 }
 
-impl CachesSingleEntries for Tpftl {
+impl<M: MissModel> CachesSingleEntries for Tpftl<M> {
     #[inline]
     fn cached_slot(&self, lpa: u32) -> u32 {
         self.slot_of[lpa as usize]
@@ -442,6 +571,19 @@ impl CachesSingleEntries for Tpftl {
     fn miss(&mut self, lpa: u32, flash: &mut Flash) -> Result<u32> {
         let t0 = self.table.miss_started(flash);
         let node = self.table.unit_of(lpa);
+        if self.model.predict(lpa).is_some() {
+            // Room first: the eviction's write-back may run GC, which may move `lpa`.
+            let mut victim = NIL;
+            self.make_room(node, &mut victim, true, flash)?;
+            if let Some(ppn) = self.model.predict(lpa) {
+                self.model.served(true);
+                let slot = self.insert(lpa);
+                debug_assert_eq!(self.slots[slot].ppn, ppn, "lpa {lpa}: a wrong prediction");
+                self.table.miss_ended(flash, t0);
+                return Ok(slot);
+            }
+        }
+        self.model.served(false);
         let length = self.load_length(lpa);
         self.table.fetch(node, flash)?;
         // The missed entry first: it must fit, evicting from its own node if that is the
