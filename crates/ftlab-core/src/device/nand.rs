@@ -309,6 +309,8 @@ pub struct Flash {
     idle_until: u64,
     /// The cause under which operations issued with [`Cause::Host`] are counted.
     host_cause: Cause,
+    /// The host stack's current request is its background work ([`Flash::set_host_background`]).
+    host_background: bool,
     /// Times the timing model was stopped or restarted ([`Flash::background_epoch`]).
     timing_restarts: u64,
     /// Logical time: host pages written so far. Used for block ages, so that mapping-only
@@ -510,6 +512,7 @@ impl Flash {
             host_transfers: Vec::new(),
             background: false,
             host_cause: Cause::Host,
+            host_background: false,
             timing_restarts: 0,
             clock: 0,
             stats: FlashStats::default(),
@@ -812,6 +815,15 @@ impl Flash {
         self.host_cause = cause;
     }
 
+    /// While set, the requests served are a host stack's background work (a file system's
+    /// idle-time cleaning, F2FS's background GC): they are timed as requests, but whoever
+    /// queues behind their operations waits behind background work (`bg_host_cleaning`,
+    /// not `fg_host_cleaning`).
+    #[inline]
+    pub fn set_host_background(&mut self, on: bool) {
+        self.host_background = on;
+    }
+
     /// The cause host operations are currently counted under.
     #[inline]
     pub fn host_cause(&self) -> Cause {
@@ -845,7 +857,11 @@ impl Flash {
     fn charge(&mut self, done: u64, cause: Cause, rest: Part, phased: bool) {
         let from = self.request_done;
         let program = matches!(rest, Part::Program | Part::Erase);
-        let service = Part::service_of(CAUSES[self.counter(cause)], program);
+        let service = match Part::service_of(CAUSES[self.counter(cause)], program) {
+            // A host stack's background cleaning doing its own work.
+            Some(Part::FgHostCleaning) if self.host_background => Some(Part::BgHostCleaning),
+            service => service,
+        };
         match (phased, self.timeline.as_ref()) {
             (true, Some(t)) => t
                 .phases()
@@ -859,7 +875,8 @@ impl Flash {
     /// who wait behind them.
     #[inline(always)]
     fn classify(&mut self, cause: Cause, program: bool) {
-        let class = Part::behind(CAUSES[self.counter(cause)], self.background, program);
+        let background = self.background | self.host_background;
+        let class = Part::behind(CAUSES[self.counter(cause)], background, program);
         if let Some(t) = self.timeline.as_mut() {
             t.set_class(class);
         }
