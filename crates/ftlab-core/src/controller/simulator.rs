@@ -635,7 +635,7 @@ impl<F: Ftl> Simulator<F> {
             self.flash.set_flushing(false);
             result?;
             let transfers = self.flash.host_transfers();
-            let reached = transfers.iter().copied().max().unwrap_or(0);
+            let reached = transfers.iter().map(|&(t, _)| t).max().unwrap_or(0);
             buffer.freed_at(transfers);
             buffer.defer_freed();
             if timed && reached >= until {
@@ -1097,7 +1097,7 @@ impl<F: Ftl> Simulator<F> {
         };
         match buffer.write(lpa, seq) {
             Buffered::Replaced => self.host.buffer_write_hits += 1,
-            Buffered::Inserted { ready_ns } => self.flash.wait_until(ready_ns),
+            Buffered::Inserted { ready_ns, held_by } => self.flash.wait_until(ready_ns, held_by),
             Buffered::Full => {
                 self.flash.set_flushing(true);
                 let batch = buffer.evict();
@@ -1105,8 +1105,8 @@ impl<F: Ftl> Simulator<F> {
                 self.flash.set_flushing(false);
                 result?;
                 buffer.freed_at(self.flash.host_transfers());
-                if let Buffered::Inserted { ready_ns } = buffer.write(lpa, seq) {
-                    self.flash.wait_until(ready_ns);
+                if let Buffered::Inserted { ready_ns, held_by } = buffer.write(lpa, seq) {
+                    self.flash.wait_until(ready_ns, held_by);
                 }
             }
         }

@@ -59,7 +59,7 @@ macro_rules! parts {
 parts! {
     HostInterface = "host_interface", "the command and the data crossing the host link";
     Dram = "dram", "data copied into or out of the controller's DRAM (buffer hits, unmapped pages, buffered writes)";
-    BufferWait = "buffer_wait", "a write waiting for a free write-buffer slot";
+    BufferWait = "buffer_wait", "a write waiting for a free write-buffer slot while the flash drains the buffer (a flush held by GC, merges, cleaning or mapping write-back is charged to them)";
     QueueHost = "queue_host", "queueing behind other host I/O on the die or channel";
     BgGc = "bg_gc", "waiting behind background garbage collection";
     BgMerge = "bg_merge", "waiting behind background log-block merges";
@@ -225,6 +225,22 @@ impl Phases {
             self.part[self.len] = part;
             self.len += 1;
         }
+    }
+
+    /// What held the operation longest before it ran: the background or foreground work
+    /// (a `bg_*` or `fg_*` part) of its longest wait stretch, or `buffer_wait` when it
+    /// waited only behind host I/O (for a buffer flush's program: the buffer draining).
+    #[inline]
+    pub fn holder(&self) -> Part {
+        let mut best = (0, Part::BufferWait);
+        for i in 0..self.len {
+            let part = self.part[i];
+            let held = self.end[i] - self.start[i];
+            if part.is_stall() && part != Part::QueueHost && held > best.0 {
+                best = (held, part);
+            }
+        }
+        best.1
     }
 
     /// Charges to `parts` the stretch `[from, to)` of a request's time that the operation

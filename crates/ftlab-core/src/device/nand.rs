@@ -298,9 +298,9 @@ pub struct Flash {
     /// ([`crate::device::breakdown`]).
     parts: Parts,
     /// While a write-back buffer flushes: host programs do not hold the request, their
-    /// transfer times are recorded in `host_transfers` instead.
+    /// transfer times are recorded in `host_transfers` instead, with what held them.
     flushing: bool,
-    host_transfers: Vec<u64>,
+    host_transfers: Vec<(u64, Part)>,
     /// While set, operations occupy their die and channel but the request does not wait
     /// for them (work a controller does in the background).
     background: bool,
@@ -754,17 +754,20 @@ impl Flash {
         }
     }
 
-    /// The transfer times of the host programs of the last flush ([`Flash::set_flushing`]).
-    pub fn host_transfers(&mut self) -> &mut [u64] {
+    /// The transfer times of the host programs of the last flush ([`Flash::set_flushing`]),
+    /// each with what held the program longest before it ran ([`Phases::holder`]:
+    /// `buffer_wait` when the flush only waited for the buffer's own data).
+    pub fn host_transfers(&mut self) -> &mut [(u64, Part)] {
         &mut self.host_transfers
     }
 
     /// The current request is not complete before `t` (a buffered write waiting for its
-    /// buffer slot to be free).
+    /// buffer slot to be free), the wait charged to `held_by`, what held the flush that
+    /// frees the slot ([`Flash::host_transfers`]).
     #[inline]
-    pub fn wait_until(&mut self, t: u64) {
+    pub fn wait_until(&mut self, t: u64, held_by: Part) {
         if !self.background && t > self.request_done {
-            self.parts[Part::BufferWait as usize] += t - self.request_done;
+            self.parts[held_by as usize] += t - self.request_done;
             self.request_done = t;
         }
     }
@@ -1177,7 +1180,11 @@ impl Flash {
     #[inline]
     fn programmed(&mut self, cause: Cause, host_data: bool, span: Span, phased: bool) {
         if host_data && cause == Cause::Host && self.flushing {
-            self.host_transfers.push(span.transferred);
+            let held_by = match (phased, self.timeline.as_ref()) {
+                (true, Some(t)) => t.phases().holder(),
+                _ => Part::BufferWait,
+            };
+            self.host_transfers.push((span.transferred, held_by));
         } else {
             self.waits_for(span.done, cause, Part::Program, phased);
         }

@@ -260,7 +260,7 @@ fn own_work_is_charged_by_its_cause() {
     flash.read(1, Cause::Translation).unwrap();
     flash.chain();
     flash.read(0, Cause::Host).unwrap();
-    flash.wait_until(2_200_000);
+    flash.wait_until(2_200_000, Part::BufferWait);
     assert_eq!(
         parts_of(&flash),
         vec![
@@ -270,6 +270,40 @@ fn own_work_is_charged_by_its_cause() {
             (Part::Translation, 51_000),
         ]
     );
+}
+
+/// A buffered write waiting for its slot is charged to what held the flush that frees it:
+/// the flush's host program queued behind a foreground GC copy on its die, so the wait is
+/// `fg_gc`; a flush that waited for nothing but its own data leaves `buffer_wait`.
+#[test]
+fn a_buffer_wait_is_charged_to_what_held_the_flush() {
+    let mut flash = one_die_flash();
+    flash.begin_request(0);
+    flash.set_flushing(true);
+    flash
+        .program(0, Oob { lpa: 7, seq: 1 }, &[], Cause::Gc)
+        .unwrap();
+    flash
+        .program(1, Oob { lpa: 0, seq: 2 }, &[], Cause::Host)
+        .unwrap();
+    flash.set_flushing(false);
+    let transfers = flash.host_transfers().to_vec();
+    assert_eq!(transfers.len(), 1, "{transfers:?}");
+    let (freed, held_by) = transfers[0];
+    assert_eq!(held_by, Part::FgGc);
+    // The next write takes that slot: it waits from its start to the slot's release.
+    flash.begin_request(100_000);
+    flash.wait_until(freed, held_by);
+    assert_eq!(parts_of(&flash), vec![(Part::FgGc, freed - 100_000)]);
+
+    let mut flash = one_die_flash();
+    flash.begin_request(0);
+    flash.set_flushing(true);
+    flash
+        .program(0, Oob { lpa: 0, seq: 1 }, &[], Cause::Host)
+        .unwrap();
+    flash.set_flushing(false);
+    assert_eq!(flash.host_transfers()[0].1, Part::BufferWait);
 }
 
 fn stalls_of(r: &Report) -> Vec<(&'static str, &'static str, f64)> {
