@@ -149,9 +149,9 @@ impl Part {
     pub fn remedy(self) -> &'static str {
         match self {
             Part::BufferWait => {
-                "the write buffer fills faster than the flash drains it (the flushes wait \
-                 for what holds the dies): a larger buffer.size_bytes, or spread arrivals \
-                 (replay.time_scale)"
+                "the write buffer fills faster than the flash drains its data (a flush held \
+                 by GC or cleaning is charged to them instead): a larger buffer.size_bytes, \
+                 or spread arrivals (replay.time_scale)"
             }
             Part::QueueHost => {
                 "the host's own I/O queues on the dies: spread arrivals (replay.time_scale) or \
@@ -168,8 +168,9 @@ impl Part {
             }
             Part::BgHostCleaning | Part::FgHostCleaning => {
                 "the host file system's cleaning is in the requests' path: more free space for \
-                 the file system (lfs.* reserve, a smaller working set), or let it age in \
-                 preconditioning (precondition.workload_requests)"
+                 the file system (lfs.over_provisioning, a smaller working set), more of it \
+                 cleaned in idle time (lfs.idle_ns, lfs.idle_free_fraction), or let it age \
+                 in preconditioning (precondition.workload_requests)"
             }
             Part::BgMapping | Part::FgMapping => {
                 "mapping write-back is in the requests' path: more mapping DRAM \
