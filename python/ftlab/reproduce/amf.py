@@ -661,6 +661,7 @@ def _paper_levels(label: str, paper: Paper | None) -> tuple[float | None, float 
 #: Orders the simulation does not reproduce, and why (`ordering_problems` finds them).
 EXPLAINED_ORDER = {
     ("FIO(RW)", "EXT4+DFTL", "F2FS+PFTL"): "f2fs_device",
+    ("FIO(RW)", "EXT4+DFTL", "F2FS+DFTL"): "f2fs_device",
     ("Postmark(H)", "EXT4+DFTL", "F2FS+PFTL"): "f2fs_device",
     ("OLTP", "EXT4+PFTL", "AMF"): "cleaning",
     ("TPC-C", "EXT4+PFTL", "AMF"): "cleaning",

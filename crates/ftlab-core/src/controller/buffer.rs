@@ -22,6 +22,7 @@
 //! slot, rather than the one write that triggered it by the whole batch. (A clean copy
 //! cached by a read may take such a slot without waiting for it: a simplification.)
 
+use crate::device::breakdown::Part;
 use crate::units;
 use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, VecDeque};
@@ -131,6 +132,8 @@ impl Hasher for LpaHasher {
 pub type LpaMap<V> = HashMap<u32, V, BuildHasherDefault<LpaHasher>>;
 
 const NIL: u32 = u32::MAX;
+/// A slot free now (never flushed, or freed without a flush).
+const FREE: (u64, Part) = (0, Part::BufferWait);
 
 /// What [`WriteBuffer::write`] did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -138,8 +141,10 @@ pub enum Buffered {
     /// The page was buffered already; its copy was replaced.
     Replaced,
     /// The page took a slot, which is (or was) free at `ready_ns`: the write is
-    /// acknowledged no earlier (0 for a slot that was never flushed, or a clean page's).
-    Inserted { ready_ns: u64 },
+    /// acknowledged no earlier (0 for a slot that was never flushed, or a clean page's);
+    /// the flush that freed it was held by `held_by` (`buffer_wait`: by nothing but the
+    /// buffer's own data).
+    Inserted { ready_ns: u64, held_by: Part },
     /// No slot is free: evict, then write again.
     Full,
 }
@@ -166,8 +171,9 @@ pub struct WriteBuffer {
     index: LpaMap<u32>,
     /// Free slots, the next to take at the front.
     free: VecDeque<u32>,
-    /// Per slot, when it is free: the transfer time of the page last flushed from it.
-    free_at: Vec<u64>,
+    /// Per slot, when it is free: the transfer time of the page last flushed from it, and
+    /// what held that flush ([`crate::device::nand::Flash::host_transfers`]).
+    free_at: Vec<(u64, Part)>,
     newest_of: [u32; 2],
     oldest_of: [u32; 2],
     /// Dirty pages buffered (the length of the dirty list).
@@ -212,7 +218,7 @@ impl WriteBuffer {
             ],
             index,
             free: (0..capacity as u32).collect(),
-            free_at: vec![0; capacity],
+            free_at: vec![FREE; capacity],
             newest_of: [NIL; 2],
             oldest_of: [NIL; 2],
             dirty: 0,
@@ -340,9 +346,7 @@ impl WriteBuffer {
                 if let Some(s) = self.free.pop_front() {
                     e.insert(s);
                     self.fill(s, lpa, seq, true);
-                    return Buffered::Inserted {
-                        ready_ns: std::mem::take(&mut self.free_at[s as usize]),
-                    };
+                    return self.inserted(s);
                 }
             }
         }
@@ -351,9 +355,14 @@ impl WriteBuffer {
         };
         self.index.insert(lpa, s);
         self.fill(s, lpa, seq, true);
-        Buffered::Inserted {
-            ready_ns: std::mem::take(&mut self.free_at[s as usize]),
-        }
+        self.inserted(s)
+    }
+
+    /// Slot `s` taken: when it is free, and what held it.
+    #[inline(always)]
+    fn inserted(&mut self, s: u32) -> Buffered {
+        let (ready_ns, held_by) = std::mem::replace(&mut self.free_at[s as usize], FREE);
+        Buffered::Inserted { ready_ns, held_by }
     }
 
     /// Records when the slots the last [`WriteBuffer::evict`] freed are free: `transfers`,
@@ -361,7 +370,7 @@ impl WriteBuffer {
     /// order writes will take them, the earliest first. Slots beyond the times given (pages
     /// the scheme did not program) are free with the last of them.
     #[inline]
-    pub fn freed_at(&mut self, transfers: &mut [u64]) {
+    pub fn freed_at(&mut self, transfers: &mut [(u64, Part)]) {
         match (&*transfers, &self.batch[..], self.free.front()) {
             // Untimed, or a flush that programmed no host data: nothing to wait for.
             ([], ..) => {}
@@ -372,7 +381,7 @@ impl WriteBuffer {
     }
 
     #[inline(never)]
-    fn freed_at_sorted(&mut self, transfers: &mut [u64]) {
+    fn freed_at_sorted(&mut self, transfers: &mut [(u64, Part)]) {
         transfers.sort_unstable();
         let Some(&last) = transfers.last() else {
             return;
@@ -417,7 +426,7 @@ impl WriteBuffer {
             return;
         }
         if let Some(s) = self.take_slot() {
-            self.free_at[s as usize] = 0;
+            self.free_at[s as usize] = FREE;
             self.index.insert(lpa, s);
             self.fill(s, lpa, seq, false);
         }
@@ -429,7 +438,7 @@ impl WriteBuffer {
             Some(s) => {
                 self.unlink(s);
                 // A page that never left DRAM: its slot is free now.
-                self.free_at[s as usize] = 0;
+                self.free_at[s as usize] = FREE;
                 self.free.push_front(s);
                 true
             }
@@ -573,9 +582,27 @@ mod tests {
     #[test]
     fn lru_order_and_overwrite() {
         let mut b = buffer(3, FlushOrder::Lru, 0);
-        assert_eq!(b.write(10, 1), Buffered::Inserted { ready_ns: 0 });
-        assert_eq!(b.write(20, 2), Buffered::Inserted { ready_ns: 0 });
-        assert_eq!(b.write(30, 3), Buffered::Inserted { ready_ns: 0 });
+        assert_eq!(
+            b.write(10, 1),
+            Buffered::Inserted {
+                ready_ns: 0,
+                held_by: Part::BufferWait
+            }
+        );
+        assert_eq!(
+            b.write(20, 2),
+            Buffered::Inserted {
+                ready_ns: 0,
+                held_by: Part::BufferWait
+            }
+        );
+        assert_eq!(
+            b.write(30, 3),
+            Buffered::Inserted {
+                ready_ns: 0,
+                held_by: Part::BufferWait
+            }
+        );
         assert!(b.is_full());
         assert_eq!(b.write(40, 9), Buffered::Full);
         assert_eq!(b.get(40), None);
@@ -618,11 +645,23 @@ mod tests {
         let mut b = WriteBuffer::new(&cfg, 4096).unwrap();
         b.cache_read(1, 10);
         b.cache_read(2, 20);
-        assert_eq!(b.write(3, 30), Buffered::Inserted { ready_ns: 0 });
+        assert_eq!(
+            b.write(3, 30),
+            Buffered::Inserted {
+                ready_ns: 0,
+                held_by: Part::BufferWait
+            }
+        );
         assert_eq!(b.len(), 3);
         assert!(!b.is_full()); // a write would take a clean slot
         assert_eq!(b.read(1), Some(10)); // 2 is now the least recently used clean page
-        assert_eq!(b.write(4, 40), Buffered::Inserted { ready_ns: 0 });
+        assert_eq!(
+            b.write(4, 40),
+            Buffered::Inserted {
+                ready_ns: 0,
+                held_by: Part::BufferWait
+            }
+        );
         assert_eq!(b.get(2), None);
         assert_eq!(b.write(1, 11), Buffered::Replaced); // the clean copy becomes dirty
         assert_eq!(b.dirty_len(), 3);

@@ -21,6 +21,10 @@ pub enum Origin {
     /// The host stack's own cleaning (a log-structured file system moving live blocks out of
     /// a segment): flash operations under `host_cleaning`.
     HostCleaning,
+    /// The same cleaning done in the background, in the application's idle time (F2FS's
+    /// background GC): counted as `host_cleaning`, and those who queue behind it wait
+    /// behind background work (`bg_host_cleaning`).
+    IdleCleaning,
     /// The host stack's metadata (file-system checkpoints, segment summaries): flash
     /// operations under `fs_metadata`.
     FsMetadata,
@@ -31,7 +35,7 @@ impl Origin {
     pub fn cause(self) -> Cause {
         match self {
             Origin::Application => Cause::Host,
-            Origin::HostCleaning => Cause::HostCleaning,
+            Origin::HostCleaning | Origin::IdleCleaning => Cause::HostCleaning,
             Origin::FsMetadata => Cause::FsMetadata,
         }
     }

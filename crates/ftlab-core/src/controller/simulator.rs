@@ -403,7 +403,10 @@ impl<F: Ftl> Simulator<F> {
         }
         let written = self.host.pages_written;
         self.flash.set_host_cause(origin.cause());
+        let background = origin == Origin::IdleCleaning;
+        self.flash.set_host_background(background);
         let result = self.submit(req);
+        self.flash.set_host_background(false);
         self.flash.set_host_cause(Cause::Host);
         self.host.stack_requests += 1;
         self.host.stack_pages_written += self.host.pages_written - written;
@@ -632,7 +635,7 @@ impl<F: Ftl> Simulator<F> {
             self.flash.set_flushing(false);
             result?;
             let transfers = self.flash.host_transfers();
-            let reached = transfers.iter().copied().max().unwrap_or(0);
+            let reached = transfers.iter().map(|&(t, _)| t).max().unwrap_or(0);
             buffer.freed_at(transfers);
             buffer.defer_freed();
             if timed && reached >= until {
@@ -680,6 +683,9 @@ impl<F: Ftl> Simulator<F> {
             warmup,
             logical,
             &mut |sim: &mut Self, lpa| {
+                let Some(lpa) = lpa else {
+                    return Ok(0);
+                };
                 // Through the write buffer, as a host write goes (a scheme sees the flushes
                 // it would see in the run: LeaFTL learns sorted runs).
                 sim.write_page(lpa)?;
@@ -698,13 +704,14 @@ impl<F: Ftl> Simulator<F> {
     /// (a host stack's, through its file system), which returns how many times the writer
     /// has reclaimed space on its own so far (a file system's cleaning; 0 for the device
     /// alone): a window counts towards steady state once the device's GC or the writer has
-    /// reclaimed. The write buffer is drained at the end.
+    /// reclaimed. At the end `write` is called with None (the writer's own idle-time work,
+    /// [`crate::host::HostStack::settle`]), then the device settles.
     pub fn precondition_with(
         &mut self,
         cfg: &PreconditionConfig,
         warmup: &[u32],
         logical: u64,
-        write: &mut dyn FnMut(&mut Self, u32) -> Result<u64>,
+        write: &mut dyn FnMut(&mut Self, Option<u32>) -> Result<u64>,
         progress: &mut dyn FnMut(u64, f64) -> bool,
     ) -> Result<()> {
         let timed = self.flash.pause_timing();
@@ -717,7 +724,7 @@ impl<F: Ftl> Simulator<F> {
         .max(1);
         let mut report = PreconditionReport::new(cfg.mode);
         let mut reclaims = 0u64;
-        let mut step = |sim: &mut Self, lpa: u32| -> Result<u64> {
+        let mut step = |sim: &mut Self, lpa: Option<u32>| -> Result<u64> {
             let done = sim.host.pages_written;
             if done.is_multiple_of(1 << 16)
                 && done > 0
@@ -730,7 +737,7 @@ impl<F: Ftl> Simulator<F> {
         let result = (|| -> Result<()> {
             if cfg.mode == PreconditionMode::None && cfg.warmup {
                 for &lpa in warmup {
-                    reclaims = step(self, lpa)?;
+                    reclaims = step(self, Some(lpa))?;
                 }
                 report.warmup_pages = warmup.len() as u64;
             }
@@ -738,10 +745,10 @@ impl<F: Ftl> Simulator<F> {
                 return Ok(());
             }
             for lpa in 0..logical as u32 {
-                reclaims = step(self, lpa)?;
+                reclaims = step(self, Some(lpa))?;
             }
             if cfg.mode != PreconditionMode::Steady {
-                return Ok(());
+                return step(self, None).map(drop);
             }
             let window = if cfg.window_pages == 0 {
                 (logical / 8).max(1)
@@ -760,7 +767,7 @@ impl<F: Ftl> Simulator<F> {
                 );
                 let reclaimed = reclaims;
                 for _ in 0..window {
-                    reclaims = step(self, rng.below(logical) as u32)?;
+                    reclaims = step(self, Some(rng.below(logical) as u32))?;
                 }
                 written += window;
                 let waf = (self.flash.stats.total_programs() - programs) as f64 / window as f64;
@@ -777,7 +784,7 @@ impl<F: Ftl> Simulator<F> {
                     (self.flash.stats.total_programs() - programs_before) as f64 / written as f64,
                 );
             }
-            Ok(())
+            step(self, None).map(drop)
         })()
         // The measured run starts with an empty buffer and background GC caught up.
         .and_then(|()| self.settle());
@@ -1090,7 +1097,7 @@ impl<F: Ftl> Simulator<F> {
         };
         match buffer.write(lpa, seq) {
             Buffered::Replaced => self.host.buffer_write_hits += 1,
-            Buffered::Inserted { ready_ns } => self.flash.wait_until(ready_ns),
+            Buffered::Inserted { ready_ns, held_by } => self.flash.wait_until(ready_ns, held_by),
             Buffered::Full => {
                 self.flash.set_flushing(true);
                 let batch = buffer.evict();
@@ -1098,8 +1105,8 @@ impl<F: Ftl> Simulator<F> {
                 self.flash.set_flushing(false);
                 result?;
                 buffer.freed_at(self.flash.host_transfers());
-                if let Buffered::Inserted { ready_ns } = buffer.write(lpa, seq) {
-                    self.flash.wait_until(ready_ns);
+                if let Buffered::Inserted { ready_ns, held_by } = buffer.write(lpa, seq) {
+                    self.flash.wait_until(ready_ns, held_by);
                 }
             }
         }

@@ -59,7 +59,7 @@ macro_rules! parts {
 parts! {
     HostInterface = "host_interface", "the command and the data crossing the host link";
     Dram = "dram", "data copied into or out of the controller's DRAM (buffer hits, unmapped pages, buffered writes)";
-    BufferWait = "buffer_wait", "a write waiting for a free write-buffer slot";
+    BufferWait = "buffer_wait", "a write waiting for a free write-buffer slot while the flash drains the buffer (a flush held by GC, merges, cleaning or mapping write-back is charged to them)";
     QueueHost = "queue_host", "queueing behind other host I/O on the die or channel";
     BgGc = "bg_gc", "waiting behind background garbage collection";
     BgMerge = "bg_merge", "waiting behind background log-block merges";
@@ -149,9 +149,9 @@ impl Part {
     pub fn remedy(self) -> &'static str {
         match self {
             Part::BufferWait => {
-                "the write buffer fills faster than the flash drains it (the flushes wait \
-                 for what holds the dies): a larger buffer.size_bytes, or spread arrivals \
-                 (replay.time_scale)"
+                "the write buffer fills faster than the flash drains its data (a flush held \
+                 by GC or cleaning is charged to them instead): a larger buffer.size_bytes, \
+                 or spread arrivals (replay.time_scale)"
             }
             Part::QueueHost => {
                 "the host's own I/O queues on the dies: spread arrivals (replay.time_scale) or \
@@ -168,8 +168,9 @@ impl Part {
             }
             Part::BgHostCleaning | Part::FgHostCleaning => {
                 "the host file system's cleaning is in the requests' path: more free space for \
-                 the file system (lfs.* reserve, a smaller working set), or let it age in \
-                 preconditioning (precondition.workload_requests)"
+                 the file system (lfs.over_provisioning, a smaller working set), more of it \
+                 cleaned in idle time (lfs.idle_ns, lfs.idle_free_fraction), or let it age \
+                 in preconditioning (precondition.workload_requests)"
             }
             Part::BgMapping | Part::FgMapping => {
                 "mapping write-back is in the requests' path: more mapping DRAM \
@@ -225,6 +226,22 @@ impl Phases {
             self.part[self.len] = part;
             self.len += 1;
         }
+    }
+
+    /// What held the operation longest before it ran: the background or foreground work
+    /// (a `bg_*` or `fg_*` part) of its longest wait stretch, or `buffer_wait` when it
+    /// waited only behind host I/O (for a buffer flush's program: the buffer draining).
+    #[inline]
+    pub fn holder(&self) -> Part {
+        let mut best = (0, Part::BufferWait);
+        for i in 0..self.len {
+            let part = self.part[i];
+            let held = self.end[i] - self.start[i];
+            if part.is_stall() && part != Part::QueueHost && held > best.0 {
+                best = (held, part);
+            }
+        }
+        best.1
     }
 
     /// Charges to `parts` the stretch `[from, to)` of a request's time that the operation

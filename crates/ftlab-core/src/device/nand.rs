@@ -298,9 +298,9 @@ pub struct Flash {
     /// ([`crate::device::breakdown`]).
     parts: Parts,
     /// While a write-back buffer flushes: host programs do not hold the request, their
-    /// transfer times are recorded in `host_transfers` instead.
+    /// transfer times are recorded in `host_transfers` instead, with what held them.
     flushing: bool,
-    host_transfers: Vec<u64>,
+    host_transfers: Vec<(u64, Part)>,
     /// While set, operations occupy their die and channel but the request does not wait
     /// for them (work a controller does in the background).
     background: bool,
@@ -309,6 +309,8 @@ pub struct Flash {
     idle_until: u64,
     /// The cause under which operations issued with [`Cause::Host`] are counted.
     host_cause: Cause,
+    /// The host stack's current request is its background work ([`Flash::set_host_background`]).
+    host_background: bool,
     /// Times the timing model was stopped or restarted ([`Flash::background_epoch`]).
     timing_restarts: u64,
     /// Logical time: host pages written so far. Used for block ages, so that mapping-only
@@ -510,6 +512,7 @@ impl Flash {
             host_transfers: Vec::new(),
             background: false,
             host_cause: Cause::Host,
+            host_background: false,
             timing_restarts: 0,
             clock: 0,
             stats: FlashStats::default(),
@@ -751,17 +754,20 @@ impl Flash {
         }
     }
 
-    /// The transfer times of the host programs of the last flush ([`Flash::set_flushing`]).
-    pub fn host_transfers(&mut self) -> &mut [u64] {
+    /// The transfer times of the host programs of the last flush ([`Flash::set_flushing`]),
+    /// each with what held the program longest before it ran ([`Phases::holder`]:
+    /// `buffer_wait` when the flush only waited for the buffer's own data).
+    pub fn host_transfers(&mut self) -> &mut [(u64, Part)] {
         &mut self.host_transfers
     }
 
     /// The current request is not complete before `t` (a buffered write waiting for its
-    /// buffer slot to be free).
+    /// buffer slot to be free), the wait charged to `held_by`, what held the flush that
+    /// frees the slot ([`Flash::host_transfers`]).
     #[inline]
-    pub fn wait_until(&mut self, t: u64) {
+    pub fn wait_until(&mut self, t: u64, held_by: Part) {
         if !self.background && t > self.request_done {
-            self.parts[Part::BufferWait as usize] += t - self.request_done;
+            self.parts[held_by as usize] += t - self.request_done;
             self.request_done = t;
         }
     }
@@ -812,6 +818,15 @@ impl Flash {
         self.host_cause = cause;
     }
 
+    /// While set, the requests served are a host stack's background work (a file system's
+    /// idle-time cleaning, F2FS's background GC): they are timed as requests, but whoever
+    /// queues behind their operations waits behind background work (`bg_host_cleaning`,
+    /// not `fg_host_cleaning`).
+    #[inline]
+    pub fn set_host_background(&mut self, on: bool) {
+        self.host_background = on;
+    }
+
     /// The cause host operations are currently counted under.
     #[inline]
     pub fn host_cause(&self) -> Cause {
@@ -845,7 +860,11 @@ impl Flash {
     fn charge(&mut self, done: u64, cause: Cause, rest: Part, phased: bool) {
         let from = self.request_done;
         let program = matches!(rest, Part::Program | Part::Erase);
-        let service = Part::service_of(CAUSES[self.counter(cause)], program);
+        let service = match Part::service_of(CAUSES[self.counter(cause)], program) {
+            // A host stack's background cleaning doing its own work.
+            Some(Part::FgHostCleaning) if self.host_background => Some(Part::BgHostCleaning),
+            service => service,
+        };
         match (phased, self.timeline.as_ref()) {
             (true, Some(t)) => t
                 .phases()
@@ -859,7 +878,8 @@ impl Flash {
     /// who wait behind them.
     #[inline(always)]
     fn classify(&mut self, cause: Cause, program: bool) {
-        let class = Part::behind(CAUSES[self.counter(cause)], self.background, program);
+        let background = self.background | self.host_background;
+        let class = Part::behind(CAUSES[self.counter(cause)], background, program);
         if let Some(t) = self.timeline.as_mut() {
             t.set_class(class);
         }
@@ -1160,7 +1180,11 @@ impl Flash {
     #[inline]
     fn programmed(&mut self, cause: Cause, host_data: bool, span: Span, phased: bool) {
         if host_data && cause == Cause::Host && self.flushing {
-            self.host_transfers.push(span.transferred);
+            let held_by = match (phased, self.timeline.as_ref()) {
+                (true, Some(t)) => t.phases().holder(),
+                _ => Part::BufferWait,
+            };
+            self.host_transfers.push((span.transferred, held_by));
         } else {
             self.waits_for(span.done, cause, Part::Program, phased);
         }

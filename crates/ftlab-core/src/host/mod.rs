@@ -189,6 +189,14 @@ pub trait HostStack {
         0
     }
 
+    /// The end of preconditioning: pushes onto `out` what the stack does in a long idle
+    /// time (a file system's background cleaning caught up), so that the measured run
+    /// starts from the state the stack keeps between bursts, as the device's own background
+    /// GC is caught up ([`Simulator::precondition`]).
+    fn settle(&mut self, _out: &mut Vec<(Request, Origin)>) -> Result<()> {
+        Ok(())
+    }
+
     /// Host memory the stack holds, by component (not the device's DRAM).
     fn memory(&self, _out: &mut MemoryBreakdown) {}
 
@@ -265,9 +273,20 @@ impl<S: HostStack, F: Ftl> Stacked<S, F> {
         scratch: &mut Vec<(Request, Origin)>,
         req: &Request,
     ) -> Result<()> {
+        Self::issue(stack, sim, scratch, |stack, out| stack.transform(req, out))
+    }
+
+    /// Serves the device requests `make` pushes (the stack's, for one application request
+    /// or on its own), telling the stack of their completions.
+    fn issue(
+        stack: &mut S,
+        sim: &mut Simulator<F>,
+        scratch: &mut Vec<(Request, Origin)>,
+        make: impl FnOnce(&mut S, &mut Vec<(Request, Origin)>) -> Result<()>,
+    ) -> Result<()> {
         let mut requests = std::mem::take(scratch);
         requests.clear();
-        let result = stack.transform(req, &mut requests).and_then(|()| {
+        let result = make(stack, &mut requests).and_then(|()| {
             let completions = stack.wants_completions();
             for (r, origin) in &requests {
                 let first_seq = sim.last_seq() + 1;
@@ -282,10 +301,20 @@ impl<S: HostStack, F: Ftl> Stacked<S, F> {
         result
     }
 
+    /// The stack's idle-time work before the measured run ([`HostStack::settle`]).
+    fn settle_stack(
+        stack: &mut S,
+        sim: &mut Simulator<F>,
+        scratch: &mut Vec<(Request, Origin)>,
+    ) -> Result<()> {
+        Self::issue(stack, sim, scratch, |stack, out| stack.settle(out))
+    }
+
     /// Preconditions as [`Simulator::precondition`] does, the application's pages written
     /// through the stack (so that its file system is as full and as aged as the device);
     /// the steady state is that of the whole stack's write amplification (flash programs
-    /// per application page), and cleaning by the stack counts as reclaiming.
+    /// per application page), and cleaning by the stack counts as reclaiming. At the end the
+    /// stack's background work catches up ([`HostStack::settle`]), before the device's.
     pub fn precondition(
         &mut self,
         cfg: &crate::controller::settings::PreconditionConfig,
@@ -301,7 +330,11 @@ impl<S: HostStack, F: Ftl> Stacked<S, F> {
             .unwrap_or(self.sim.layout().logical_pages);
         let page_size = self.sim.layout().page_size;
         let (stack, scratch) = (&mut self.stack, &mut self.scratch);
-        let mut write = |sim: &mut Simulator<F>, lpa: u32| -> Result<u64> {
+        let mut write = |sim: &mut Simulator<F>, lpa: Option<u32>| -> Result<u64> {
+            let Some(lpa) = lpa else {
+                Self::settle_stack(stack, sim, scratch)?;
+                return Ok(stack.reclaims());
+            };
             let req = Request {
                 time_ns: 0,
                 offset_bytes: lpa as u64 * page_size as u64,
@@ -342,6 +375,9 @@ impl<S: HostStack, F: Ftl> Stacked<S, F> {
                     Self::submit_through(stack, sim, scratch, &req)?;
                 }
                 done += 1;
+            }
+            if !S::PASS_THROUGH {
+                Self::settle_stack(stack, sim, scratch)?;
             }
             let app = sim.host().pages_written - sim.host().stack_pages_written - written;
             Ok((done, app))

@@ -2,6 +2,7 @@
 //! device, and the conventional stacks it is measured against (`f2fs` over page-mapped
 //! FTLs, `inplace`), through the public run API, every application read verified.
 
+use ftlab_core::device::breakdown::Part;
 use ftlab_core::device::nand::Cause;
 use ftlab_core::host::lfs::FsLayout;
 use ftlab_core::host::StackKind;
@@ -378,4 +379,85 @@ fn the_workload_preconditions_itself_and_only_the_rest_is_measured() {
     let r = run("page", &extra).unwrap();
     assert_eq!(r.metrics.host.requests, 2000);
     assert_eq!(r.precondition.unwrap().workload_requests, 4000);
+}
+
+fn share(r: &Report, op: &str, part: Part) -> f64 {
+    let b = r.metrics.latency_breakdown.as_ref().unwrap();
+    let op = if op == "read" { &b.read } else { &b.write };
+    op.get(part).share
+}
+
+fn steady(requests: u64) -> Vec<String> {
+    with(
+        churn(requests),
+        &["precondition.mode=\"steady\"", "workload.trim_ratio=0"],
+    )
+}
+
+#[test]
+fn steady_preconditioning_ends_with_background_cleaning_caught_up() {
+    // A short run after steady preconditioning: with the file system's idle-time cleaning
+    // caught up (as F2FS's background GC leaves an aged file system between bursts) it
+    // starts with free sections in hand; without it (`lfs.idle_ns=0`) at the foreground
+    // threshold, so that its first writes pay a burst of cleaning debt.
+    // A fifth of the main area kept for cleaning: background cleaning's target (40% of
+    // the space without valid blocks in free sections) is then two sections above the
+    // foreground threshold, more than the run writes.
+    let short = with(steady(100), &["lfs.over_provisioning=0.2"]);
+    let caught_up = run("aftl", &short).unwrap();
+    let debt = run("aftl", &with(short, &["lfs.idle_ns=0"])).unwrap();
+    assert!(counter(&debt, "sections_cleaned") > 0.0);
+    assert!(counter(&caught_up, "sections_cleaned") < counter(&debt, "sections_cleaned"));
+    let (fg_caught_up, fg_debt) = (
+        share(&caught_up, "read", Part::FgHostCleaning),
+        share(&debt, "read", Part::FgHostCleaning),
+    );
+    assert!(fg_debt > 0.0, "{fg_debt}");
+    assert!(fg_caught_up < fg_debt, "{fg_caught_up} vs {fg_debt}");
+}
+
+#[test]
+fn a_steadily_preconditioned_file_system_cleans_at_a_steady_rate() {
+    // Sections cleaned per application page written, in the first and second halves of a
+    // run (the same workload, the second run twice as long): within 15% of each other.
+    let rate = |r: &Report| {
+        (
+            counter(r, "sections_cleaned"),
+            counter(r, "app_pages_written"),
+        )
+    };
+    let (c1, p1) = rate(&run("aftl", &steady(4_000)).unwrap());
+    let (c2, p2) = rate(&run("aftl", &steady(8_000)).unwrap());
+    let first = c1 / p1;
+    let second = (c2 - c1) / (p2 - p1);
+    assert!(c1 > 20.0, "{c1} sections cleaned");
+    eprintln!("first half {first:.5}, second half {second:.5} sections per page");
+    assert!(
+        (second / first - 1.0).abs() < 0.15,
+        "first half {first:.5}, second half {second:.5} sections per page"
+    );
+}
+
+#[test]
+fn idle_cleaning_is_background_work_in_the_breakdown() {
+    // A third of a fresh file system overwritten with idle gaps: cleaning runs in the gaps,
+    // and what its requests cost, or cost those behind them, is `bg_host_cleaning`.
+    let sparse = with(
+        churn(6_000),
+        &[
+            "workload.interarrival_ns=\"60ms\"",
+            "workload.trim_ratio=0",
+            "lfs.idle_free_fraction=0.3",
+            "workload.working_set_fraction=0.3",
+        ],
+    );
+    let r = run("aftl", &sparse).unwrap();
+    assert!(counter(&r, "sections_cleaned_idle") > 0.0);
+    let bg = share(&r, "read", Part::BgHostCleaning) + share(&r, "write", Part::BgHostCleaning);
+    assert!(bg > 0.0);
+    let never = run("aftl", &with(sparse, &["lfs.idle_ns=0"])).unwrap();
+    assert_eq!(counter(&never, "sections_cleaned_idle"), 0.0);
+    let bg =
+        share(&never, "read", Part::BgHostCleaning) + share(&never, "write", Part::BgHostCleaning);
+    assert_eq!(bg, 0.0);
 }
