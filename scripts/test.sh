@@ -31,13 +31,9 @@ export CARGO_INCREMENTAL=0
 # separate `pip install .` would build the core again, with other features (dev-dependencies
 # unify features only within an invocation) and with link-time optimisation, for minutes.
 step cargo build --workspace --lib --tests
-# The package the Python tests import: the source tree's modules, linked, and the extension
-# just built, under target/ (an in-tree release build, python/ftlab/_core.abi3.so, is left
-# alone). `python -m ftlab` in the tests' subprocesses finds it through PYTHONPATH.
-rm -rf target/test-python && mkdir -p target/test-python
-cp -rs "$PWD/python/ftlab" target/test-python/
-rm -f target/test-python/ftlab/_core.abi3.so
-cp target/debug/lib_core.so target/test-python/ftlab/_core.abi3.so
+# The package the Python tests import: the tree's modules and the extension just built.
+step bash scripts/test-package.sh
+# `python -m ftlab` in the tests' subprocesses finds it through PYTHONPATH too.
 export PYTHONPATH="$PWD/target/test-python${PYTHONPATH:+:$PYTHONPATH}"
 # The template of a scheme in its own crate, built and installed as its own wheel, as a
 # user's would be (its `ftlab.schemes` entry point is what the tests exercise); its
