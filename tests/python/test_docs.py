@@ -98,7 +98,9 @@ def test_reference_has_every_configuration_key_and_preset(site: Path) -> None:
 
 def test_reference_has_every_scheme_with_its_module_doc(site: Path) -> None:
     text = page_text(site, "reference/schemes")
-    info = json.loads(_core.scheme_info())
+    # The built-in schemes: a plugin another test registered in this process (the template
+    # `rustpage`, through its entry point) is not ftlab's to document.
+    info = [s for s in json.loads(_core.scheme_info()) if s["builtin"]]
     assert not missing_codes(text, [s["name"] for s in info])
     families = {s["family"] for s in info}
     assert not missing_codes(text, sorted(families))

@@ -676,10 +676,9 @@ ORDER_CAUSES = {
     "cached EXT4 + DFTL gives 1.45 on FIO(RW), 1.70 on Postmark(H), quick)",
     "cleaning": "ALFS's cleaning: " + CAUSES["cleaning"] + ". With cost-benefit victims for "
     "both log-structured file systems (the one change that closes it) AMF comes below EXT4 + "
-    "page FTL on both (quick: OLTP 1.84 vs 1.92, TPC-C 1.97 vs 2.32); with EXT4's footprint "
-    "and the paper's 128-page blocks in place it stays above with greedy (OLTP 2.08 vs 1.92, "
-    "TPC-C 2.88 vs 2.32), and 16-page blocks do not change that (1.88 vs 1.82, 3.00 vs "
-    "2.41)",
+    "page FTL on both (quick: OLTP 1.79 vs 1.92, TPC-C 1.81 vs 2.32); with EXT4's footprint "
+    "and the paper's 128-page blocks in place it stays above with greedy (OLTP 1.94 vs 1.92, "
+    "TPC-C 2.37 vs 2.32)",
 }
 
 
