@@ -387,6 +387,25 @@ mod tests {
     }
 
     #[test]
+    fn held_parts_are_the_non_zero_ones_in_order() {
+        let mut parts = Parts::default();
+        parts.add(Part::Transfer, 7);
+        parts.add(Part::HostInterface, 3);
+        parts.add(Part::Sense, 0); // no time: not held
+        parts.add(Part::Transfer, 2);
+        let held: Vec<_> = parts.held().collect();
+        assert_eq!(
+            held,
+            vec![
+                (Part::HostInterface as usize, 3),
+                (Part::Transfer as usize, 9)
+            ]
+        );
+        assert_eq!(parts.iter().sum::<u64>(), 12);
+        assert_eq!(parts[Part::Sense as usize], 0);
+    }
+
+    #[test]
     fn summary_columns_follow_the_parts() {
         assert_eq!(SUMMARY_COLUMNS[0], "read_host_interface_us");
         assert_eq!(SUMMARY_COLUMNS[PART_COUNT], "write_host_interface_us");
