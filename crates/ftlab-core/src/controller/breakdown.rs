@@ -15,21 +15,17 @@ pub struct BreakdownStats {
     /// In ns (a u64 holds 584 years).
     sums: [u64; PART_COUNT],
     /// Only the requests with the part (the others are zeros, added at the end).
-    hists: Vec<Latency>,
+    hists: [Latency; PART_COUNT],
 }
 
 impl BreakdownStats {
+    /// Counts one request: only the parts it has ([`Parts::held`]).
     #[inline]
     pub fn record(&mut self, parts: &Parts) {
-        if self.hists.len() != PART_COUNT {
-            self.hists = vec![Latency::default(); PART_COUNT];
-        }
         self.requests += 1;
-        for (i, &ns) in parts.iter().enumerate() {
-            if ns != 0 {
-                self.sums[i] += ns;
-                self.hists[i].record_for_quantiles(ns);
-            }
+        for (i, ns) in parts.held() {
+            self.sums[i] += ns;
+            self.hists[i].record_for_quantiles(ns);
         }
     }
 
@@ -40,15 +36,10 @@ impl BreakdownStats {
             .iter()
             .map(|&p| {
                 let i = p as usize;
-                let (held, p99_ns) = match self.hists.get(i) {
-                    Some(h) => {
-                        let held = h.count();
-                        let mut all = h.clone();
-                        all.record_zeros(self.requests - held);
-                        (held, all.quantile(0.99))
-                    }
-                    None => (0, 0),
-                };
+                let held = self.hists[i].count();
+                let mut all = self.hists[i].clone();
+                all.record_zeros(self.requests - held);
+                let p99_ns = all.quantile(0.99);
                 PartStats {
                     part: p.name(),
                     mean_ns: self.sums[i] as f64 / n,

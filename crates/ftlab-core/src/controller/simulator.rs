@@ -31,7 +31,7 @@ use crate::controller::settings::{
     ControllerConfig, PreconditionConfig, PreconditionMode, ReplayMode,
 };
 use crate::controller::Origin;
-use crate::device::breakdown::{Part, Parts, PART_COUNT};
+use crate::device::breakdown::{Part, Parts};
 use crate::device::geometry::{Layout, Nand};
 use crate::device::nand::{Cause, Flash, FlashStats, Oob, ServedPage};
 use crate::device::DeviceConfig;
@@ -284,7 +284,7 @@ impl<F: Ftl> Simulator<F> {
             read_breakdown: BreakdownStats::default(),
             write_breakdown: BreakdownStats::default(),
             last_latency: 0,
-            last_parts: [0; PART_COUNT],
+            last_parts: Parts::default(),
             outstanding: BinaryHeap::with_capacity(cfg.replay.queue_depth as usize + 1),
             last_issue: 0,
             first_arrival: None,
@@ -494,9 +494,9 @@ impl<F: Ftl> Simulator<F> {
         if timed {
             let mut done = self.flash.request_done();
             let mut parts = *self.flash.request_parts();
-            parts[Part::HostInterface as usize] += begin - arrival;
+            parts.add(Part::HostInterface, begin - arrival);
             let mut then = |to: u64, part: Part, done: &mut u64| {
-                parts[part as usize] += to.saturating_sub(*done);
+                parts.add(part, to.saturating_sub(*done));
                 *done = to.max(*done);
             };
             let bytes = req.len_bytes as u64;

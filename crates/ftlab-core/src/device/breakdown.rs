@@ -181,8 +181,45 @@ impl Part {
     }
 }
 
-/// One request's latency by part, in ns.
-pub type Parts = [u64; PART_COUNT];
+/// One request's latency by part, in ns (read as an array, `parts[p as usize]`), with the
+/// set of parts it has: summing a request into the report visits only those (a request
+/// has a few of the 19), not every slot.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Parts {
+    ns: [u64; PART_COUNT],
+    /// Bit `p` set: `ns[p] > 0`.
+    held: u32,
+}
+
+impl Parts {
+    /// Adds `ns` to `part`.
+    #[inline(always)]
+    pub fn add(&mut self, part: Part, ns: u64) {
+        self.ns[part as usize] += ns;
+        self.held |= ((ns != 0) as u32) << part as u32;
+    }
+
+    /// The parts the request has, with their time, in [`PARTS`] order.
+    #[inline]
+    pub fn held(&self) -> impl Iterator<Item = (usize, u64)> + '_ {
+        let mut left = self.held;
+        std::iter::from_fn(move || {
+            (left != 0).then(|| {
+                let i = left.trailing_zeros() as usize;
+                left &= left - 1;
+                (i, self.ns[i])
+            })
+        })
+    }
+}
+
+impl std::ops::Deref for Parts {
+    type Target = [u64; PART_COUNT];
+
+    fn deref(&self) -> &Self::Target {
+        &self.ns
+    }
+}
 
 /// The phases of the last operation the timing model placed in a request's path: each
 /// stretch `[start, end)` from its ready time to its end, with what it was. A request
@@ -253,10 +290,10 @@ impl Phases {
         let mut left = to - from;
         for i in 0..self.len {
             let overlap = self.end[i].min(to).saturating_sub(self.start[i].max(from));
-            parts[self.part[i].own(service) as usize] += overlap;
+            parts.add(self.part[i].own(service), overlap);
             left -= overlap;
         }
-        parts[rest.own(service) as usize] += left;
+        parts.add(rest.own(service), left);
     }
 }
 
@@ -331,7 +368,7 @@ mod tests {
         o.occupy(Part::BgMerge, 300);
         let mut ph = Phases::default();
         o.split(50, 400, &mut ph);
-        let mut parts = [0; PART_COUNT];
+        let mut parts = Parts::default();
         ph.charge(50, 400, None, Part::Sense, &mut parts);
         assert_eq!(parts[Part::BgMerge as usize], 100);
         assert_eq!(parts[Part::FgGc as usize], 200);
@@ -343,10 +380,29 @@ mod tests {
     fn a_stretch_no_phase_covers_goes_to_the_rest() {
         let mut ph = Phases::default();
         ph.push(10, 20, Part::Sense);
-        let mut parts = [0; PART_COUNT];
+        let mut parts = Parts::default();
         let service = Part::service_of(Cause::Translation, false);
         ph.charge(0, 30, service, Part::Sense, &mut parts);
         assert_eq!(parts[Part::Translation as usize], 30);
+    }
+
+    #[test]
+    fn held_parts_are_the_non_zero_ones_in_order() {
+        let mut parts = Parts::default();
+        parts.add(Part::Transfer, 7);
+        parts.add(Part::HostInterface, 3);
+        parts.add(Part::Sense, 0); // no time: not held
+        parts.add(Part::Transfer, 2);
+        let held: Vec<_> = parts.held().collect();
+        assert_eq!(
+            held,
+            vec![
+                (Part::HostInterface as usize, 3),
+                (Part::Transfer as usize, 9)
+            ]
+        );
+        assert_eq!(parts.iter().sum::<u64>(), 12);
+        assert_eq!(parts[Part::Sense as usize], 0);
     }
 
     #[test]

@@ -17,7 +17,7 @@
 //! a 4-byte sequence number): the simulator's wider sequence number is the data's identity,
 //! not device OOB.
 
-use crate::device::breakdown::{Part, Parts, PART_COUNT};
+use crate::device::breakdown::{Part, Parts};
 use crate::device::geometry::{Layout, ProgramOrder, OOB_HEADER_BYTES};
 use crate::device::timing::{Place, SchedulerStats, Span, Timeline};
 use crate::device::DeviceConfig;
@@ -507,7 +507,7 @@ impl Flash {
             cursor: 0,
             idle_until: 0,
             request_done: 0,
-            parts: [0; PART_COUNT],
+            parts: Parts::default(),
             flushing: false,
             host_transfers: Vec::new(),
             background: false,
@@ -710,7 +710,7 @@ impl Flash {
     pub fn begin_request(&mut self, time_ns: u64) {
         self.cursor = time_ns;
         self.request_done = time_ns;
-        self.parts = [0; PART_COUNT];
+        self.parts = Parts::default();
         self.flushing = false;
     }
 
@@ -767,7 +767,7 @@ impl Flash {
     #[inline]
     pub fn wait_until(&mut self, t: u64, held_by: Part) {
         if !self.background && t > self.request_done {
-            self.parts[held_by as usize] += t - self.request_done;
+            self.parts.add(held_by, t - self.request_done);
             self.request_done = t;
         }
     }
@@ -869,7 +869,7 @@ impl Flash {
             (true, Some(t)) => t
                 .phases()
                 .charge(from, done, service, rest, &mut self.parts),
-            _ => self.parts[rest.own(service) as usize] += done - from,
+            _ => self.parts.add(rest.own(service), done - from),
         }
         self.request_done = done;
     }
