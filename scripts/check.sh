@@ -16,6 +16,11 @@ step() {
     "$@"
     echo "== $((SECONDS - start)) s: $*" >&2
 }
+# The extension and the test binaries, with the test command's own cargo invocation so
+# that the two share their build; then the package the Python tests import.
+build() {
+    cargo build --workspace --lib --tests --quiet && bash scripts/test-package.sh
+}
 changed=$({ git diff --name-only "$base" --; git ls-files --others --exclude-standard; } | sort -u)
 start=$SECONDS
 
@@ -29,9 +34,7 @@ if [ -n "$crates" ]; then
     packages=()
     for c in $crates; do packages+=(-p "$c"); done
     step cargo clippy "${packages[@]}" --all-targets --quiet -- -D warnings
-    # The same invocation as the test command's, so that its build is reused.
-    step cargo build --workspace --lib --tests --quiet
-    step bash scripts/test-package.sh
+    step build
     filters=()
     while read -r path; do
         name=$(basename "$path" .rs)
@@ -60,9 +63,7 @@ while read -r path; do
     esac
 done < <(grep '\.py$' <<<"$changed" || true)
 if [ ${#tests[@]} -gt 0 ]; then
-    [ -f target/test-python/ftlab/_core.abi3.so ] || {
-        cargo build --workspace --lib --tests --quiet && bash scripts/test-package.sh
-    }
+    [ -f target/test-python/ftlab/_core.abi3.so ] || step build
     mapfile -t tests < <(printf '%s\n' "${tests[@]}" | sort -u)
     PYTHONPATH="$PWD/target/test-python" step python3 -m pytest -q -n auto --dist loadgroup "${tests[@]}"
 fi

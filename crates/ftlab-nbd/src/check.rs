@@ -19,10 +19,10 @@
 use crate::recovery::{
     check_format, read_checkpoint, read_map, read_meta, write_checkpoint, Checkpoint,
 };
-use crate::store::{regions, Meta, Record, RECORD_BYTES, TRIM_BYTES};
+use crate::store::{open_rw, regions, Meta, Record, RECORD_BYTES, TRIM_BYTES};
 use ftlab_core::device::nand::NONE;
 use std::collections::HashSet;
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 
@@ -279,13 +279,7 @@ pub fn repair(dir: &Path) -> Result<Findings, String> {
     let pages_len = pages_len(dir, &l.meta)?;
     let have = len_of(dir, "store")?;
     let path = dir.join("store");
-    let store = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(&path)
-        .map_err(|e| format!("{}: {e}", path.display()))?;
+    let store = open_rw(&path)?;
     if have < r.len {
         store
             .set_len(r.len)

@@ -3,7 +3,8 @@
 //! process dies, `kill -9` included). The lock file holds the owner's process id, so that
 //! a refused start can say who owns the store.
 
-use std::fs::{File, OpenOptions};
+use crate::store::open_rw;
+use std::fs::File;
 use std::io::{Read, Seek, Write};
 use std::os::unix::io::AsRawFd;
 use std::path::Path;
@@ -19,13 +20,7 @@ impl StoreLock {
     pub fn acquire(dir: &Path) -> Result<StoreLock, String> {
         std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         let path = dir.join("lock");
-        let mut file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(&path)
-            .map_err(|e| format!("{}: {e}", path.display()))?;
+        let mut file = open_rw(&path)?;
         // SAFETY: flock on a descriptor this function owns.
         if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
             let e = std::io::Error::last_os_error();

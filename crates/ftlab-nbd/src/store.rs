@@ -352,6 +352,18 @@ fn io_err(path: &Path, e: io::Error) -> String {
     format!("{}: {e}", path.display())
 }
 
+/// Opens `path` for reading and writing, creating it if missing and keeping what it holds;
+/// an error names the file.
+pub(crate) fn open_rw(path: &Path) -> Result<File, String> {
+    OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)
+        .map_err(|e| io_err(path, e))
+}
+
 impl Files {
     /// Opens (creating if needed) the files of the store in `dir`, sized for `meta`; the
     /// records and erase counts are allocated with zeros, the pages with `fallocate` (with
@@ -360,13 +372,7 @@ impl Files {
         std::fs::create_dir_all(dir).map_err(|e| io_err(dir, e))?;
         let open = |name: &str, len: u64| -> Result<Arc<File>, String> {
             let path = dir.join(name);
-            let f = OpenOptions::new()
-                .read(true)
-                .write(true)
-                .create(true)
-                .truncate(false)
-                .open(&path)
-                .map_err(|e| io_err(&path, e))?;
+            let f = open_rw(&path)?;
             let have = f.metadata().map_err(|e| io_err(&path, e))?.len();
             if have < len {
                 f.set_len(len).map_err(|e| io_err(&path, e))?;
