@@ -2,7 +2,7 @@
 //! the shadow copy, the NAND rules and their own accounting, with GC active and DRAM
 //! budgets from a few entries to the whole table.
 
-use crate::common;
+use super::common;
 
 use common::*;
 use ftlab_core::device::nand::Cause;

@@ -2,7 +2,7 @@
 //! times in every latency, and the write buffer's background destaging between its
 //! watermarks.
 
-use crate::common;
+use super::common;
 
 use common::*;
 use ftlab_core::run::config::{Config, Destage};

@@ -2,7 +2,7 @@
 //! priority over queued background work (timed against hand-computed schedules),
 //! background GC, preconditioning on every scheme, saturation detection, superblocks.
 
-use crate::common;
+use super::common;
 
 use common::*;
 use ftlab_core::device::timing::{Place, Timeline};

@@ -1,7 +1,7 @@
 //! HPFTL and SlimFTL: verification with GC active on nearly full devices, forced hash
 //! collisions and shared virtual blocks, their counters, memory accounting and config errors.
 
-use crate::common;
+use super::common;
 
 use common::*;
 use ftlab_core::controller::simulator::Simulator;

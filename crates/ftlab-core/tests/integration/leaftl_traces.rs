@@ -3,7 +3,7 @@
 //! bound, both placements, the whole table in DRAM and a 3 KiB mapping cache. Skipped when
 //! ../shared/traces is absent.
 
-use crate::common;
+use super::common;
 
 use common::*;
 use ftlab_core::run::config::FlushOrder;

@@ -1,6 +1,6 @@
 //! The timing model seen from whole requests: replay modes, queueing and foreground GC.
 
-use crate::common;
+use super::common;
 
 use common::*;
 use ftlab_core::controller::metrics::LatencyStats;

@@ -1,6 +1,6 @@
 //! Verification mode must catch an FTL that serves the wrong data.
 
-use crate::common;
+use super::common;
 
 use common::*;
 use ftlab_core::controller::simulator::Simulator;
