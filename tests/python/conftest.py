@@ -52,3 +52,18 @@ def quick(quick_dir: Path) -> Callable[[str], Path]:
         return folder
 
     return run
+
+
+def pytest_itemcollected(item: pytest.Item) -> None:
+    """Under xdist (`--dist loadgroup`), the tests that read one quick reproduction run on one
+    worker: the first runs it and the rest read it, where otherwise a second worker would sit
+    blocked on the first's lock for the minute it takes. A test's reproduction is its `name`
+    parameter or its `reproduction` mark; a test already in a group keeps it. (Marked as each
+    item is collected: xdist reads the groups in its own `pytest_collection_modifyitems`.)"""
+    if "quick" not in getattr(item, "fixturenames", ()) or item.get_closest_marker("xdist_group"):
+        return
+    mark = item.get_closest_marker("reproduction")
+    callspec = getattr(item, "callspec", None)
+    name = mark.args[0] if mark else callspec.params.get("name") if callspec else None
+    if name is not None:
+        item.add_marker(pytest.mark.xdist_group(f"reproduction-{name}"))

@@ -86,6 +86,7 @@ def test_compare_shows_the_stacks_side_by_side() -> None:
         ftlab.compare(["ext9+page"])
 
 
+@pytest.mark.reproduction("amf")
 def test_the_reproduction_regenerates_the_papers_tables(
     quick: Callable[[str], Path], traces: Path
 ) -> None:
@@ -133,6 +134,7 @@ def _order_cases() -> list[object]:
     return out
 
 
+@pytest.mark.reproduction("amf")
 @pytest.mark.parametrize("workload", _order_cases())
 def test_stacks_are_in_the_papers_order_of_write_amplification(
     workload: str, quick: Callable[[str], Path], traces: Path
@@ -145,6 +147,7 @@ def test_stacks_are_in_the_papers_order_of_write_amplification(
     assert not differences, "; ".join(" vs ".join(d["stacks"]) for d in differences)
 
 
+@pytest.mark.reproduction("amf")
 def test_regression_order_differences_are_the_known_ones(
     quick: Callable[[str], Path], traces: Path
 ) -> None:

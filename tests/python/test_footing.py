@@ -51,6 +51,7 @@ def test_unequal_scheduling_is_refused() -> None:
         _footing.common_scheduling([{"ftl": "page", "metrics": {}}], "x")
 
 
+@pytest.mark.reproduction("slimftl")
 def test_slimftl_quick_run_compares_on_one_scheduling(quick: Callable[[str], Path]) -> None:
     folder = quick("slimftl")
     headlines = json.loads((folder / "summary.json").read_text())

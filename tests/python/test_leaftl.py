@@ -11,6 +11,7 @@ def test_leaftl_runs_verified_with_its_counters() -> None:
     result = ftlab.simulate(
         "leaftl",
         workload="rand-rw",
+        preset="small",
         sets=[
             "workload.requests=20000",
             "leaftl.gamma=4",

@@ -466,6 +466,7 @@ def test_every_experiment_is_pinned() -> None:
     assert set(reproduce.EXPERIMENTS) == set(REGRESSION_PINS)
 
 
+@pytest.mark.reproduction("leaftl")
 def test_leaftl_quick_is_the_full_runs_setup_where_cheap(
     quick: Callable[[str], Path], traces: Path
 ) -> None:
@@ -492,6 +493,7 @@ def test_leaftl_quick_is_the_full_runs_setup_where_cheap(
     assert all(float(r["working set / DRAM"]) > 1 for r in rows)
 
 
+@pytest.mark.reproduction("slimftl")
 def test_slimftl_tables(quick: Callable[[str], Path]) -> None:
     folder = quick("slimftl")
     with (folder / "memory.csv").open() as f:
@@ -538,6 +540,7 @@ def test_learnedftl_why_verdicts(tmp_path: Path, traces: Path) -> None:
     ]
 
 
+@pytest.mark.reproduction("selective-hints")
 def test_selective_hints_journal_stays_cached_without_hints(
     quick: Callable[[str], Path],
 ) -> None:
@@ -636,6 +639,7 @@ def test_report_links_the_scorecard_and_names_models(tmp_path: Path) -> None:
     assert "No validation scorecard here" in report.write(other).read_text()
 
 
+@pytest.mark.reproduction("kraft")
 def test_kraft_why_checks_its_stated_causes(
     tmp_path: Path, quick: Callable[[str], Path], traces: Path
 ) -> None:
