@@ -7,7 +7,7 @@ from typing import Any, Callable
 
 from ftlab._core import FtlabError
 from ftlab._parallel import run_all as run_parallel
-from ftlab._parallel import run_core
+from ftlab._parallel import run_cancellable
 from ftlab._run import Result
 from ftlab._scheme import load_entry_points
 
@@ -26,7 +26,7 @@ def run_all(
 
     def one(name: str) -> Result:
         try:
-            text, wall = run_core(name, **common)
+            text, wall = run_cancellable(name, **common)
         except FtlabError as e:
             raise FtlabError(f"{name}: {e}") from None
         return Result(json=text, wall_seconds=wall)

@@ -25,7 +25,7 @@ R = TypeVar("R")
 _CANCEL: ContextVar[_core.Cancel | None] = ContextVar("ftlab_cancel", default=None)
 
 
-def run_core(ftl: str, progress: Any = None, **options: Any) -> tuple[str, float]:
+def run_cancellable(ftl: str, progress: Any = None, **options: Any) -> tuple[str, float]:
     """`_core.run`, stopped with the others when the parallel runs it belongs to are
     cancelled: every run of the package starts here."""
     return _core.run(ftl, progress, cancel=_CANCEL.get(), **options)

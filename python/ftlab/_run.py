@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Literal, Union
 
-from ftlab._parallel import run_core
+from ftlab._parallel import run_cancellable
 from ftlab._registry import summarize
 from ftlab._scheme import load_entry_points
 
@@ -225,7 +225,7 @@ def simulate(
     """
     load_entry_points()
     preset, overrides = _model(preset, _stack_sets(stack) + _sets(sets, mapping_only, precondition))
-    text, wall = run_core(
+    text, wall = run_cancellable(
         ftl,
         trace=None if trace is None else str(trace),
         workload=workload,

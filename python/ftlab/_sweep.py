@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, Callable, Union
 
 from ftlab import _core
 from ftlab._core import FtlabError
-from ftlab._parallel import run_core
+from ftlab._parallel import run_cancellable
 from ftlab._registry import summarize
 from ftlab._run import _sets
 
@@ -590,7 +590,7 @@ def execute(task: Task) -> Outcome:
     row: dict[str, Any] = {**task.columns, "source": task.source}
     started = time.perf_counter()
     try:
-        text, _ = run_core(task.scheme, **options)
+        text, _ = run_cancellable(task.scheme, **options)
     except KeyboardInterrupt:
         return ("interrupted", row)
     except (FtlabError, OSError) as e:

@@ -88,7 +88,9 @@ def test_an_error_in_one_run_stops_the_others() -> None:
         if name == "fails":
             raise ftlab.FtlabError("this run failed")
         try:
-            text, _ = _parallel.run_core(name, workload="default", preset="small", sets=ENDLESS)
+            text, _ = _parallel.run_cancellable(
+                name, workload="default", preset="small", sets=ENDLESS
+            )
         except KeyboardInterrupt:
             stopped.append(name)
             raise
