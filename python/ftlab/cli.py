@@ -175,9 +175,13 @@ class Progress:
 
 
 def run_core(call: Callable[[], Any]) -> Any:
-    """Calls into the core, turning its errors into `error: ...` and exit status 2."""
+    """Calls into the core, turning its errors into `error: ...` and exit status 2, and
+    Ctrl-C (which stops every run under way) into `interrupted` and status 130."""
     try:
         return call()
+    except KeyboardInterrupt:
+        click.echo("interrupted", err=True)
+        sys.exit(130)
     except ftlab.FtlabError as e:
         fail(str(e))
     except OSError as e:

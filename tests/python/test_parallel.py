@@ -129,3 +129,21 @@ def test_ctrl_c_stops_every_threaded_run_of_a_script_without_main_guard() -> Non
     stdout, stderr = proc.communicate(timeout=120)
     assert proc.returncode == 0, stderr
     assert stdout == "interrupted; threads left: 1\n", stderr
+
+
+def test_ctrl_c_stops_ftlab_compare_with_status_130() -> None:
+    args = ["compare", "--ftl", "page,dftl", "--workload", "default", "--preset", "small"]
+    for entry in ENDLESS:
+        args += ["--set", entry]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ftlab", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+    time.sleep(2.0)  # started, and both runs under way
+    proc.send_signal(signal.SIGINT)
+    stdout, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 130, stdout + stderr
+    assert "interrupted" in stderr and "Traceback" not in stderr
