@@ -4,7 +4,8 @@ the summed resident memory of that interpreter and every process it starts (work
 processes included) sampled every 20 ms. Prints one line of figures and a digest of the
 reports (equal digests: byte-identical reports).
 
-    PYTHONPATH=python python3 scripts/bench_compare.py [--jobs 2] [--schemes a,b] [--repeat N]
+    PYTHONPATH=python python3 scripts/bench_compare.py [--jobs 2] [--schemes a,b]
+        [--workload NAME] [--requests N] [--preset NAME] [--repeat N]
 
 To compare two versions of the front (processes against threads, say), run it with
 PYTHONPATH pointing at each tree's `python/` folder in turn, on a quiet machine.
@@ -23,7 +24,9 @@ import hashlib, sys, time
 import ftlab
 names = sys.argv[1].split(",") if sys.argv[1] else [n for n, _ in ftlab.schemes()]
 started = time.perf_counter()
-cmp = ftlab.compare(names, workload=sys.argv[2], jobs=int(sys.argv[3]))
+sets = [f"workload.requests={sys.argv[4]}"] if sys.argv[4] else []
+preset = sys.argv[5] or None
+cmp = ftlab.compare(names, workload=sys.argv[2], jobs=int(sys.argv[3]), sets=sets, preset=preset)
 wall = time.perf_counter() - started
 digest = hashlib.sha256("".join(r.json for r in cmp.results.values()).encode()).hexdigest()
 print(f"schemes={len(names)} compare_s={wall:.2f} digest={digest[:16]}")
@@ -47,12 +50,12 @@ def tree_rss(pid: int) -> int:
     return total
 
 
-def once(schemes: str, workload: str, jobs: int) -> None:
+def once(schemes: str, workload: str, jobs: int, requests: str, preset: str) -> None:
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     load = open("/proc/loadavg").read().split()[0]
     started = time.perf_counter()
     child = subprocess.Popen(
-        [sys.executable, "-c", CHILD, schemes, workload, str(jobs)],
+        [sys.executable, "-c", CHILD, schemes, workload, str(jobs), requests, preset],
         stdout=subprocess.PIPE,
         text=True,
     )
@@ -79,10 +82,14 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--schemes", default="", help="comma-separated (default: every one)")
     parser.add_argument("--workload", default="default")
+    parser.add_argument(
+        "--requests", default="", help="workload.requests (default: the workload's)"
+    )
+    parser.add_argument("--preset", default="", help="configuration preset (default: none)")
     parser.add_argument("--repeat", type=int, default=1)
     args = parser.parse_args()
     for _ in range(args.repeat):
-        once(args.schemes, args.workload, args.jobs)
+        once(args.schemes, args.workload, args.jobs, args.requests, args.preset)
 
 
 if __name__ == "__main__":
