@@ -158,6 +158,25 @@ class CompareResult:
 
         return _report.write(self, Path(folder))
 
+    def save(self, folder: PathLike) -> Path:
+        """Writes the comparison to `folder` (created): `compare.json` (kind, format
+        version, the schemes in order, the fitted device), `table.parquet`, the merged
+        `time_series`, `latency_cdf` and `latency_breakdown` as Parquet, and each scheme's
+        run under `runs/SCHEME/` (see `Result.save`). `CompareResult.load(folder)` reads it
+        back. Returns the folder."""
+        from ftlab import _persist
+
+        return _persist.save_compare(self, folder)
+
+    @classmethod
+    def load(cls, folder: PathLike) -> CompareResult:
+        """A comparison saved with `save`. Raises FtlabError naming the file when the
+        folder is not a saved comparison."""
+        from ftlab import _persist
+
+        results, blocks = _persist.load_compare(folder)
+        return cls(results=results, fitted_blocks_per_plane=blocks)
+
     def _repr_html_(self) -> str:
         from html import escape
 
@@ -196,11 +215,12 @@ def compare(
 ) -> CompareResult:
     """Runs several schemes (default: every scheme the core has) over the same trace or
     workload, on the same device (a scheme may be named with its host stack,
-    `STACK+SCHEME`, and `stack` sets the stack of the others), in parallel processes
-    (`jobs`, default: one per core, at most one per scheme). A device fitted to a trace is
-    fitted once, large enough for every scheme. Other arguments are those of `simulate`.
-    `on_done(name, result)` is called as each scheme finishes. Raises FtlabError naming the
-    scheme that failed.
+    `STACK+SCHEME`, and `stack` sets the stack of the others), in parallel threads of this
+    process (`jobs`, default: one per core, at most one per scheme; the core releases the
+    GIL). A device fitted to a trace is fitted once, large enough for every scheme. Other
+    arguments are those of `simulate`. `on_done(name, result)` is called, in the calling
+    thread, as each scheme finishes. Ctrl-C stops every run and raises KeyboardInterrupt.
+    Raises FtlabError naming the scheme that failed (the others are stopped).
 
     With no schemes, no settings and no source but the default workload, runs the
     default comparison (`DEFAULT_COMPARISON`): the page-level FTL against the schemes that
@@ -327,7 +347,7 @@ def sweep(
     `spec` is a TOML file (see docs/guide/sweeps.md) or the same content as a dict.
     With `out` (a Parquet file), runs already in it are skipped and each finished run is
     written at once (an interrupted sweep loses none); the file keeps the rows of earlier
-    specs too, the frame returned holds this spec's. Runs go to `jobs` processes (default:
+    specs too, the frame returned holds this spec's. Runs go to `jobs` threads (default:
     one per core) or, with `scheduler` (`tcp://host:8786`), to a Dask cluster, whose
     workers read traces by path or, with `ship_traces`, get a copy once each.
     `retry_failed` runs again the runs that failed. The spec is checked whole first: an

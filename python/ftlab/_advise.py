@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, Callable, Literal
 from ftlab import _core
 from ftlab import _sweep as sw
 from ftlab._core import FtlabError
+from ftlab._parallel import run_cancellable
 
 if TYPE_CHECKING:
     import polars as pl
@@ -181,7 +182,7 @@ def probe_memory(task: sw.Task, sets: Sequence[str] = ()) -> int:
         "replay.timing=false",
         *sets,
     ]
-    text, _ = _core.run(task.scheme, **options)
+    text, _ = run_cancellable(task.scheme, **options)
     return int(json.loads(text)["metrics"]["memory_bytes"]["peak_total"])
 
 

@@ -18,6 +18,7 @@ _RunProgress: TypeAlias = Callable[[int, float | None, str], object]
 _ScanProgress: TypeAlias = Callable[[int, float], object]
 
 __all__ = [
+    "Cancel",
     "Device",
     "FlashHandle",
     "FtlabError",
@@ -56,9 +57,23 @@ __version__: str
 class FtlabError(Exception):
     """An error reported by the ftlab core."""
 
+@final
+class Cancel:
+    """A flag that stops the runs it is given to (`run(..., cancel=flag)`): set from any
+    thread, seen by each run at its next progress point, which raises KeyboardInterrupt."""
+
+    def __init__(self) -> None: ...
+    def set(self) -> None:
+        """Stops every run given this flag."""
+
+    @property
+    def is_set(self) -> bool:
+        """Whether `set` was called."""
+
 def run(
     ftl: str,
     progress: _RunProgress | None = None,
+    cancel: Cancel | None = None,
     *,
     trace: _Path | None = None,
     workload: str | None = None,
@@ -69,7 +84,9 @@ def run(
     format: str = "",
     time_unit: str = "",
 ) -> tuple[str, float]:
-    """Runs one scheme; returns (report JSON, wall-clock seconds)."""
+    """Runs one scheme; returns (report JSON, wall-clock seconds). Ctrl-C (in the main
+    thread), `cancel` being set or `progress` raising stops it with KeyboardInterrupt (or
+    `progress`'s exception)."""
 
 def serve(
     ftl: str,

@@ -6,7 +6,8 @@ from what the core and the command line declare: the configuration keys and thei
 module's `//!` header, read from its source file under `root`), the trace formats, the
 summary columns, the flash operation causes, the workloads and host stacks, and every
 command of `ftlab` (walked from `cli.main`). Nothing here is written by hand, so the pages
-cannot drift from the code.
+cannot drift from the code. The tutorial notebook (`examples/tutorial.ipynb`) becomes the
+guide's notebook page the same way.
 
 This file is also the MkDocs hook (`hooks:` in `mkdocs.yml`): `on_files` adds the pages to
 the build. A hook rather than the mkdocs-gen-files plugin: the generation is one function
@@ -347,6 +348,31 @@ def index_page() -> str:
     )
 
 
+#: The tutorial notebook, and the guide page that shows it.
+NOTEBOOK = "examples/tutorial.ipynb"
+NOTEBOOK_PAGE = "guide/notebook.md"
+
+
+def notebook_page(root: Path) -> str:
+    """The tutorial notebook as a page: its Markdown cells as they are, its code cells as
+    Python blocks (the notebook is stored without outputs; running it makes them)."""
+    notebook = json.loads((root / NOTEBOOK).read_text())
+    parts = []
+    for cell in notebook["cells"]:
+        source = "".join(cell["source"]).strip()
+        if cell["cell_type"] == "markdown":
+            parts.append(source)
+        elif cell["cell_type"] == "code":
+            parts.append(f"```py\n{source}\n```")
+    text = "\n\n".join(parts) + "\n"
+    title, _, rest = text.partition("\n")
+    note = (
+        f"*This page is `{NOTEBOOK}`, cell by cell (generated when the site is built). Open "
+        "it in Jupyter to run it: its tables and figures appear under the cells.*"
+    )
+    return f"{title}\n\n{note}\n{rest}"
+
+
 def pages(root: Path) -> dict[str, str]:
     """Every reference page: path under `docs/` -> Markdown. `root` is the repository (the
     scheme modules' sources are read from it)."""
@@ -359,11 +385,12 @@ def pages(root: Path) -> dict[str, str]:
         f"{REFERENCE}/metrics.md": metrics_page(),
         f"{REFERENCE}/causes.md": causes_page(),
         f"{REFERENCE}/workloads.md": workloads_page(),
+        NOTEBOOK_PAGE: notebook_page(root),
     }
 
 
 def on_files(files: Files, config: MkDocsConfig) -> Files:
-    """MkDocs hook: adds the generated reference pages to the site."""
+    """MkDocs hook: adds the generated reference pages (and the notebook's) to the site."""
     from mkdocs.structure.files import File
 
     root = Path(config.config_file_path).parent

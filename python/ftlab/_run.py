@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Literal, Union
 
-from ftlab import _core
+from ftlab._parallel import run_cancellable
 from ftlab._registry import summarize
 from ftlab._scheme import load_entry_points
 
@@ -111,6 +111,27 @@ class Result:
 
         return _frames.associativity(self.report)
 
+    def save(self, folder: PathLike) -> Path:
+        """Writes the run to `folder` (created): `report.json` (the report, byte for byte),
+        `result.json` (kind, format version, wall seconds) and its non-empty frames as
+        Parquet (`time_series.parquet`, ...). `Result.load(folder)` reads it back.
+        Returns the folder."""
+        from ftlab import _persist
+
+        return _persist.save_result(self, folder)
+
+    @classmethod
+    def load(cls, folder: PathLike) -> Result:
+        """A run saved with `save`. Raises FtlabError naming the file when the folder is
+        not a saved run."""
+        from ftlab import _persist
+
+        return _persist.load_result(folder)
+
+    def __reduce__(self) -> tuple[type[Result], tuple[str, float]]:
+        # Pickled as its report text: the dict and the frames are computed from it.
+        return (Result, (self.json, self.wall_seconds))
+
     def _repr_html_(self) -> str:
         from ftlab._format import html_table, run_rows
 
@@ -199,12 +220,12 @@ def simulate(
     `precondition.mode`: how the device is prepared before the measured run (an entry of
     `sets` naming the key wins). `progress(done, fraction, phase)` is called every 65,536 requests
     (`phase` is "scan" while a trace is measured first, then "simulate"; `fraction` is the
-    share done). Raises FtlabError with a message naming the key, file, line or request
-    at fault.
+    share done). Ctrl-C (or an exception `progress` raises) stops the run and is raised
+    here. Raises FtlabError with a message naming the key, file, line or request at fault.
     """
     load_entry_points()
     preset, overrides = _model(preset, _stack_sets(stack) + _sets(sets, mapping_only, precondition))
-    text, wall = _core.run(
+    text, wall = run_cancellable(
         ftl,
         trace=None if trace is None else str(trace),
         workload=workload,

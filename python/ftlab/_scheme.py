@@ -221,7 +221,8 @@ def python_schemes() -> dict[str, type[Scheme]]:
 
 def in_process_only(name: str) -> bool:
     """Whether scheme `name` was registered in this process only (not by a plugin that a
-    worker process would load too): runs of it must stay in this process."""
+    worker process would load too): runs of it must stay in this process (local runs are
+    threads here; a Dask sweep refuses it)."""
     return (name in _registered or name in _native) and name not in _portable
 
 

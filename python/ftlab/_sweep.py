@@ -1,6 +1,7 @@
 """Design-space sweeps: a grid (or an explicit list) of runs over schemes, traces,
 workloads, presets and any configuration key, repeated over seeds, run in parallel
-processes or on a Dask cluster, each finished run one row of a Parquet table.
+threads of this process (`_parallel`) or on a Dask cluster, each finished run one row of a
+Parquet table.
 
 The spec (a TOML file or a dict) is checked whole before anything runs: every run's
 configuration is resolved by the core (`_core.config_show`), so an unknown key, a bad
@@ -23,18 +24,16 @@ import itertools
 import json
 import math
 import os
-import signal
 import sys
-import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Union
 
 from ftlab import _core
 from ftlab._core import FtlabError
+from ftlab._parallel import run_cancellable
 from ftlab._registry import summarize
 from ftlab._run import _sets
 
@@ -567,30 +566,6 @@ def _fit_devices(spec: Spec, drafts: list[tuple[Task, dict[str, Any], dict[str, 
 
 # --- running one --------------------------------------------------------------------------
 
-#: Set in the worker processes of a local sweep: they ignore Ctrl-C while idle.
-_IN_POOL = False
-
-
-def _pool_init() -> None:
-    global _IN_POOL
-    _IN_POOL = True
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-
-
-@contextmanager
-def _interruptible() -> Iterator[None]:
-    """In a local worker process, Ctrl-C stops the run under way (the core checks for it)
-    but does not kill an idle worker with a traceback."""
-    if not _IN_POOL or threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-
-
 #: An outcome: ("ok" | "error" | "interrupted", row).
 Outcome = tuple[str, dict[str, Any]]
 
@@ -603,7 +578,7 @@ def _in_process_only(scheme: str) -> bool:
 
 
 def execute(task: Task) -> Outcome:
-    """Runs one task and returns its row (in a worker process, a Dask worker or here)."""
+    """Runs one task and returns its row (in a thread here, or on a Dask worker)."""
     from ftlab._scheme import load_entry_points
 
     load_entry_points()
@@ -615,15 +590,11 @@ def execute(task: Task) -> Outcome:
     row: dict[str, Any] = {**task.columns, "source": task.source}
     started = time.perf_counter()
     try:
-        with _interruptible():
-            text, _ = _core.run(task.scheme, **options)
+        text, _ = run_cancellable(task.scheme, **options)
     except KeyboardInterrupt:
         return ("interrupted", row)
     except (FtlabError, OSError) as e:
-        message = str(e)
-        if message == "interrupted":
-            return ("interrupted", row)
-        row.update(error=message, wall_seconds=time.perf_counter() - started)
+        row.update(error=str(e), wall_seconds=time.perf_counter() - started)
         row["ftlab_version"] = _core.__version__
         return ("error", row)
     wall = time.perf_counter() - started
@@ -951,58 +922,11 @@ def row_frame(row: dict[str, Any], kinds: Mapping[str, str]) -> pl.DataFrame:
     return pl.DataFrame(data, schema={name: _dtype(kinds[name]) for name in data})
 
 
-def default_jobs(runs: int) -> int:
-    from ftlab._compare import default_jobs as per_core
-
-    return per_core(runs)
-
-
 def _run_local(tasks: list[Task], jobs: int | None, record: Callable[[Outcome], None]) -> None:
-    """In parallel processes (`jobs`, default one per core), or here with one job."""
-    from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
-    from multiprocessing import get_context
+    """In `jobs` threads (default one per core), or here with one job."""
+    from ftlab import _parallel
 
-    # A Python scheme registered by the caller only (not by a plugin a worker process loads
-    # too) runs here.
-    for task in tasks:
-        if _in_process_only(task.scheme):
-            record(execute(task))
-    tasks = [t for t in tasks if not _in_process_only(t.scheme)]
-    if not tasks:
-        return
-    jobs = default_jobs(len(tasks)) if jobs is None else max(1, min(jobs, len(tasks)))
-    if jobs == 1:
-        for task in tasks:
-            record(execute(task))
-        return
-    pool = ProcessPoolExecutor(
-        max_workers=jobs, mp_context=get_context("spawn"), initializer=_pool_init
-    )
-    pending: set[Future[Outcome]] = set()
-    queue = iter(tasks)
-    try:
-        # A bounded window of submitted runs, so that an interrupt has little to cancel.
-        # The workers start here with Ctrl-C ignored (Python keeps an inherited SIG_IGN): one
-        # interrupted while it starts up would print a traceback; runs turn it back on.
-        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
-        try:
-            for task in itertools.islice(queue, 2 * jobs):
-                pending.add(pool.submit(execute, task))
-        finally:
-            signal.signal(signal.SIGINT, previous)
-        while pending:
-            finished, pending = wait(pending, return_when=FIRST_COMPLETED)
-            for future in finished:
-                record(future.result())
-                nxt = next(queue, None)
-                if nxt is not None:
-                    pending.add(pool.submit(execute, nxt))
-    except BaseException:
-        for future in pending:
-            future.cancel()
-        pool.shutdown(wait=True, cancel_futures=True)
-        raise
-    pool.shutdown(wait=True)
+    _parallel.run_all(tasks, execute, jobs, lambda task, outcome: record(outcome))
 
 
 def sweep(

@@ -175,9 +175,13 @@ class Progress:
 
 
 def run_core(call: Callable[[], Any]) -> Any:
-    """Calls into the core, turning its errors into `error: ...` and exit status 2."""
+    """Calls into the core, turning its errors into `error: ...` and exit status 2, and
+    Ctrl-C (which stops every run under way) into `interrupted` and status 130."""
     try:
         return call()
+    except KeyboardInterrupt:
+        click.echo("interrupted", err=True)
+        sys.exit(130)
     except ftlab.FtlabError as e:
         fail(str(e))
     except OSError as e:
@@ -565,7 +569,7 @@ def serve(
     help="Comma-separated schemes (default: every scheme, see `ftlab schemes`).",
 )
 @source_options
-@click.option("--jobs", "-j", type=int, help="Parallel processes (default: one per core).")
+@click.option("--jobs", "-j", type=int, help="Parallel runs, in threads (default: one per core).")
 @click.option(
     "--out",
     type=click.Path(path_type=Path),
@@ -642,11 +646,11 @@ def compare(
     help="The results table (Parquet; default: SPEC-NAME.parquet here). Runs already in it "
     "are skipped.",
 )
-@click.option("--jobs", "-j", type=int, help="Parallel processes (default: one per core).")
+@click.option("--jobs", "-j", type=int, help="Parallel runs, in threads (default: one per core).")
 @click.option(
     "--scheduler",
     metavar="ADDRESS",
-    help="Run on an existing Dask cluster (tcp://host:8786) instead of local processes.",
+    help="Run on an existing Dask cluster (tcp://host:8786) instead of local threads.",
 )
 @click.option(
     "--ship-traces",
@@ -826,7 +830,7 @@ def plot(
     show_default=True,
     help="Folder for the runs (advise.parquet, resumable), pareto.png/.svg and advice.txt.",
 )
-@click.option("--jobs", "-j", type=int, help="Parallel processes (default: one per core).")
+@click.option("--jobs", "-j", type=int, help="Parallel runs, in threads (default: one per core).")
 @click.option("--scheduler", metavar="ADDRESS", help="Run on an existing Dask cluster.")
 @click.option("--ship-traces", is_flag=True, help="With --scheduler: send the trace to workers.")
 @click.option("--quiet", "-q", is_flag=True, help="Only the ranking and the explanation.")
@@ -1183,7 +1187,7 @@ def reproduce(name: str | None, out: Path | None, quick: bool, why: bool) -> Non
     help="Write index.html, a plot per family and scorecard.json here.",
 )
 @click.option("--json", "json_out", metavar="FILE", help="Write the scorecard as JSON.")
-@click.option("--jobs", "-j", type=int, help="Parallel processes (default: one per core).")
+@click.option("--jobs", "-j", type=int, help="Parallel runs, in threads (default: one per core).")
 @click.option("--quiet", "-q", is_flag=True, help="Only the table and the summary.")
 def validate(
     quick: bool, out: Path | None, json_out: str | None, jobs: int | None, quiet: bool

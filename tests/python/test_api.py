@@ -102,7 +102,7 @@ def test_compare_api_table_and_report(tmp_path) -> None:  # type: ignore[no-unty
     assert set(cmp.latency_breakdown["scheme"].unique()) == {"page"}
 
 
-def test_compare_in_parallel_processes() -> None:
+def test_compare_in_parallel_threads() -> None:
     from ftlab import _compare
 
     common = {"workload": "zipf", "sets": ["workload.requests=3000"]}

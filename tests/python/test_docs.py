@@ -192,3 +192,11 @@ def test_no_tracked_file_is_ignored() -> None:
         check=True,
     ).stdout
     assert listed == "", f"tracked files that .gitignore lists:\n{listed}"
+
+
+def test_the_tutorial_notebook_is_a_guide_page(site: Path) -> None:
+    notebook = json.loads((ROOT / _docs.NOTEBOOK).read_text())
+    text = re.sub(r"<[^>]+>", "", page_text(site, "guide/notebook"))  # code is highlighted
+    for cell in notebook["cells"]:
+        first = "".join(cell["source"]).strip().splitlines()[0].lstrip("# ")
+        assert first in text, f"notebook cell missing from the page: {first}"

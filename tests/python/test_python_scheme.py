@@ -203,7 +203,7 @@ def test_a_nand_violation_stays_a_nand_error() -> None:
 
 
 def test_a_scheme_registered_in_this_process_runs_here_in_a_comparison() -> None:
-    """Not a plugin: compare runs it in this process while a worker runs the other."""
+    """Not a plugin: compare runs it in a thread of this process beside the others."""
     ftlab.register_scheme(LosesWrites)
     try:
         assert _scheme.in_process_only("test-loses-writes")

@@ -175,28 +175,30 @@ def test_points_replace_the_axes_they_name() -> None:
     assert "workload.read_ratio=0.9" in leaftl.options["sets"]
 
 
-def test_local_processes_give_the_same_table(local: pl.DataFrame) -> None:
+def test_local_threads_give_the_same_table(local: pl.DataFrame) -> None:
     parallel = ftlab.sweep(grid_spec(), jobs=2)
     assert same(parallel, local)
 
 
-def test_local_sweep_runs_one_process_per_core(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_local_sweep_runs_one_thread_per_core(monkeypatch: pytest.MonkeyPatch) -> None:
     import concurrent.futures
+
+    from ftlab import _parallel
 
     pools: list[int | None] = []
 
-    class Watched(concurrent.futures.ProcessPoolExecutor):
+    class Watched(concurrent.futures.ThreadPoolExecutor):
         def __init__(self, max_workers: int | None = None, **kwargs: Any) -> None:
             pools.append(max_workers)
             super().__init__(max_workers=max_workers, **kwargs)
 
-    monkeypatch.setattr(concurrent.futures, "ProcessPoolExecutor", Watched)
+    monkeypatch.setattr(_parallel, "ThreadPoolExecutor", Watched)
     table = ftlab.sweep(
         spec(schemes=["page", "dftl", "sftl"], seeds=2, set={"workload.requests": 500})
     )
     assert table.height == 6 and table["error"].null_count() == 6
     jobs = min(len(os.sched_getaffinity(0)), 6)
-    # One process per core (no more than the runs); a single core runs them here.
+    # One thread per core (no more than the runs); a single core runs them here.
     assert pools == ([jobs] if jobs > 1 else [])
 
 

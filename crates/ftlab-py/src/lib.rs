@@ -6,10 +6,11 @@ use ftlab_core::ftl;
 use ftlab_core::io::{trace, workload};
 use ftlab_core::run::api::{self, RunOptions};
 use ftlab_core::run::config;
-use pyo3::exceptions::{PyException, PyTypeError};
+use pyo3::exceptions::{PyException, PyKeyboardInterrupt, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 mod scheme;
 
@@ -53,34 +54,108 @@ fn options(ftl: String, source: Option<&Bound<'_, PyDict>>) -> PyResult<RunOptio
     Ok(opts)
 }
 
+/// A flag that stops the runs it is given to: set from any thread (the one that catches
+/// Ctrl-C while runs go on in others), seen by each run at its next progress point (every
+/// 65,536 requests or trace records), which then raises KeyboardInterrupt.
+#[pyclass(frozen)]
+struct Cancel(AtomicBool);
+
+#[pymethods]
+impl Cancel {
+    #[new]
+    fn new() -> Self {
+        Cancel(AtomicBool::new(false))
+    }
+
+    /// Stops every run given this flag.
+    fn set(&self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether `set` was called.
+    #[getter]
+    fn is_set(&self) -> bool {
+        self.0.load(Ordering::Relaxed)
+    }
+}
+
+/// What a long run does at each of its progress points, the GIL released in between: stop
+/// if `cancel` is set (no GIL needed); else take the GIL briefly to check for signals
+/// (Ctrl-C, in the main thread only) and call `progress`. The exception that stopped the
+/// run (KeyboardInterrupt, or the callback's own) is kept to be raised when it returns.
+struct Poll<'a> {
+    cancel: Option<&'a Cancel>,
+    progress: Option<&'a PyObject>,
+    stopped_by: Option<PyErr>,
+}
+
+impl<'a> Poll<'a> {
+    fn new(cancel: Option<&'a Py<Cancel>>, progress: Option<&'a PyObject>) -> Self {
+        Poll {
+            cancel: cancel.map(|c| c.get()),
+            progress,
+            stopped_by: None,
+        }
+    }
+
+    /// Whether the run goes on; `args` are the progress callback's.
+    fn tick<A>(&mut self, args: A) -> bool
+    where
+        A: for<'py> IntoPyObject<'py, Target = pyo3::types::PyTuple>,
+    {
+        if self.cancel.is_some_and(Cancel::is_set) {
+            self.stopped_by = Some(PyKeyboardInterrupt::new_err("cancelled"));
+            return false;
+        }
+        let progress = self.progress;
+        let outcome = Python::with_gil(|py| {
+            py.check_signals()?;
+            match progress {
+                Some(cb) => cb.call1(py, args).map(drop),
+                None => Ok(()),
+            }
+        });
+        match outcome {
+            Ok(()) => true,
+            Err(e) => {
+                self.stopped_by = Some(e);
+                false
+            }
+        }
+    }
+
+    /// The run's outcome: the exception that stopped it, if any, over its own error.
+    fn finish<T>(self, result: ftlab_core::Result<T>) -> PyResult<T> {
+        match self.stopped_by {
+            Some(e) => Err(e),
+            None => result.map_err(to_py),
+        }
+    }
+}
+
 /// Runs one scheme; returns (report JSON, wall-clock seconds). `progress(done, fraction,
 /// phase)` is called every 65,536 requests (or trace records while a trace is scanned
 /// first): `phase` is "scan" or "simulate", `fraction` the share done (None if unknown).
-/// An empty `format` or `time_unit` keeps the configuration's (`auto`).
+/// Ctrl-C (in the main thread), `cancel` being set or `progress` raising stops the run
+/// and raises KeyboardInterrupt (or `progress`'s exception). An empty `format` or
+/// `time_unit` keeps the configuration's (`auto`).
 #[pyfunction]
-#[pyo3(signature = (ftl, progress=None, **source))]
+#[pyo3(signature = (ftl, progress=None, cancel=None, **source))]
 fn run(
     py: Python<'_>,
     ftl: String,
     progress: Option<PyObject>,
+    cancel: Option<Py<Cancel>>,
     source: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<(String, f64)> {
     let opts = options(ftl, source)?;
-    let result = py.allow_threads(|| {
-        let mut callback = |p: &api::Progress| -> bool {
-            Python::with_gil(|py| {
-                if py.check_signals().is_err() {
-                    return false;
-                }
-                match &progress {
-                    Some(cb) => cb.call1(py, (p.done, p.fraction, p.phase)).is_ok(),
-                    None => true,
-                }
-            })
-        };
-        api::run_with_progress(&opts, &mut callback)
-    });
-    let out = result.map_err(to_py)?;
+    let out = py.allow_threads(|| {
+        let mut poll = Poll::new(cancel.as_ref(), progress.as_ref());
+        let result = api::run_with_progress(&opts, &mut |p: &api::Progress| {
+            poll.tick((p.done, p.fraction, p.phase))
+        });
+        poll.finish(result)
+    })?;
     Ok((out.report.to_json(), out.wall_seconds))
 }
 
@@ -236,21 +311,14 @@ fn trace_info(
         ..RunOptions::default()
     };
     let cfg = api::resolve_config(&opts).map_err(to_py)?;
-    let result = py.allow_threads(|| {
-        let mut callback = |done: u64, fraction: f64| -> bool {
-            Python::with_gil(|py| {
-                if py.check_signals().is_err() {
-                    return false;
-                }
-                match &progress {
-                    Some(cb) => cb.call1(py, (done, fraction)).is_ok(),
-                    None => true,
-                }
-            })
-        };
-        api::trace_info(&path, &cfg.trace, page_size, &mut callback)
-    });
-    Ok(result.map_err(to_py)?.to_json())
+    let info = py.allow_threads(|| {
+        let mut poll = Poll::new(None, progress.as_ref());
+        let result = api::trace_info(&path, &cfg.trace, page_size, &mut |done, fraction| {
+            poll.tick((done, fraction))
+        });
+        poll.finish(result)
+    })?;
+    Ok(info.to_json())
 }
 
 /// Reads a whole trace and times it; returns JSON (lines per second, ...).
@@ -499,6 +567,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(scheme::register_scheme, m)?)?;
     m.add_function(wrap_pyfunction!(scheme::unregister_scheme, m)?)?;
     m.add_function(wrap_pyfunction!(scheme::register_native_scheme, m)?)?;
+    m.add_class::<Cancel>()?;
     m.add_class::<scheme::FlashHandle>()?;
     m.add_class::<scheme::Device>()?;
     m.add_class::<scheme::PageAllocator>()?;

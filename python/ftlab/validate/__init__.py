@@ -217,7 +217,7 @@ def validate(
     """Runs the catalogue (the quick subset with `quick`) and returns the scorecard.
 
     `overrides` (`{"nand.program_latency_ns": 1}`) are applied to every simulation, never
-    to a reference. `jobs` processes run independent runs (default: one per core);
+    to a reference. `jobs` threads run independent runs (default: one per core);
     `families` limits the catalogue; `on_done(run_key, wall_seconds)` is called as each run
     finishes. A run that raises fails its cases, with the error as their message.
     """

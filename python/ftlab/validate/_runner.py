@@ -1,28 +1,24 @@
-"""Running the validation runs, in parallel processes where cores allow (as `compare`
-does: `spawn`ed workers, errors returned as text), the longest first."""
+"""Running the validation runs, in threads of this process where cores allow (as `compare`
+does, `ftlab._parallel`), the longest first."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
-from multiprocessing import get_context
 from typing import Callable
 
-from ftlab._compare import default_jobs
-from ftlab.validate._case import Measurements, Run, RunFunction
-
-Outcome = tuple[str, Measurements, str, float]
+from ftlab import _parallel
+from ftlab.validate._case import Measurements, Run
 
 
-def _one(key: str, func: RunFunction, overrides: Sequence[str]) -> Outcome:
-    """(key, measurements, error message or "", wall seconds)."""
+def _one(run: Run, overrides: Sequence[str]) -> tuple[Measurements, str, float]:
+    """(measurements, error message or "", wall seconds)."""
     started = time.monotonic()
     try:
-        measured = func(overrides)
+        measured = run.func(overrides)
     except Exception as e:  # noqa: BLE001 - reported as the run's failure
-        return key, {}, f"{type(e).__name__}: {e}", time.monotonic() - started
-    return key, measured, "", time.monotonic() - started
+        return {}, f"{type(e).__name__}: {e}", time.monotonic() - started
+    return measured, "", time.monotonic() - started
 
 
 def run_all(
@@ -35,31 +31,14 @@ def run_all(
     measured: dict[str, Measurements] = {}
     errors: dict[str, str] = {}
 
-    def finish(outcome: Outcome) -> None:
-        key, values, error, wall = outcome
-        measured[key] = values
+    def finish(run: Run, outcome: tuple[Measurements, str, float]) -> None:
+        values, error, wall = outcome
+        measured[run.key] = values
         if error:
-            errors[key] = error
+            errors[run.key] = error
         if on_done is not None:
-            on_done(key, wall)
+            on_done(run.key, wall)
 
     ordered = sorted(runs, key=lambda r: -r.cost)
-    jobs = default_jobs(len(runs)) if jobs is None else max(1, jobs)
-    if jobs == 1 or len(runs) <= 1:
-        for run in ordered:
-            finish(_one(run.key, run.func, overrides))
-        return measured, errors
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=get_context("spawn")) as pool:
-        pending: set[Future[Outcome]] = {
-            pool.submit(_one, run.key, run.func, list(overrides)) for run in ordered
-        }
-        try:
-            while pending:
-                done, pending = wait(pending, return_when=FIRST_COMPLETED)
-                for future in sorted(done, key=lambda f: f.result()[0]):
-                    finish(future.result())
-        except BaseException:
-            for future in pending:
-                future.cancel()
-            raise
+    _parallel.run_all(ordered, lambda run: _one(run, overrides), jobs, finish)
     return measured, errors
