@@ -199,6 +199,17 @@ impl Parts {
         self.held |= ((ns != 0) as u32) << part as u32;
     }
 
+    /// No time in any part (only the held parts are non-zero: only they are zeroed).
+    #[inline]
+    pub fn clear(&mut self) {
+        let mut left = self.held;
+        while left != 0 {
+            self.ns[left.trailing_zeros() as usize] = 0;
+            left &= left - 1;
+        }
+        self.held = 0;
+    }
+
     /// The parts the request has, with their time, in [`PARTS`] order.
     #[inline]
     pub fn held(&self) -> impl Iterator<Item = (usize, u64)> + '_ {
