@@ -41,9 +41,7 @@ impl BreakdownStats {
                 let p99_ns = if held == 0 {
                     0
                 } else {
-                    let mut all = self.hists[i].clone();
-                    all.record_zeros(self.requests - held);
-                    all.quantile(0.99)
+                    self.hists[i].quantile_with_zeros(self.requests - held, 0.99)
                 };
                 PartStats {
                     part: p.name(),

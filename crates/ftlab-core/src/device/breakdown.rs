@@ -266,10 +266,6 @@ impl Phases {
     /// Stretches per operation: a wait and three service phases (a multi-plane read's
     /// second wait takes the place of its channel wait).
     const STRETCHES: usize = 4;
-    /// Non-empty stretches read, at most (a wait split over the die's occupants, up to
-    /// [`Occupants::DEPTH`], and three or four service phases): the rest of the time goes
-    /// to the operation's `rest` part.
-    const MAX: usize = 8;
 
     /// The phases of an operation: its `stretches` in order, its waits for the die split
     /// between `occupants`.
@@ -280,21 +276,19 @@ impl Phases {
         self.len = N;
     }
 
-    /// Each non-empty stretch in order (at most [`Phases::MAX`]), the waits split
-    /// between the die's occupants, newest first.
+    /// Each non-empty stretch that may overlap `[from, to)`, in order, the waits split
+    /// between the die's occupants, newest first. (At most seven: a wait split four ways
+    /// and three service phases; a multi-plane read's second wait, after the group's
+    /// sensing, is behind the die's last occupant only, which began by then.)
     #[inline(always)]
-    fn each(&self, mut f: impl FnMut(u64, u64, Part)) {
-        let mut kept = 0;
-        let mut emit = |start: u64, end: u64, part: Part| {
-            if start < end && kept < Self::MAX {
-                kept += 1;
-                f(start, end, part);
-            }
-        };
+    fn each(&self, from: u64, to: u64, mut f: impl FnMut(u64, u64, Part)) {
         for &(start, end, part) in &self.stretches[..self.len] {
+            if start >= end || end <= from || start >= to {
+                continue;
+            }
             match part {
-                Some(part) => emit(start, end, part),
-                None => self.occupants.split(start, end, &mut emit),
+                Some(part) => f(start, end, part),
+                None => self.occupants.split(start, end, &mut f),
             }
         }
     }
@@ -305,7 +299,7 @@ impl Phases {
     #[inline]
     pub fn holder(&self) -> Part {
         let mut best = (0, Part::BufferWait);
-        self.each(|start, end, part| {
+        self.each(0, u64::MAX, |start, end, part| {
             let held = end - start;
             if part.is_stall() && part != Part::QueueHost && held > best.0 {
                 best = (held, part);
@@ -321,7 +315,7 @@ impl Phases {
     #[inline]
     pub fn charge(&self, from: u64, to: u64, service: Option<Part>, rest: Part, parts: &mut Parts) {
         let mut left = to - from;
-        self.each(|start, end, part| {
+        self.each(from, to, |start, end, part| {
             let overlap = end.min(to).saturating_sub(start.max(from));
             parts.add(part.own(service), overlap);
             left -= overlap;
@@ -366,6 +360,11 @@ impl Occupants {
     #[inline(always)]
     pub fn last(&self) -> Part {
         self.part[0]
+    }
+
+    /// When the die's last occupant began.
+    pub fn since(&self) -> u64 {
+        self.start[0]
     }
 
     /// Splits a wait for the die over `[from, to)` between its occupants, newest first:
@@ -436,6 +435,20 @@ mod tests {
         );
         assert_eq!(parts.iter().sum::<u64>(), 12);
         assert_eq!(parts[Part::Sense as usize], 0);
+    }
+
+    #[test]
+    fn clear_zeroes_the_held_parts() {
+        let mut parts = Parts::default();
+        parts.add(Part::Sense, 5);
+        parts.add(Part::FgMerge, 9);
+        parts.clear();
+        assert_eq!(parts, Parts::default());
+        parts.add(Part::Dram, 4);
+        assert_eq!(
+            parts.held().collect::<Vec<_>>(),
+            vec![(Part::Dram as usize, 4)]
+        );
     }
 
     #[test]

@@ -389,6 +389,8 @@ impl Timeline {
             let sensed = die.start + self.read_ns;
             let start = sensed.max(*channel_free).max(die.free);
             if PHASES {
+                // The wait after the group's sensing is behind its last occupant only.
+                debug_assert!(die.occupants.since() <= die.start);
                 self.phases.set(
                     &die.occupants,
                     [
