@@ -243,25 +243,16 @@ impl Latency {
         self.counts.iter().sum()
     }
 
-    /// Records `n` zeros at once (the requests a latency part did not touch).
-    pub fn record_zeros(&mut self, n: u64) {
-        if n > 0 {
-            if self.counts.is_empty() {
-                self.counts.push(0);
-            }
-            self.counts[0] += n;
-            self.min = 0;
-        }
-    }
-
-    /// The value at quantile `q` (0 with nothing recorded).
-    pub fn quantile(&self, q: f64) -> u64 {
-        if self.count() == 0 {
+    /// The value at quantile `q` of the values recorded and `zeros` zeros more (the
+    /// requests a latency part did not touch); 0 with nothing at all.
+    pub fn quantile_with_zeros(&self, zeros: u64, q: f64) -> u64 {
+        if self.count() + zeros == 0 {
             return 0;
         }
-        self.histogram()
+        let min = if zeros > 0 { 0 } else { self.min };
+        self.histogram(zeros)
             .value_at_quantile(q)
-            .clamp(self.min, self.max)
+            .clamp(min, self.max)
     }
 
     /// Counts a first value in bucket `i`, beyond the buckets so far.
@@ -271,11 +262,14 @@ impl Latency {
         self.counts[i] = 1;
     }
 
-    /// The histogram of the values recorded: each bucket's count at its lowest value, which
-    /// falls in the same HdrHistogram bucket as every value counted there.
-    fn histogram(&self) -> Histogram<u64> {
+    /// The histogram of the values recorded and `zeros` zeros more: each bucket's count at
+    /// its lowest value, which falls in the same HdrHistogram bucket as every value counted
+    /// there.
+    fn histogram(&self, zeros: u64) -> Histogram<u64> {
         let mut hist = Histogram::new(3).expect("3 significant digits is a valid histogram");
-        for (i, &n) in self.counts.iter().enumerate() {
+        let first = self.counts.first().copied().unwrap_or(0) + zeros;
+        let rest = self.counts.iter().skip(1).copied();
+        for (i, n) in std::iter::once(first).chain(rest).enumerate() {
             // The histogram grows to fit any value; saturate only if growing ever failed.
             if n > 0 && hist.record_n(bucket_floor(i), n).is_err() {
                 hist.saturating_record_n(bucket_floor(i), n);
@@ -285,7 +279,7 @@ impl Latency {
     }
 
     pub fn stats(&self) -> LatencyStats {
-        let hist = self.histogram();
+        let hist = self.histogram(0);
         let count = hist.len();
         // Quantiles are exact to 3 significant digits, and clamped to the exact extremes.
         let q = |x: f64| {
@@ -570,6 +564,34 @@ pub struct Finished {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn quantile_with_zeros_is_the_quantile_with_the_zeros_recorded() {
+        let mut some = Latency::default();
+        for ns in [5_000, 70_000, 70_000, 1_300_000, 40_000_000] {
+            some.record_for_quantiles(ns);
+        }
+        for zeros in [0, 3, 400] {
+            let mut all = some.clone();
+            for _ in 0..zeros {
+                all.record(0);
+            }
+            let stats = all.stats();
+            for (q, expected) in [
+                (0.5, stats.p50_ns),
+                (0.99, stats.p99_ns),
+                (0.999, stats.p999_ns),
+            ] {
+                assert_eq!(
+                    some.quantile_with_zeros(zeros, q),
+                    expected,
+                    "{zeros} zeros, {q}"
+                );
+            }
+        }
+        assert_eq!(Latency::default().quantile_with_zeros(0, 0.99), 0);
+        assert_eq!(Latency::default().quantile_with_zeros(7, 0.99), 0);
+    }
 
     #[test]
     fn flash_ops_by_cause_serialise_in_list_order_then_total() {

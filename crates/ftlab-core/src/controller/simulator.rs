@@ -103,9 +103,8 @@ pub struct Simulator<F: Ftl> {
     /// Where the requests' time went ([`crate::device::breakdown`]).
     read_breakdown: BreakdownStats,
     write_breakdown: BreakdownStats,
-    /// The last timed request's latency and its parts.
+    /// The last timed request's latency (its parts: the flash's, [`Flash::request_parts`]).
     last_latency: u64,
-    last_parts: Parts,
     /// Closed loop: completion times of the outstanding requests.
     outstanding: BinaryHeap<Reverse<u64>>,
     last_issue: u64,
@@ -284,7 +283,6 @@ impl<F: Ftl> Simulator<F> {
             read_breakdown: BreakdownStats::default(),
             write_breakdown: BreakdownStats::default(),
             last_latency: 0,
-            last_parts: Parts::default(),
             outstanding: BinaryHeap::with_capacity(cfg.replay.queue_depth as usize + 1),
             last_issue: 0,
             first_arrival: None,
@@ -347,10 +345,10 @@ impl<F: Ftl> Simulator<F> {
         self.request_done
     }
 
-    /// The last timed read or write: its latency and where its time went (the parts add
-    /// up to the latency).
+    /// The last timed request: its latency and where its time went (the parts add up to
+    /// the latency), until the next request.
     pub fn last_breakdown(&self) -> (u64, &Parts) {
-        (self.last_latency, &self.last_parts)
+        (self.last_latency, self.flash.request_parts())
     }
 
     pub fn flash(&self) -> &Flash {
@@ -493,7 +491,9 @@ impl<F: Ftl> Simulator<F> {
         }
         if timed {
             let mut done = self.flash.request_done();
-            let mut parts = *self.flash.request_parts();
+            // The flash's parts, completed in place (not copied: a request's parts are a
+            // few of 19 slots, and copying them all cost more than summing them).
+            let parts = self.flash.request_parts_mut();
             parts.add(Part::HostInterface, begin - arrival);
             let mut then = |to: u64, part: Part, done: &mut u64| {
                 parts.add(part, to.saturating_sub(*done));
@@ -527,17 +527,15 @@ impl<F: Ftl> Simulator<F> {
             match req.op {
                 Op::Read => {
                     self.read_latency.record(latency);
-                    self.read_breakdown.record(&parts);
+                    self.read_breakdown.record(parts);
                 }
                 Op::Write => {
                     self.write_latency.record(latency);
-                    self.write_breakdown.record(&parts);
+                    self.write_breakdown.record(parts);
                 }
                 Op::Trim => {}
             }
-            if req.op != Op::Trim {
-                (self.last_latency, self.last_parts) = (latency, parts);
-            }
+            self.last_latency = latency;
             if self.mode == ReplayMode::Closed {
                 self.outstanding.push(Reverse(done));
             }

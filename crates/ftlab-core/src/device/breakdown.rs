@@ -199,6 +199,17 @@ impl Parts {
         self.held |= ((ns != 0) as u32) << part as u32;
     }
 
+    /// No time in any part (only the held parts are non-zero: only they are zeroed).
+    #[inline]
+    pub fn clear(&mut self) {
+        let mut left = self.held;
+        while left != 0 {
+            self.ns[left.trailing_zeros() as usize] = 0;
+            left &= left - 1;
+        }
+        self.held = 0;
+    }
+
     /// The parts the request has, with their time, in [`PARTS`] order.
     #[inline]
     pub fn held(&self) -> impl Iterator<Item = (usize, u64)> + '_ {
@@ -225,43 +236,60 @@ impl std::ops::Deref for Parts {
 /// stretch `[start, end)` from its ready time to its end, with what it was. A request
 /// whose end the operation pushes from `t` to the operation's end is charged the phases'
 /// overlaps with `[t, end)`.
+///
+/// A wait for the die is kept as one stretch with the die's [`Occupants`] at the time, and
+/// split between them only when the phases are read ([`Phases::charge`],
+/// [`Phases::holder`]): most operations' phases are never read (only an operation that
+/// pushes a request's end is charged), so placing one stays a few stores.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Phases {
-    start: [u64; Phases::MAX],
-    end: [u64; Phases::MAX],
-    part: [Part; Phases::MAX],
+    occupants: Occupants,
+    stretches: [Stretch; Phases::STRETCHES],
     len: usize,
 }
+
+/// One stretch of an operation's time, `[start, end)` (empty if `start >= end`): what it
+/// was, or `None` for a wait for the die, split between the die's occupants.
+pub type Stretch = (u64, u64, Option<Part>);
 
 impl Default for Phases {
     fn default() -> Self {
         Phases {
-            start: [0; Phases::MAX],
-            end: [0; Phases::MAX],
-            part: [Part::QueueHost; Phases::MAX],
+            occupants: Occupants::default(),
+            stretches: [(0, 0, None); Phases::STRETCHES],
             len: 0,
         }
     }
 }
 
 impl Phases {
-    /// A wait split over the die's occupants (up to [`Occupants::DEPTH`]) and three or
-    /// four service phases.
-    const MAX: usize = 8;
+    /// Stretches per operation: a wait and three service phases (a multi-plane read's
+    /// second wait takes the place of its channel wait).
+    const STRETCHES: usize = 4;
 
+    /// The phases of an operation: its `stretches` in order, its waits for the die split
+    /// between `occupants`.
     #[inline(always)]
-    pub fn clear(&mut self) {
-        self.len = 0;
+    pub fn set<const N: usize>(&mut self, occupants: &Occupants, stretches: [Stretch; N]) {
+        self.occupants = *occupants;
+        self.stretches[..N].copy_from_slice(&stretches);
+        self.len = N;
     }
 
-    /// Adds the stretch `[start, end)`, if not empty.
+    /// Each non-empty stretch that may overlap `[from, to)`, in order, the waits split
+    /// between the die's occupants, newest first. (At most seven: a wait split four ways
+    /// and three service phases; a multi-plane read's second wait, after the group's
+    /// sensing, is behind the die's last occupant only, which began by then.)
     #[inline(always)]
-    pub fn push(&mut self, start: u64, end: u64, part: Part) {
-        if start < end && self.len < Self::MAX {
-            self.start[self.len] = start;
-            self.end[self.len] = end;
-            self.part[self.len] = part;
-            self.len += 1;
+    fn each(&self, from: u64, to: u64, mut f: impl FnMut(u64, u64, Part)) {
+        for &(start, end, part) in &self.stretches[..self.len] {
+            if start >= end || end <= from || start >= to {
+                continue;
+            }
+            match part {
+                Some(part) => f(start, end, part),
+                None => self.occupants.split(start, end, &mut f),
+            }
         }
     }
 
@@ -271,13 +299,12 @@ impl Phases {
     #[inline]
     pub fn holder(&self) -> Part {
         let mut best = (0, Part::BufferWait);
-        for i in 0..self.len {
-            let part = self.part[i];
-            let held = self.end[i] - self.start[i];
+        self.each(0, u64::MAX, |start, end, part| {
+            let held = end - start;
             if part.is_stall() && part != Part::QueueHost && held > best.0 {
                 best = (held, part);
             }
-        }
+        });
         best.1
     }
 
@@ -288,11 +315,11 @@ impl Phases {
     #[inline]
     pub fn charge(&self, from: u64, to: u64, service: Option<Part>, rest: Part, parts: &mut Parts) {
         let mut left = to - from;
-        for i in 0..self.len {
-            let overlap = self.end[i].min(to).saturating_sub(self.start[i].max(from));
-            parts.add(self.part[i].own(service), overlap);
+        self.each(from, to, |start, end, part| {
+            let overlap = end.min(to).saturating_sub(start.max(from));
+            parts.add(part.own(service), overlap);
             left -= overlap;
-        }
+        });
         parts.add(rest.own(service), left);
     }
 }
@@ -335,10 +362,15 @@ impl Occupants {
         self.part[0]
     }
 
-    /// Splits a wait for the die over `[from, to)` between its occupants: each its own
-    /// stretch, the oldest remembered everything before.
-    #[inline]
-    pub fn split(&self, from: u64, to: u64, phases: &mut Phases) {
+    /// When the die's last occupant began.
+    pub fn since(&self) -> u64 {
+        self.start[0]
+    }
+
+    /// Splits a wait for the die over `[from, to)` between its occupants, newest first:
+    /// each its own stretch (given to `f`), the oldest remembered everything before.
+    #[inline(always)]
+    pub fn split(&self, from: u64, to: u64, mut f: impl FnMut(u64, u64, Part)) {
         let mut end = to;
         for i in 0..Self::DEPTH {
             if end <= from {
@@ -349,7 +381,7 @@ impl Occupants {
             } else {
                 self.start[i].clamp(from, end)
             };
-            phases.push(start, end, self.part[i]);
+            f(start, end, self.part[i]);
             end = start;
         }
     }
@@ -367,7 +399,7 @@ mod tests {
         o.occupy(Part::FgGc, 150); // same kind: one run
         o.occupy(Part::BgMerge, 300);
         let mut ph = Phases::default();
-        o.split(50, 400, &mut ph);
+        ph.set(&o, [(50, 400, None)]);
         let mut parts = Parts::default();
         ph.charge(50, 400, None, Part::Sense, &mut parts);
         assert_eq!(parts[Part::BgMerge as usize], 100);
@@ -379,7 +411,7 @@ mod tests {
     #[test]
     fn a_stretch_no_phase_covers_goes_to_the_rest() {
         let mut ph = Phases::default();
-        ph.push(10, 20, Part::Sense);
+        ph.set(&Occupants::default(), [(10, 20, Some(Part::Sense))]);
         let mut parts = Parts::default();
         let service = Part::service_of(Cause::Translation, false);
         ph.charge(0, 30, service, Part::Sense, &mut parts);
@@ -403,6 +435,20 @@ mod tests {
         );
         assert_eq!(parts.iter().sum::<u64>(), 12);
         assert_eq!(parts[Part::Sense as usize], 0);
+    }
+
+    #[test]
+    fn clear_zeroes_the_held_parts() {
+        let mut parts = Parts::default();
+        parts.add(Part::Sense, 5);
+        parts.add(Part::FgMerge, 9);
+        parts.clear();
+        assert_eq!(parts, Parts::default());
+        parts.add(Part::Dram, 4);
+        assert_eq!(
+            parts.held().collect::<Vec<_>>(),
+            vec![(Part::Dram as usize, 4)]
+        );
     }
 
     #[test]

@@ -710,7 +710,7 @@ impl Flash {
     pub fn begin_request(&mut self, time_ns: u64) {
         self.cursor = time_ns;
         self.request_done = time_ns;
-        self.parts = Parts::default();
+        self.parts.clear();
         self.flushing = false;
     }
 
@@ -719,6 +719,13 @@ impl Flash {
     #[inline]
     pub fn request_parts(&self) -> &Parts {
         &self.parts
+    }
+
+    /// The current request's parts, for the simulator to add the host interface's and the
+    /// DRAM's time once the flash's is done.
+    #[inline]
+    pub fn request_parts_mut(&mut self) -> &mut Parts {
+        &mut self.parts
     }
 
     /// When the current request is complete: its reads done, its foreground GC done, and

@@ -347,9 +347,23 @@ impl Timeline {
         }
     }
 
-    // Always inlined: the flash's read and program are the simulator's hottest path.
+    /// Places a read; a foreground one leaves its phases ([`Timeline::phases`]).
     #[inline(always)]
     pub fn read(&mut self, at: Place, ready: u64, background: bool) -> Span {
+        self.place_read::<true>(at, ready, background)
+    }
+
+    /// Places a program; a foreground one leaves its phases ([`Timeline::phases`]).
+    #[inline(always)]
+    pub fn program(&mut self, at: Place, ready: u64, background: bool) -> Span {
+        self.place_program::<true>(at, ready, background)
+    }
+
+    // Always inlined: the flash's read and program are the simulator's hottest path.
+    // `PHASES` false: the caller times a run of operations as a whole and needs no phases
+    // (building them is most of the breakdown's cost where merges copy page by page).
+    #[inline(always)]
+    fn place_read<const PHASES: bool>(&mut self, at: Place, ready: u64, background: bool) -> Span {
         let d = at.die as usize;
         if background && self.read_priority {
             return self.enqueue(d, ready, self.read_ns, Kind::Read);
@@ -374,12 +388,19 @@ impl Timeline {
             // One more plane of a multi-plane read: sensed with the group, then out.
             let sensed = die.start + self.read_ns;
             let start = sensed.max(*channel_free).max(die.free);
-            let ph = &mut self.phases;
-            ph.clear();
-            die.occupants.split(ready, die.start, ph);
-            ph.push(die.start.max(ready), sensed, Part::Sense);
-            die.occupants.split(sensed, start, ph);
-            ph.push(start, start + transfer_ns, Part::Transfer);
+            if PHASES {
+                // The wait after the group's sensing is behind its last occupant only.
+                debug_assert!(die.occupants.since() <= die.start);
+                self.phases.set(
+                    &die.occupants,
+                    [
+                        (ready, die.start, None),
+                        (die.start.max(ready), sensed, Some(Part::Sense)),
+                        (sensed, start, None),
+                        (start, start + transfer_ns, Some(Part::Transfer)),
+                    ],
+                );
+            }
             let done = book_channel(channel_free, start, transfer_ns, keep_gaps);
             die.busy_ns += done - die.free.max(sensed);
             die.free = done;
@@ -400,12 +421,18 @@ impl Timeline {
             // Suspend the program or erase in progress, read, resume.
             let sensed = ready + self.suspend_ns + self.read_ns;
             let out = sensed.max(*channel_free);
-            let ph = &mut self.phases;
-            ph.clear();
-            ph.push(ready, ready + self.suspend_ns, Part::Suspension);
-            ph.push(ready + self.suspend_ns, sensed, Part::Sense);
-            ph.push(sensed, out, self.channel_last[at.channel as usize]);
-            ph.push(out, out + transfer_ns, Part::Transfer);
+            if PHASES {
+                let suspended = ready + self.suspend_ns;
+                self.phases.set(
+                    &die.occupants,
+                    [
+                        (ready, suspended, Some(Part::Suspension)),
+                        (suspended, sensed, Some(Part::Sense)),
+                        (sensed, out, Some(self.channel_last[at.channel as usize])),
+                        (out, out + transfer_ns, Some(Part::Transfer)),
+                    ],
+                );
+            }
             let done = book_channel(channel_free, out, transfer_ns, keep_gaps);
             let held = done - ready;
             die.free += held;
@@ -420,13 +447,16 @@ impl Timeline {
         let sensed = start + self.read_ns;
         let out = sensed.max(*channel_free);
         let channel_last = &mut self.channel_last[at.channel as usize];
-        if !background {
-            let ph = &mut self.phases;
-            ph.clear();
-            die.occupants.split(ready, start, ph);
-            ph.push(start, sensed, Part::Sense);
-            ph.push(sensed, out, *channel_last);
-            ph.push(out, out + transfer_ns, Part::Transfer);
+        if PHASES && !background {
+            self.phases.set(
+                &die.occupants,
+                [
+                    (ready, start, None),
+                    (start, sensed, Some(Part::Sense)),
+                    (sensed, out, Some(*channel_last)),
+                    (out, out + transfer_ns, Some(Part::Transfer)),
+                ],
+            );
         }
         let done = book_channel(channel_free, out, transfer_ns, keep_gaps);
         die.occupants.occupy(self.class, start);
@@ -439,9 +469,13 @@ impl Timeline {
         }
     }
 
-    // Always inlined: the flash's read and program are the simulator's hottest path.
     #[inline(always)]
-    pub fn program(&mut self, at: Place, ready: u64, background: bool) -> Span {
+    fn place_program<const PHASES: bool>(
+        &mut self,
+        at: Place,
+        ready: u64,
+        background: bool,
+    ) -> Span {
         let d = at.die as usize;
         if background && self.read_priority {
             return self.enqueue(d, ready, self.program_ns, Kind::Program);
@@ -473,11 +507,16 @@ impl Timeline {
                 book_channel(channel_free, begin, transfer_ns, keep_gaps);
                 // (A suspension may already have pushed the group's end further.)
                 let done = (transferred + program_ns).max(die.free);
-                let ph = &mut self.phases;
-                ph.clear();
-                ph.push(ready, begin, self.channel_last[at.channel as usize]);
-                ph.push(begin, transferred, Part::Transfer);
-                ph.push(transferred, done, Part::Program);
+                if PHASES {
+                    self.phases.set(
+                        &die.occupants,
+                        [
+                            (ready, begin, Some(self.channel_last[at.channel as usize])),
+                            (begin, transferred, Some(Part::Transfer)),
+                            (transferred, done, Some(Part::Program)),
+                        ],
+                    );
+                }
                 die.busy_ns += done - die.free;
                 die.free = done;
                 die.start = transferred;
@@ -488,17 +527,17 @@ impl Timeline {
         }
         let begin = ready.max(die.free).max(*channel_free);
         let channel_last = &mut self.channel_last[at.channel as usize];
-        if !background {
-            let ph = &mut self.phases;
-            ph.clear();
+        if PHASES && !background {
             let die_free = die.free.clamp(ready, begin);
-            die.occupants.split(ready, die_free, ph);
-            ph.push(die_free, begin, *channel_last);
-            ph.push(begin, begin + transfer_ns, Part::Transfer);
-            ph.push(
-                begin + transfer_ns,
-                begin + transfer_ns + program_ns,
-                Part::Program,
+            let transferred = begin + transfer_ns;
+            self.phases.set(
+                &die.occupants,
+                [
+                    (ready, die_free, None),
+                    (die_free, begin, Some(*channel_last)),
+                    (begin, transferred, Some(Part::Transfer)),
+                    (transferred, transferred + program_ns, Some(Part::Program)),
+                ],
             );
         }
         die.occupants.occupy(self.class, begin);
@@ -530,10 +569,10 @@ impl Timeline {
         let start = ready.max(die.free);
         let done = start + self.erase_ns;
         if !background {
-            let ph = &mut self.phases;
-            ph.clear();
-            die.occupants.split(ready, start, ph);
-            ph.push(start, done, Part::Erase);
+            self.phases.set(
+                &die.occupants,
+                [(ready, start, None), (start, done, Some(Part::Erase))],
+            );
         }
         die.occupants.occupy(self.class, start);
         die.busy_ns += self.erase_ns;
@@ -580,8 +619,8 @@ impl Timeline {
         if let Some(run) = self.steady_copies(src, dst, count as u64, ready, background) {
             return run;
         }
-        let read = self.read(first.0, ready, background);
-        let program = self.program(first.1, read.done, background);
+        let read = self.place_read::<false>(first.0, ready, background);
+        let program = self.place_program::<false>(first.1, read.done, background);
         let mut run = CopyRun {
             read_done: read.done,
             program,
@@ -595,8 +634,9 @@ impl Timeline {
                 }
                 None => {
                     left -= 1;
-                    let read = self.read(src, ready, background);
-                    (read.done, self.program(dst, read.done, background))
+                    let read = self.place_read::<false>(src, ready, background);
+                    let program = self.place_program::<false>(dst, read.done, background);
+                    (read.done, program)
                 }
             };
             run.read_done = run.read_done.max(read_done);
@@ -625,7 +665,7 @@ impl Timeline {
         if let Some(span) = self.steady_programs(at, count as u64, ready, background) {
             return span;
         }
-        let mut run = self.program(first, ready, background);
+        let mut run = self.place_program::<false>(first, ready, background);
         let mut left = count as u64 - 1;
         while left > 0 {
             let span = match self.steady_programs(at, left, ready, background) {
@@ -635,7 +675,7 @@ impl Timeline {
                 }
                 None => {
                     left -= 1;
-                    self.program(at, ready, background)
+                    self.place_program::<false>(at, ready, background)
                 }
             };
             run.transferred = run.transferred.max(span.transferred);
