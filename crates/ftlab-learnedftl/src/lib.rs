@@ -115,6 +115,13 @@ pub struct LearnedFtlConfig {
     /// GC relocates a victim's valid pages in logical-page order, so that they stay
     /// learnable (the paper's GC-time training).
     pub sorted_gc: bool,
+    /// Group-based allocation at GC time: GC writes each group's pages to the group's own
+    /// line and collects a group's blocks together, and every translation page whose pages
+    /// GC moved is retrained.
+    pub group_gc: bool,
+    /// With `group_gc`, host writes go to their group's line too (the artifact's
+    /// allocation), so that every page of a group lives in the group's lines.
+    pub group_writes: bool,
 }
 
 impl Default for LearnedFtlConfig {
@@ -124,6 +131,8 @@ impl Default for LearnedFtlConfig {
             train_threshold: 30,
             piece_bytes: 8,
             sorted_gc: true,
+            group_gc: true,
+            group_writes: true,
         }
     }
 }
@@ -258,6 +267,9 @@ struct Models {
     stats: Stats,
     /// Scratch for training: (offset, position) of each mapped page of a translation page.
     points: Vec<(u32, u64)>,
+    /// Retrain every translation page whose pages GC moved (group-based GC), not only those
+    /// GC's batch update rewrites.
+    train_after_gc: bool,
 }
 
 impl Models {
@@ -281,6 +293,7 @@ impl Models {
             pending_mark: vec![false; units],
             stats: Stats::default(),
             points: Vec::new(),
+            train_after_gc: c.group_gc,
         }
     }
 
@@ -416,6 +429,14 @@ impl MissModel for Models {
         self.stale[i] = true;
     }
 
+    /// With group-based GC, a translation page is retrained once GC has moved its pages.
+    #[inline]
+    fn moved(&mut self, lpa: u32) {
+        if self.train_after_gc {
+            self.rewritten(lpa / self.entries);
+        }
+    }
+
     #[inline]
     fn rewritten(&mut self, unit: u32) {
         if !self.pending_mark[unit as usize] {
@@ -479,11 +500,16 @@ impl LearnedFtl {
         let entries = OnFlashTable::new(cfg, layout, 1)?.unit_entries();
         let models = Models::new(cfg, layout, &c, entries);
         let mut inner = Tpftl::with_model(cfg, layout, &cache, models)?;
-        inner
-            .table_mut()
-            .store
-            .alloc
-            .set_sorted_relocation(c.sorted_gc);
+        let alloc = &mut inner.table_mut().store.alloc;
+        alloc.set_sorted_relocation(c.sorted_gc);
+        if c.group_gc {
+            // A group: the translation pages whose logical pages fill one line, a block on
+            // every parallel unit (the artifact's `trans_per_line`), at least one.
+            let per_group = (layout.units * layout.pages_per_block / entries).max(1);
+            let span = entries * per_group;
+            let groups = layout.logical_pages.div_ceil(span as u64) as u32;
+            alloc.set_relocation_streams(1 + groups, c.group_writes, move |lpa| 1 + lpa / span);
+        }
         Ok(LearnedFtl {
             inner,
             host_reads: 0,
@@ -549,6 +575,9 @@ impl Ftl for LearnedFtl {
 
     fn counters(&self, out: &mut Vec<(&'static str, f64)>) {
         self.inner.counters(out);
+        let (collections, blocks) = self.inner.table().store.alloc.group_collections();
+        out.push(("group_collections", collections as f64));
+        out.push(("group_blocks_collected", blocks as f64));
         out.push(("host_reads", self.host_reads as f64));
         out.push(("double_reads", self.double_reads as f64));
         out.push((
