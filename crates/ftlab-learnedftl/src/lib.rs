@@ -33,9 +33,10 @@
 //!    the page is written (a dirty eviction's write-back, the "rewrite"; GC's batch update
 //!    of relocated entries), once the operation has settled, when every entry of the page
 //!    is at hand (cached entries first, the table on flash for the rest), so training costs
-//!    no flash operation. GC relocates a victim's valid pages sorted by
-//!    logical page ([`PageAllocator::set_sorted_relocation`]) so that what GC rewrites is
-//!    learnable again. A page is trained only once it maps at least `train_threshold`
+//!    no flash operation, and when GC has moved its pages (`group_gc`). GC rewrites a
+//!    group's pages sorted by logical page into the group's own line (group-based
+//!    allocation, below), or a victim's valid pages sorted by logical page
+//!    ([`PageAllocator::set_sorted_relocation`]), so that what GC rewrites is learnable again. A page is trained only once it maps at least `train_threshold`
 //!    pages (the artifact's `TRAIN_THRESHOLD = 30`).
 //! 6. **DRAM (the paper's accounting).** The GTD (through [`OnFlashTable::memory`]),
 //!    TPFTL's nodes and entries as TPFTL counts them, each piece at `piece_bytes` (8: a
@@ -49,16 +50,27 @@
 //!
 //! - **The cache's settings** are TPFTL's `[tpftl]` section (prefetching, its threshold,
 //!   the node's bytes): LearnedFTL compared with TPFTL runs the same cache.
-//! - **Group-based allocation.** The paper (and its artifact) gives each group of
-//!   translation pages (as many as one line of blocks across all dies maps) its own write
-//!   pointer, and collects a group's lines together: their valid pages, sorted by logical
-//!   page, are rewritten through the group's pointer into consecutive virtual PPNs, so that
-//!   every model of the group is exact again after GC. The core's allocator has one host
-//!   stream and one GC stream per parallel unit and collects one victim block at a time;
-//!   this scheme uses it as it is (one host stream, a victim's pages relocated in
-//!   logical-page order, slope `units` in the stripe order) and retrains every translation
-//!   page that a write-back or a GC batch update rewrites. Not implemented: per-group
-//!   write pointers and group-wide collection; the reproduction states it as a cause.
+//! - **Group-based allocation** (`group_gc`, `group_writes`, both on). The paper (and its
+//!   artifact) gives each group of translation pages (as many as one line of blocks across
+//!   all dies maps) its own write pointer, and collects a group's lines together: their
+//!   valid pages, sorted by logical page, are rewritten through the group's pointer into
+//!   consecutive virtual PPNs, so that every model of the group is exact again after GC.
+//!   Here each group is a relocation stream of the core's allocator
+//!   ([`PageAllocator::set_relocation_streams`]): a line (a block on every parallel unit,
+//!   the same block index on each where the free pools allow) that host writes of the
+//!   group (`group_writes`, as the artifact) and GC's relocations of its pages go to, page
+//!   by page round-robin; GC takes a victim the allocator's way (per unit, by `gc.policy`)
+//!   and, when it belongs to a group's line and every unit has the free blocks, collects all
+//!   of that group's blocks together into a fresh line, sorted. Choices where the paper is
+//!   silent: where a translation page maps more than a line (as on small devices), a group
+//!   is as many whole pieces' intervals as a line holds, so that each piece lies in one
+//!   group; at most as many lines are open at once as each unit has spare blocks beside the
+//!   four every map-on-flash scheme needs (open lines hold room GC cannot take back); a
+//!   write or relocation that finds no line open nor room for one goes to the shared host
+//!   stream or the unit's GC block, as without groups; every translation page whose pages
+//!   GC moved is retrained once the moves have settled ([`MissModel::moved`]), cached
+//!   entries or not. With `group_gc = false`, GC relocates a victim's pages into the
+//!   unit's GC block, sorted, and only rewritten translation pages are retrained.
 //! - **Model hits are cached.** A miss served by the model inserts the predicted entry
 //!   (clean) into the cache: it is the exact mapping, obtained without a flash read. Writes
 //!   and trims use the model too: a write that misses on a predicted page need not read
@@ -74,8 +86,9 @@
 //!
 //! Counters: `double_reads` (host reads of a mapped page whose translation read a
 //! translation page), `host_reads`, `double_read_ratio`, `model_hits` (misses the model
-//! served), `model_misses`, `trainings`, `predictable_pages` (bits set), and the
-//! counters every demand-cached scheme reports.
+//! served), `model_misses`, `trainings`, `predictable_pages` (bits set),
+//! `group_collections` and `group_blocks_collected` (groups GC collected together, and the
+//! blocks they took), and the counters every demand-cached scheme reports.
 
 use ftlab_core::device::geometry::Layout;
 use ftlab_core::device::nand::{Flash, Oob, Ppn, NONE};
@@ -504,9 +517,15 @@ impl LearnedFtl {
         alloc.set_sorted_relocation(c.sorted_gc);
         if c.group_gc {
             // A group: the translation pages whose logical pages fill one line, a block on
-            // every parallel unit (the artifact's `trans_per_line`), at least one.
-            let per_group = (layout.units * layout.pages_per_block / entries).max(1);
-            let span = entries * per_group;
+            // every parallel unit (the artifact's `trans_per_line`); where a translation
+            // page maps more than a line, as many whole pieces' intervals as a line holds.
+            let line = layout.units * layout.pages_per_block;
+            let interval = entries.div_ceil(c.models_per_page.min(entries));
+            let span = if entries <= line {
+                entries * (line / entries)
+            } else {
+                (line / interval).max(1) * interval
+            };
             let groups = layout.logical_pages.div_ceil(span as u64) as u32;
             alloc.set_relocation_streams(1 + groups, c.group_writes, move |lpa| 1 + lpa / span);
         }
