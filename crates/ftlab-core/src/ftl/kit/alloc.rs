@@ -390,11 +390,15 @@ impl PageAllocator {
             return Ok(None);
         };
         let stream = (r.key)(lpa) as usize;
-        let line = &r.lines[stream];
-        if stream != 0
-            && (line.0.is_empty() || line.1 == self.layout.units * self.layout.pages_per_block)
-        {
-            for unit in 0..self.layout.units {
+        let units = self.layout.units;
+        let full = |line: &(Vec<u32>, u32)| {
+            line.0.is_empty() || line.1 == units * self.layout.pages_per_block
+        };
+        if stream != 0 && full(&r.lines[stream]) {
+            if r.lines.iter().filter(|l| !full(l)).count() >= r.max_open {
+                return Ok(None);
+            }
+            for unit in 0..units {
                 self.collect_if_low(unit, flash)?;
             }
         }
