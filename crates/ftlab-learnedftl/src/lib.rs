@@ -33,9 +33,10 @@
 //!    the page is written (a dirty eviction's write-back, the "rewrite"; GC's batch update
 //!    of relocated entries), once the operation has settled, when every entry of the page
 //!    is at hand (cached entries first, the table on flash for the rest), so training costs
-//!    no flash operation. GC relocates a victim's valid pages sorted by
-//!    logical page ([`PageAllocator::set_sorted_relocation`]) so that what GC rewrites is
-//!    learnable again. A page is trained only once it maps at least `train_threshold`
+//!    no flash operation, and when GC has moved its pages (`group_gc`). GC rewrites a
+//!    group's pages sorted by logical page into the group's own line (group-based
+//!    allocation, below), or a victim's valid pages sorted by logical page
+//!    ([`PageAllocator::set_sorted_relocation`]), so that what GC rewrites is learnable again. A page is trained only once it maps at least `train_threshold`
 //!    pages (the artifact's `TRAIN_THRESHOLD = 30`).
 //! 6. **DRAM (the paper's accounting).** The GTD (through [`OnFlashTable::memory`]),
 //!    TPFTL's nodes and entries as TPFTL counts them, each piece at `piece_bytes` (8: a
@@ -49,16 +50,27 @@
 //!
 //! - **The cache's settings** are TPFTL's `[tpftl]` section (prefetching, its threshold,
 //!   the node's bytes): LearnedFTL compared with TPFTL runs the same cache.
-//! - **Group-based allocation.** The paper (and its artifact) gives each group of
-//!   translation pages (as many as one line of blocks across all dies maps) its own write
-//!   pointer, and collects a group's lines together: their valid pages, sorted by logical
-//!   page, are rewritten through the group's pointer into consecutive virtual PPNs, so that
-//!   every model of the group is exact again after GC. The core's allocator has one host
-//!   stream and one GC stream per parallel unit and collects one victim block at a time;
-//!   this scheme uses it as it is (one host stream, a victim's pages relocated in
-//!   logical-page order, slope `units` in the stripe order) and retrains every translation
-//!   page that a write-back or a GC batch update rewrites. Not implemented: per-group
-//!   write pointers and group-wide collection; the reproduction states it as a cause.
+//! - **Group-based allocation** (`group_gc`, `group_writes`, both on). The paper (and its
+//!   artifact) gives each group of translation pages (as many as one line of blocks across
+//!   all dies maps) its own write pointer, and collects a group's lines together: their
+//!   valid pages, sorted by logical page, are rewritten through the group's pointer into
+//!   consecutive virtual PPNs, so that every model of the group is exact again after GC.
+//!   Here each group is a relocation stream of the core's allocator
+//!   ([`PageAllocator::set_relocation_streams`]): a line (a block on every parallel unit,
+//!   the same block index on each where the free pools allow) that host writes of the
+//!   group (`group_writes`, as the artifact) and GC's relocations of its pages go to, page
+//!   by page round-robin; GC takes a victim the allocator's way (per unit, by `gc.policy`)
+//!   and, when it belongs to a group's line and every unit has the free blocks, collects all
+//!   of that group's blocks together into a fresh line, sorted. Choices where the paper is
+//!   silent: where a translation page maps more than a line (as on small devices), a group
+//!   is as many whole pieces' intervals as a line holds, so that each piece lies in one
+//!   group; at most as many lines are open at once as each unit has spare blocks beside the
+//!   four every map-on-flash scheme needs (open lines hold room GC cannot take back); a
+//!   write or relocation that finds no line open nor room for one goes to the shared host
+//!   stream or the unit's GC block, as without groups; every translation page whose pages
+//!   GC moved is retrained once the moves have settled ([`MissModel::moved`]), cached
+//!   entries or not. With `group_gc = false`, GC relocates a victim's pages into the
+//!   unit's GC block, sorted, and only rewritten translation pages are retrained.
 //! - **Model hits are cached.** A miss served by the model inserts the predicted entry
 //!   (clean) into the cache: it is the exact mapping, obtained without a flash read. Writes
 //!   and trims use the model too: a write that misses on a predicted page need not read
@@ -74,8 +86,9 @@
 //!
 //! Counters: `double_reads` (host reads of a mapped page whose translation read a
 //! translation page), `host_reads`, `double_read_ratio`, `model_hits` (misses the model
-//! served), `model_misses`, `trainings`, `predictable_pages` (bits set), and the
-//! counters every demand-cached scheme reports.
+//! served), `model_misses`, `trainings`, `predictable_pages` (bits set),
+//! `group_collections` and `group_blocks_collected` (groups GC collected together, and the
+//! blocks they took), and the counters every demand-cached scheme reports.
 
 use ftlab_core::device::geometry::Layout;
 use ftlab_core::device::nand::{Flash, Oob, Ppn, NONE};
@@ -115,6 +128,13 @@ pub struct LearnedFtlConfig {
     /// GC relocates a victim's valid pages in logical-page order, so that they stay
     /// learnable (the paper's GC-time training).
     pub sorted_gc: bool,
+    /// Group-based allocation at GC time: GC writes each group's pages to the group's own
+    /// line and collects a group's blocks together, and every translation page whose pages
+    /// GC moved is retrained.
+    pub group_gc: bool,
+    /// With `group_gc`, host writes go to their group's line too (the artifact's
+    /// allocation), so that every page of a group lives in the group's lines.
+    pub group_writes: bool,
 }
 
 impl Default for LearnedFtlConfig {
@@ -124,6 +144,8 @@ impl Default for LearnedFtlConfig {
             train_threshold: 30,
             piece_bytes: 8,
             sorted_gc: true,
+            group_gc: true,
+            group_writes: true,
         }
     }
 }
@@ -258,6 +280,9 @@ struct Models {
     stats: Stats,
     /// Scratch for training: (offset, position) of each mapped page of a translation page.
     points: Vec<(u32, u64)>,
+    /// Retrain every translation page whose pages GC moved (group-based GC), not only those
+    /// GC's batch update rewrites.
+    train_after_gc: bool,
 }
 
 impl Models {
@@ -281,6 +306,7 @@ impl Models {
             pending_mark: vec![false; units],
             stats: Stats::default(),
             points: Vec::new(),
+            train_after_gc: c.group_gc,
         }
     }
 
@@ -416,6 +442,14 @@ impl MissModel for Models {
         self.stale[i] = true;
     }
 
+    /// With group-based GC, a translation page is retrained once GC has moved its pages.
+    #[inline]
+    fn moved(&mut self, lpa: u32) {
+        if self.train_after_gc {
+            self.rewritten(lpa / self.entries);
+        }
+    }
+
     #[inline]
     fn rewritten(&mut self, unit: u32) {
         if !self.pending_mark[unit as usize] {
@@ -479,11 +513,22 @@ impl LearnedFtl {
         let entries = OnFlashTable::new(cfg, layout, 1)?.unit_entries();
         let models = Models::new(cfg, layout, &c, entries);
         let mut inner = Tpftl::with_model(cfg, layout, &cache, models)?;
-        inner
-            .table_mut()
-            .store
-            .alloc
-            .set_sorted_relocation(c.sorted_gc);
+        let alloc = &mut inner.table_mut().store.alloc;
+        alloc.set_sorted_relocation(c.sorted_gc);
+        if c.group_gc {
+            // A group: the translation pages whose logical pages fill one line, a block on
+            // every parallel unit (the artifact's `trans_per_line`); where a translation
+            // page maps more than a line, as many whole pieces' intervals as a line holds.
+            let line = layout.units * layout.pages_per_block;
+            let interval = entries.div_ceil(c.models_per_page.min(entries));
+            let span = if entries <= line {
+                entries * (line / entries)
+            } else {
+                (line / interval).max(1) * interval
+            };
+            let groups = layout.logical_pages.div_ceil(span as u64) as u32;
+            alloc.set_relocation_streams(1 + groups, c.group_writes, move |lpa| 1 + lpa / span);
+        }
         Ok(LearnedFtl {
             inner,
             host_reads: 0,
@@ -549,6 +594,9 @@ impl Ftl for LearnedFtl {
 
     fn counters(&self, out: &mut Vec<(&'static str, f64)>) {
         self.inner.counters(out);
+        let (collections, blocks) = self.inner.table().store.alloc.group_collections();
+        out.push(("group_collections", collections as f64));
+        out.push(("group_blocks_collected", blocks as f64));
         out.push(("host_reads", self.host_reads as f64));
         out.push(("double_reads", self.double_reads as f64));
         out.push((

@@ -66,6 +66,21 @@ fn verified_runs_through_gc_read_back_every_page() {
         assert!(report.metrics.flash.reads[Cause::Translation] > 0);
         assert!(counter(&report, "trainings") > 0.0);
         assert_eq!(report.metrics.flash.reads[Cause::Misprediction], 0);
+        // Group-based allocation: GC collected groups' lines together.
+        assert!(counter(&report, "group_collections") > 0.0);
+        assert!(counter(&report, "group_blocks_collected") > counter(&report, "group_collections"));
+    }
+    // Group collection at GC time only (host writes on the shared stream), and none.
+    for (writes, gc) in [(false, true), (false, false)] {
+        let mut cfg = device();
+        let section = cfg.schemes.entry("learnedftl".into()).or_default();
+        section.insert("group_writes".into(), writes.into());
+        section.insert("group_gc".into(), gc.into());
+        let report = run("learnedftl", &cfg, &mixed(logical, 20_000, 4), true).unwrap();
+        assert!(report.metrics.gc.invocations > 0);
+        if !gc {
+            assert_eq!(counter(&report, "group_collections"), 0.0);
+        }
     }
     // Unlimited DRAM and background GC too.
     let mut cfg = device();

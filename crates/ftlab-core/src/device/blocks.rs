@@ -62,6 +62,24 @@ impl FreeBlocks {
         block
     }
 
+    /// The free blocks of `unit`, oldest freed first.
+    pub fn blocks(&self, unit: u32) -> impl Iterator<Item = u32> + '_ {
+        self.per_unit[unit as usize].iter().copied()
+    }
+
+    /// Takes `block` out of its unit's pool; false if it is not free.
+    pub fn take(&mut self, layout: &Layout, block: u32) -> bool {
+        let pool = &mut self.per_unit[layout.unit_of_block(block) as usize];
+        match pool.iter().position(|&b| b == block) {
+            Some(i) => {
+                pool.remove(i);
+                self.total -= 1;
+                true
+            }
+            None => false,
+        }
+    }
+
     /// Returns an erased block to its unit's pool.
     #[inline]
     pub fn push(&mut self, layout: &Layout, block: u32) {

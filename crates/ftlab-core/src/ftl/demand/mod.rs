@@ -344,7 +344,7 @@ impl OnFlashTable {
         if old != NONE {
             flash.invalidate(old)?;
         }
-        let ppn = self.data_page(flash)?;
+        let ppn = self.store.data_page_for(lpa, flash)?;
         flash.program(ppn, Oob { lpa, seq }, &[], Cause::Host)?;
         Ok(ppn)
     }

@@ -84,6 +84,8 @@ pub trait MissModel: Send + 'static {
     fn served(&mut self, _by_model: bool) {}
     /// `lpa`'s mapping changed (host write, trim, GC move): a prediction of it is void.
     fn changed(&mut self, lpa: u32);
+    /// GC moved `lpa`'s page (told after [`Self::changed`]), its entry cached or not.
+    fn moved(&mut self, _lpa: u32) {}
     /// Translation page `unit` was rewritten (a dirty eviction's write-back, GC's batch
     /// update, or the table rebuilt after a restart).
     fn rewritten(&mut self, unit: u32);
@@ -520,6 +522,7 @@ impl<M: MissModel> CachesEntries for Tpftl<M> {
     /// rewrites their translation page.
     fn move_cached(&mut self, m: &Move) -> bool {
         self.model.changed(m.key);
+        self.model.moved(m.key);
         let cached = move_cached_entry(self, m);
         if !cached {
             self.model.rewritten(self.table.unit_of(m.key));

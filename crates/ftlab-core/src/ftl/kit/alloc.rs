@@ -16,6 +16,17 @@
 //! before moving on, and sorted relocation, so that GC moves a data victim's valid pages in
 //! logical-page order.
 //!
+//! Relocation streams (off by default, one stream: the unit's GC block): a scheme may key
+//! the data pages GC relocates by their logical page ([`PageAllocator::set_relocation_streams`]),
+//! so that what one key maps is rewritten together. Stream 0 stays the unit's GC block;
+//! each other stream writes a line, one block on every parallel unit (the same block index
+//! on each where the free pools allow, as in a superblock), page by page round-robin, so
+//! that a sorted run of relocated pages has consecutive [`StripeOrder`] positions. A victim
+//! belonging to a stream's line is collected with every other block of that stream, on
+//! every unit: their valid pages, sorted by logical page, are rewritten into a fresh line
+//! (LearnedFTL's group-based GC). A line opens only while every unit has free blocks to
+//! spare; otherwise pages go to the unit's GC block, as without streams.
+//!
 //! GC does not know the scheme's map. It relocates valid pages and records every move
 //! ([`PageAllocator::take_moves`]); the scheme applies them to its map before the next
 //! lookup. Data pages move to the unit's GC block; translation pages move to the unit's
@@ -135,6 +146,29 @@ enum BlockKind {
     Translation,
 }
 
+/// Relocation streams ([`PageAllocator::set_relocation_streams`]): the stream of each data
+/// page GC relocates, the open line of each stream and the stream each block was opened for.
+struct Relocation {
+    /// The stream of a relocated data page by its logical page: 0, the unit's GC block; `s`
+    /// from 1, line `s`.
+    key: Box<dyn Fn(u32) -> u32 + Send + Sync>,
+    /// Per stream (0 unused): its open line's block on each unit by round-robin rank (empty:
+    /// no open line) and the pages written to it.
+    lines: Vec<(Vec<u32>, u32)>,
+    /// Per block: the stream whose line it belongs to (0: none).
+    stream_of: Vec<u32>,
+    /// Host writes of keyed pages go to their stream's line too ([`PageAllocator::host_page_for`]).
+    host: bool,
+    /// Lines open at once, at most: a line's blocks are reclaimed only when full or
+    /// collected, so open lines hold spare room that GC cannot get back.
+    max_open: usize,
+    /// Blocks reclaimed together, reused.
+    victims: Vec<u32>,
+    /// Group collections (a stream's blocks collected together) and the blocks they took.
+    collections: u64,
+    blocks_collected: u64,
+}
+
 /// A valid page relocated by garbage collection.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Move {
@@ -216,6 +250,8 @@ pub struct PageAllocator {
     sorted_relocation: bool,
     /// A victim's valid pages (logical page, physical page), reused.
     victim_pages: Vec<(u32, Ppn)>,
+    /// Relocation streams, when the scheme keys them.
+    relocation: Option<Box<Relocation>>,
 }
 
 impl PageAllocator {
@@ -255,7 +291,50 @@ impl PageAllocator {
             host_left: 1,
             sorted_relocation: false,
             victim_pages: Vec::new(),
+            relocation: None,
         }
+    }
+
+    /// Keys the data pages GC relocates by logical page: `key(lpa)` in `0..streams`, 0
+    /// being the unit's GC block and each other stream a line over all units, whose blocks
+    /// are collected together (see the module docs). With one stream (the default) GC
+    /// relocates as without this call.
+    /// With `host`, [`PageAllocator::host_page_for`] writes a host page to its stream's
+    /// line as well, so that every page of a stream lives in its lines.
+    pub fn set_relocation_streams(
+        &mut self,
+        streams: u32,
+        host: bool,
+        key: impl Fn(u32) -> u32 + Send + Sync + 'static,
+    ) {
+        // The spare blocks each unit has beside the four every scheme with a map on flash
+        // needs (open host, GC and translation blocks, GC reserve), at least one. (Half as
+        // many lines cost LearnedFTL most of its gain on the smallest trace device.)
+        let layout = &self.layout;
+        let logical_blocks = layout.logical_pages.div_ceil(layout.pages_per_block as u64);
+        let spare = (layout.blocks_per_unit as u64)
+            .saturating_sub(logical_blocks.div_ceil(layout.units as u64))
+            .saturating_sub(Self::spare_blocks_per_unit(true));
+        self.relocation = (streams > 1).then(|| {
+            Box::new(Relocation {
+                key: Box::new(key),
+                lines: vec![(Vec::new(), 0); streams as usize],
+                stream_of: vec![0; self.layout.total_blocks as usize],
+                host,
+                max_open: (spare as usize).max(1),
+                victims: Vec::new(),
+                collections: 0,
+                blocks_collected: 0,
+            })
+        });
+    }
+
+    /// Group collections so far (a stream's blocks collected together) and the blocks they
+    /// reclaimed.
+    pub fn group_collections(&self) -> (u64, u64) {
+        self.relocation
+            .as_ref()
+            .map_or((0, 0), |r| (r.collections, r.blocks_collected))
     }
 
     /// Host pages written to one unit before the host stream moves to the next (1, the
@@ -289,6 +368,44 @@ impl PageAllocator {
             return self.striped_host_page(flash);
         }
         self.stream_page(HOST, flash)
+    }
+
+    /// The next free page for a host write of `lpa`: its stream's line when the relocation
+    /// streams key host writes ([`PageAllocator::set_relocation_streams`]) and the line has
+    /// or can open room, else the host stream ([`PageAllocator::host_page`]).
+    #[inline]
+    pub fn host_page_for(&mut self, lpa: u32, flash: &mut Flash) -> Result<Ppn> {
+        if self.relocation.as_ref().is_some_and(|r| r.host) {
+            if let Some(ppn) = self.host_line_page(lpa, flash)? {
+                return Ok(ppn);
+            }
+        }
+        self.host_page(flash)
+    }
+
+    /// A host page of `lpa`'s line. Opening a line takes a block on every unit: each unit
+    /// first collects as it would before opening a block of its own.
+    fn host_line_page(&mut self, lpa: u32, flash: &mut Flash) -> Result<Option<Ppn>> {
+        let Some(r) = self.relocation.as_ref() else {
+            return Ok(None);
+        };
+        let stream = (r.key)(lpa) as usize;
+        let units = self.layout.units;
+        let full = |line: &(Vec<u32>, u32)| {
+            line.0.is_empty() || line.1 == units * self.layout.pages_per_block
+        };
+        if stream != 0 && full(&r.lines[stream]) {
+            if r.lines.iter().filter(|l| !full(l)).count() >= r.max_open {
+                return Ok(None);
+            }
+            for unit in 0..units {
+                self.collect_if_low(unit, flash)?;
+            }
+        }
+        let mut r = self.relocation.take().expect("relocation streams");
+        let ppn = self.line_page(&mut r, stream, false);
+        self.relocation = Some(r);
+        Ok(ppn)
     }
 
     /// The host stream with a stripe: stay on the current unit while the stripe lasts and
@@ -416,6 +533,25 @@ impl PageAllocator {
             return Ok(Some(ppn));
         }
         self.open[stream][unit as usize] = OpenBlock::CLOSED;
+        self.collect_if_low(unit, flash)?;
+        // GC may have opened the unit's translation block for relocated translation pages.
+        if let Some(ppn) = self.next_in_open(stream, unit) {
+            return Ok(Some(ppn));
+        }
+        if self.free.count(unit) <= GC_RESERVE_BLOCKS {
+            return Ok(None);
+        }
+        let Some(block) = self.free.pop(unit) else {
+            return Ok(None);
+        };
+        self.set_kind(block, stream);
+        self.open[stream][unit as usize] = OpenBlock { block, next: 1 };
+        Ok(Some(flash.first_page(block)))
+    }
+
+    /// Before `unit` opens a block: below the soft threshold it reclaims a victim (or waits
+    /// for background GC), at or below the hard one until it is above again.
+    fn collect_if_low(&mut self, unit: u32, flash: &mut Flash) -> Result<()> {
         let mut collected = false;
         if self.free.count(unit) < self.soft_free_blocks {
             if self.background_gc {
@@ -437,19 +573,7 @@ impl PageAllocator {
             // parallel, as it does in a controller.
             flash.chain();
         }
-        // GC may have opened the unit's translation block for relocated translation pages.
-        if let Some(ppn) = self.next_in_open(stream, unit) {
-            return Ok(Some(ppn));
-        }
-        if self.free.count(unit) <= GC_RESERVE_BLOCKS {
-            return Ok(None);
-        }
-        let Some(block) = self.free.pop(unit) else {
-            return Ok(None);
-        };
-        self.set_kind(block, stream);
-        self.open[stream][unit as usize] = OpenBlock { block, next: 1 };
-        Ok(Some(flash.first_page(block)))
+        Ok(())
     }
 
     #[inline]
@@ -599,6 +723,13 @@ impl PageAllocator {
             return Ok(false);
         };
         let translation = self.kind.get(victim as usize) == Some(&BlockKind::Translation);
+        if !translation {
+            if let Some(mut relocation) = self.relocation.take() {
+                let reclaimed = self.reclaim_by_stream(&mut relocation, unit, victim, flash);
+                self.relocation = Some(relocation);
+                return reclaimed.map(|()| true);
+            }
+        }
         let stream = if translation { MAP } else { self.copy_stream };
         let mut pages = std::mem::take(&mut self.victim_pages);
         pages.clear();
@@ -646,6 +777,152 @@ impl PageAllocator {
         Ok(true)
     }
 
+    /// Reclaims data victim `victim` of `unit` through the relocation streams: with the
+    /// other blocks of its stream on every unit when it belongs to a line and the free
+    /// blocks allow, their valid pages sorted by logical page (alone, sorted with sorted
+    /// relocation, otherwise); each page goes to its key's line, else to `unit`'s GC block.
+    fn reclaim_by_stream(
+        &mut self,
+        r: &mut Relocation,
+        unit: u32,
+        victim: u32,
+        flash: &mut Flash,
+    ) -> Result<()> {
+        let layout = self.layout;
+        let line_pages = layout.units as u64 * layout.pages_per_block as u64;
+        r.victims.clear();
+        r.victims.push(victim);
+        let group = r.stream_of[victim as usize];
+        let mut together = false;
+        if group != 0 {
+            // The stream's blocks (its open line's too): they fit in fresh lines if every
+            // unit has that many free blocks beside its reserve (the collecting unit may use
+            // its own, as GC does).
+            let blocks = (0..layout.total_blocks).filter(|&b| r.stream_of[b as usize] == group);
+            let valid: u64 = blocks.clone().map(|b| flash.valid_count(b) as u64).sum();
+            let lines = valid.div_ceil(line_pages) as usize;
+            let room = (0..layout.units).all(|w| {
+                let reserve = if w == unit { 0 } else { GC_RESERVE_BLOCKS };
+                self.free.count(w) >= lines + reserve
+            });
+            if room {
+                r.victims.clear();
+                r.victims.extend(blocks);
+                r.lines[group as usize].0.clear();
+                together = true;
+                r.collections += 1;
+                r.blocks_collected += r.victims.len() as u64;
+            }
+        }
+        let mut pages = std::mem::take(&mut self.victim_pages);
+        pages.clear();
+        for &b in &r.victims {
+            pages.extend(flash.valid_pages(b).map(|ppn| (flash.oob(ppn).lpa, ppn)));
+        }
+        if together || self.sorted_relocation {
+            pages.sort_unstable();
+        }
+        let mut moved = 0;
+        let mut result = Ok(());
+        for &(lpa, ppn) in &pages {
+            let stream = (r.key)(lpa) as usize;
+            let dst = match self.line_page(r, stream, together) {
+                Some(dst) => dst,
+                None => match self.relocation_page(self.copy_stream, unit, flash) {
+                    Ok(dst) => dst,
+                    Err(e) => {
+                        result = Err(e);
+                        break;
+                    }
+                },
+            };
+            let oob = match flash.copy(ppn, dst, Cause::Gc) {
+                Ok(oob) => oob,
+                Err(e) => {
+                    result = Err(e.into());
+                    break;
+                }
+            };
+            if let Err(e) = flash.invalidate(ppn) {
+                result = Err(e.into());
+                break;
+            }
+            self.moved_data.push(Move {
+                key: oob.lpa,
+                from: ppn,
+                to: dst,
+            });
+            moved += 1;
+        }
+        self.victim_pages = pages;
+        result?;
+        if !self.background_gc {
+            flash.chain();
+        }
+        for &b in &r.victims {
+            flash.erase(b, Cause::Gc)?;
+            r.stream_of[b as usize] = 0;
+            self.free.push(&layout, b);
+            self.forget_wake(layout.unit_of_block(b));
+        }
+        flash.stats.gc_invocations += 1;
+        flash.stats.gc_pages_moved += moved;
+        Ok(())
+    }
+
+    /// The next page of `stream`'s line (stream 0: none, the unit's GC block takes it),
+    /// opening a fresh line when it is full or closed: `together` (a group collection whose
+    /// room was checked, replacing the group's line) always, otherwise only while fewer than
+    /// `max_open` lines are open and every unit keeps more than its reserve. A line takes the
+    /// same block index on every unit when one is free on all.
+    fn line_page(&mut self, r: &mut Relocation, stream: usize, together: bool) -> Option<Ppn> {
+        if stream == 0 {
+            return None;
+        }
+        let units = self.layout.units;
+        let ppb = self.layout.pages_per_block;
+        let full = |line: &(Vec<u32>, u32)| line.0.is_empty() || line.1 == units * ppb;
+        if full(&r.lines[stream]) {
+            let open = r.lines.iter().filter(|l| !full(l)).count();
+            let spare = |w: u32| self.free.count(w) > GC_RESERVE_BLOCKS;
+            if !(0..units).all(|w| self.free.count(w) > 0)
+                || !together && (open >= r.max_open || !(0..units).all(spare))
+            {
+                return None;
+            }
+        }
+        let (blocks, next) = &mut r.lines[stream];
+        if blocks.is_empty() || *next == units * ppb {
+            blocks.clear();
+            let bpu = self.layout.blocks_per_unit;
+            let first = self.round_robin[0];
+            let aligned = self.free.blocks(first).map(|b| b % bpu).find(|&i| {
+                self.round_robin
+                    .iter()
+                    .all(|&w| self.free.blocks(w).any(|b| b == w * bpu + i))
+            });
+            for &w in &self.round_robin {
+                let block = match aligned {
+                    Some(i) => {
+                        let b = w * bpu + i;
+                        self.free.take(&self.layout, b);
+                        b
+                    }
+                    None => self.free.pop(w).expect("every unit has a free block"),
+                };
+                blocks.push(block);
+                r.stream_of[block as usize] = stream as u32;
+                if let Some(k) = self.kind.get_mut(block as usize) {
+                    *k = BlockKind::Data;
+                }
+            }
+            *next = 0;
+        }
+        let i = *next;
+        *next += 1;
+        Some(blocks[(i % units) as usize] * ppb + i / units)
+    }
+
     /// After a restart ([`crate::device::recovery`]), with the kept pages revalidated: the free
     /// pools, the open blocks and the block kinds from what the flash holds. A partly
     /// written block becomes the open block of its stream on its unit (data: the host
@@ -659,6 +936,11 @@ impl PageAllocator {
         }
         self.next_unit = [0; 3];
         self.host_left = self.host_stripe;
+        if let Some(r) = self.relocation.as_mut() {
+            // Lines are not rebuilt: their partly written blocks are closed like any other.
+            r.lines.iter_mut().for_each(|l| l.0.clear());
+            r.stream_of.fill(0);
+        }
         let ppb = layout.pages_per_block;
         for block in 0..layout.total_blocks {
             let unit = layout.unit_of_block(block) as usize;
@@ -722,5 +1004,122 @@ impl PageAllocator {
             8
         };
         out.push(("block_counters", layout.total_blocks as u64 * per_block));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rng::Rng;
+    use crate::run::config::Config;
+
+    /// A device of 4 units, 24 blocks of 16 pages each, 40% over-provisioning, GC in the
+    /// foreground.
+    fn device() -> (Config, Layout) {
+        let mut cfg = Config::default();
+        let g = &mut cfg.geometry;
+        (
+            g.channels,
+            g.chips_per_channel,
+            g.dies_per_chip,
+            g.planes_per_die,
+        ) = (2, 1, 2, 1);
+        (g.blocks_per_plane, g.pages_per_block) = (24, 16);
+        cfg.ftl.over_provisioning = 0.4;
+        cfg.gc.mode = GcMode::Foreground;
+        let layout = cfg.validate().unwrap();
+        (cfg, layout)
+    }
+
+    /// A sequential fill, then `n` random overwrites (a hot quarter taking most), each
+    /// write's physical page and GC's moves applied to a map; returns every page handed out
+    /// and every move, in order, and checks the map against the flash at the end.
+    fn overwrite(alloc: &mut PageAllocator, n: usize) -> (Vec<Ppn>, Vec<Move>, Flash) {
+        let (cfg, layout) = device();
+        let mut flash = Flash::new(&cfg.device(), &layout, 0, true).unwrap();
+        let logical = layout.logical_pages;
+        let mut l2p = vec![NONE; logical as usize];
+        let (mut pages, mut moves) = (Vec::new(), Vec::new());
+        let mut rng = Rng::new(3);
+        for i in 0..logical as usize + n {
+            let lpa = if i < logical as usize {
+                i as u32
+            } else if rng.below(4) > 0 {
+                rng.below(logical / 4) as u32
+            } else {
+                rng.below(logical) as u32
+            };
+            if l2p[lpa as usize] != NONE {
+                flash.invalidate(l2p[lpa as usize]).unwrap();
+            }
+            let ppn = alloc.host_page_for(lpa, &mut flash).unwrap();
+            flash
+                .program(ppn, Oob { lpa, seq: i as u64 }, &[], Cause::Host)
+                .unwrap();
+            l2p[lpa as usize] = ppn;
+            pages.push(ppn);
+            for m in alloc.take_moves() {
+                assert_eq!(l2p[m.key as usize], m.from);
+                l2p[m.key as usize] = m.to;
+                moves.push(m);
+            }
+        }
+        for (lpa, &ppn) in l2p.iter().enumerate() {
+            assert_eq!(flash.oob(ppn).lpa, lpa as u32);
+            assert!(flash.is_valid(ppn));
+        }
+        (pages, moves, flash)
+    }
+
+    #[test]
+    fn the_pages_of_two_streams_never_share_a_line() {
+        let (cfg, layout) = device();
+        // A stream per line's worth of logical pages (LearnedFTL's groups).
+        let line = layout.units * layout.pages_per_block;
+        let key = move |lpa: u32| 1 + lpa / line;
+        let streams = 1 + layout.logical_pages.div_ceil(line as u64) as u32;
+        for host in [false, true] {
+            let mut alloc = PageAllocator::new(&cfg.scheme_context(), &layout, false);
+            alloc.set_sorted_relocation(true);
+            alloc.set_relocation_streams(streams, host, key);
+            let (_, moves, flash) = overwrite(&mut alloc, 20_000);
+            assert!(!moves.is_empty(), "GC never ran");
+            // With host writes keyed too, a stream's lines take overwrites and become victims
+            // (GC alone opens lines only while every unit has free blocks to spare).
+            let (collections, blocks) = alloc.group_collections();
+            assert!(
+                !host || collections > 0 && blocks > collections,
+                "no group collected"
+            );
+            let r = alloc.relocation.as_ref().unwrap();
+            let mut lines = 0;
+            for block in 0..layout.total_blocks {
+                let stream = r.stream_of[block as usize];
+                if stream != 0 {
+                    lines += 1;
+                    for ppn in flash.valid_pages(block) {
+                        assert_eq!(key(flash.oob(ppn).lpa), stream, "block {block}");
+                    }
+                }
+            }
+            assert!(!host || lines > 0, "no line open");
+        }
+    }
+
+    #[test]
+    fn stream_zero_relocates_as_without_streams() {
+        let (cfg, layout) = device();
+        for sorted in [false, true] {
+            let mut plain = PageAllocator::new(&cfg.scheme_context(), &layout, false);
+            plain.set_sorted_relocation(sorted);
+            let mut streams = PageAllocator::new(&cfg.scheme_context(), &layout, false);
+            streams.set_sorted_relocation(sorted);
+            streams.set_relocation_streams(2, true, |_| 0);
+            let (p1, m1, _) = overwrite(&mut plain, 5_000);
+            let (p2, m2, _) = overwrite(&mut streams, 5_000);
+            assert!(!m1.is_empty());
+            assert_eq!(p1, p2);
+            assert_eq!(m1, m2);
+        }
     }
 }

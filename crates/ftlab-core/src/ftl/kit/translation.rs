@@ -139,6 +139,15 @@ impl TranslationStore {
         Ok(ppn)
     }
 
+    /// [`Self::data_page`] for a write of `lpa`, in its stream's line when the allocator
+    /// keys host writes ([`PageAllocator::host_page_for`]).
+    #[inline]
+    pub fn data_page_for(&mut self, lpa: u32, flash: &mut Flash) -> Result<Ppn> {
+        let ppn = self.alloc.host_page_for(lpa, flash)?;
+        self.settle_translation_moves();
+        Ok(ppn)
+    }
+
     /// Background GC between requests ([`PageAllocator::idle_gc`]); translation pages it
     /// moves are settled here, data pages left for the scheme.
     #[inline]
