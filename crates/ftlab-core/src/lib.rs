@@ -34,14 +34,3 @@ pub mod units;
 
 pub use error::{Error, Result};
 pub use request::{Op, Request};
-
-// The integration tests (`tests/integration/`, written against the public API as
-// `ftlab_core::…`) compile into the unit-test harness rather than into a test binary of their
-// own. A separate binary compiles every scheme's simulator a third time (generic code is
-// instantiated and optimised again in each crate that uses it); inside the harness those
-// instantiations are shared with the unit tests', which takes minutes off the test build.
-#[cfg(test)]
-extern crate self as ftlab_core;
-#[cfg(test)]
-#[path = "../tests/integration/main.rs"]
-mod integration;

@@ -638,12 +638,3 @@ mod tests {
         assert_eq!(Piece::fit(&[(3, 9)]).predict(3), Some(9));
     }
 }
-
-// The tests through the public interfaces (`tests/learnedftl.rs`) compile into this crate's
-// unit-test harness, not into a test binary of their own that would compile the simulator
-// over LearnedFTL once more (as the core's integration tests do; see ftlab-core's lib.rs).
-#[cfg(test)]
-extern crate self as ftlab_learnedftl;
-#[cfg(test)]
-#[path = "../tests/learnedftl.rs"]
-mod integration;

@@ -2,7 +2,7 @@
 //! parallel unit), overwrites and out-of-order writes refused, whole-segment trims erase
 //! without copies, no device GC, a map of 4-byte entries.
 
-use super::common;
+use crate::common;
 
 use common::{read, run, small_config, trim, write};
 use ftlab_core::device::nand::Cause;

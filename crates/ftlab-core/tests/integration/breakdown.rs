@@ -2,7 +2,7 @@
 //! request add up to its latency exactly, on every scheme and under the host stacks, and a
 //! hand-built schedule gives the parts computed by hand.
 
-use super::common;
+use crate::common;
 
 use common::*;
 use ftlab_core::controller::simulator::Simulator;

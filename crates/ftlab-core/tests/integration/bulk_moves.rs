@@ -5,7 +5,7 @@
 //! must leave the same pages, blocks, counters, dies and channels, tell a page store the
 //! same, and fail with the same error at the same page.
 
-use super::common;
+use crate::common;
 
 use common::small_config;
 use ftlab_core::device::nand::{Cause, Flash, NandError, Oob, PageSink, Ppn, ServedPage};

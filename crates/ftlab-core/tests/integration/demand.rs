@@ -2,7 +2,7 @@
 //! the shadow copy, the NAND rules and their own accounting, with GC active and DRAM
 //! budgets from a few entries to the whole table.
 
-use super::common;
+use crate::common;
 
 use common::*;
 use ftlab_core::device::nand::Cause;

@@ -2,7 +2,7 @@
 //! to the trace's address span and filled first, so the trace's writes overwrite and GC
 //! runs. DRAM budgets from 8 KiB to the whole table. Skipped when ../shared/traces is absent.
 
-use super::common;
+use crate::common;
 
 use common::*;
 

@@ -2,7 +2,7 @@
 //! times in every latency, and the write buffer's background destaging between its
 //! watermarks.
 
-use super::common;
+use crate::common;
 
 use common::*;
 use ftlab_core::run::config::{Config, Destage};

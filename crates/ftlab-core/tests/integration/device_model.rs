@@ -2,7 +2,7 @@
 //! priority over queued background work (timed against hand-computed schedules),
 //! background GC, preconditioning on every scheme, saturation detection, superblocks.
 
-use super::common;
+use crate::common;
 
 use common::*;
 use ftlab_core::device::timing::{Place, Timeline};

@@ -2,7 +2,7 @@
 //! the schemes that collect in idle time with `gc.mode = "background"`, "foreground" for
 //! the others and for every scheme with `gc.mode = "foreground"`.
 
-use super::common;
+use crate::common;
 
 use common::*;
 use ftlab_core::ftl::SCHEMES;

@@ -1,7 +1,7 @@
 //! Background (idle-time) GC of HPFTL and SlimFTL: it runs in the gaps between requests as
 //! background flash work, no read returns wrong data, and foreground mode is unchanged.
 
-use super::common;
+use crate::common;
 
 use common::*;
 use ftlab_core::run::config::{Config, GcMode};

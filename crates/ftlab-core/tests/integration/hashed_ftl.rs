@@ -1,7 +1,7 @@
 //! HPFTL and SlimFTL: verification with GC active on nearly full devices, forced hash
 //! collisions and shared virtual blocks, their counters, memory accounting and config errors.
 
-use super::common;
+use crate::common;
 
 use common::*;
 use ftlab_core::controller::simulator::Simulator;

@@ -1,7 +1,7 @@
 //! The host-stack layer (requests tagged by origin, file-system-level against device-level
 //! WAF) and the stateful device API (submit, read back what was served, flush).
 
-use super::common;
+use crate::common;
 
 use common::{read, small_config, trim, write};
 use ftlab_core::controller::simulator::Simulator;

@@ -1,7 +1,7 @@
 //! LeaFTL: verification with garbage collection on nearly full devices, every γ, the
 //! sorted flush, trims, and the accounting of mispredictions.
 
-use super::common;
+use crate::common;
 
 use common::*;
 use ftlab_core::device::nand::Cause;

@@ -3,7 +3,7 @@
 //! bound, both placements, the whole table in DRAM and a 3 KiB mapping cache. Skipped when
 //! ../shared/traces is absent.
 
-use super::common;
+use crate::common;
 
 use common::*;
 use ftlab_core::run::config::FlushOrder;

@@ -2,7 +2,7 @@
 //! interfaces: every read verified, NAND rules enforced by the flash model, merges counted
 //! the way the spec defines them.
 
-use super::common;
+use crate::common;
 
 use common::*;
 use ftlab_core::device::nand::Cause;

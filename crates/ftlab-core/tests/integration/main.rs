@@ -1,6 +1,5 @@
-//! The core's integration tests, a module per subject, written against the public API. They
-//! compile into the core's unit-test harness (`src/lib.rs` says why). Run one subject with
-//! `cargo test -p ftlab-core --lib integration::<module>::`.
+//! The core's integration tests, one binary (one link of the core) for them all: a module
+//! per subject. Run one with `cargo test -p ftlab-core --test integration <module>::`.
 
 mod common;
 

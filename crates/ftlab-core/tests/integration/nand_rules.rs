@@ -1,6 +1,6 @@
 //! Every NAND rule violation is an error, never silent.
 
-use super::common;
+use crate::common;
 
 use common::small_config;
 use ftlab_core::device::nand::{Cause, Flash, NandError, Oob};

@@ -1,6 +1,6 @@
 //! The page-level FTL against the NAND rules, the shadow copy and the accounting.
 
-use super::common;
+use crate::common;
 
 use common::*;
 use ftlab_core::device::nand::Cause;

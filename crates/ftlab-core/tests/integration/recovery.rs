@@ -9,7 +9,7 @@
 //! the last flush; then it serves more requests with verification, through GC, and crashes
 //! and recovers again. AFTL, append-only, is crashed under appends and segment trims.
 
-use super::common;
+use crate::common;
 
 use common::store::{sink_of, OobSink};
 use common::{read, small_config, trim, write};

@@ -1,6 +1,6 @@
 //! The timing model seen from whole requests: replay modes, queueing and foreground GC.
 
-use super::common;
+use crate::common;
 
 use common::*;
 use ftlab_core::controller::metrics::LatencyStats;

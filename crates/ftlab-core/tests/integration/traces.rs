@@ -3,7 +3,7 @@
 //! here independently of the readers (plain string splitting, as the traces' README does).
 //! Skipped, with a message, where the folder is absent.
 
-use super::common;
+use crate::common;
 
 use common::traces_dir;
 use ftlab_core::io::trace::scan::scan;

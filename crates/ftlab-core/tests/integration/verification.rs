@@ -1,6 +1,6 @@
 //! Verification mode must catch an FTL that serves the wrong data.
 
-use super::common;
+use crate::common;
 
 use common::*;
 use ftlab_core::controller::simulator::Simulator;
