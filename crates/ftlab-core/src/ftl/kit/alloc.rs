@@ -777,6 +777,33 @@ impl PageAllocator {
         Ok(true)
     }
 
+    /// Moves `pages` (logical page, physical page) each to its key's line, else to `unit`'s
+    /// GC block; returns how many moved.
+    fn move_to_lines(
+        &mut self,
+        r: &mut Relocation,
+        pages: &[(u32, Ppn)],
+        unit: u32,
+        together: bool,
+        flash: &mut Flash,
+    ) -> Result<u64> {
+        for &(lpa, ppn) in pages {
+            let stream = (r.key)(lpa) as usize;
+            let dst = match self.line_page(r, stream, together) {
+                Some(dst) => dst,
+                None => self.relocation_page(self.copy_stream, unit, flash)?,
+            };
+            let oob = flash.copy(ppn, dst, Cause::Gc)?;
+            flash.invalidate(ppn)?;
+            self.moved_data.push(Move {
+                key: oob.lpa,
+                from: ppn,
+                to: dst,
+            });
+        }
+        Ok(pages.len() as u64)
+    }
+
     /// Reclaims data victim `victim` of `unit` through the relocation streams: with the
     /// other blocks of its stream on every unit when it belongs to a line and the free
     /// blocks allow, their valid pages sorted by logical page (alone, sorted with sorted
@@ -822,40 +849,10 @@ impl PageAllocator {
         if together || self.sorted_relocation {
             pages.sort_unstable();
         }
-        let mut moved = 0;
-        let mut result = Ok(());
-        for &(lpa, ppn) in &pages {
-            let stream = (r.key)(lpa) as usize;
-            let dst = match self.line_page(r, stream, together) {
-                Some(dst) => dst,
-                None => match self.relocation_page(self.copy_stream, unit, flash) {
-                    Ok(dst) => dst,
-                    Err(e) => {
-                        result = Err(e);
-                        break;
-                    }
-                },
-            };
-            let oob = match flash.copy(ppn, dst, Cause::Gc) {
-                Ok(oob) => oob,
-                Err(e) => {
-                    result = Err(e.into());
-                    break;
-                }
-            };
-            if let Err(e) = flash.invalidate(ppn) {
-                result = Err(e.into());
-                break;
-            }
-            self.moved_data.push(Move {
-                key: oob.lpa,
-                from: ppn,
-                to: dst,
-            });
-            moved += 1;
-        }
+        let moved = self.move_to_lines(r, &pages, unit, together, flash);
+        // The buffer is kept for the next victim whether or not the moves succeeded.
         self.victim_pages = pages;
-        result?;
+        let moved = moved?;
         if !self.background_gc {
             flash.chain();
         }
