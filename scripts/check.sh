@@ -16,10 +16,13 @@ step() {
     "$@"
     echo "== $((SECONDS - start)) s: $*" >&2
 }
-# The extension and the test binaries, with the test command's own cargo invocation so
-# that the two share their build; then the package the Python tests import.
+# The extension and the test binaries, with the test command's own cargo invocation and
+# environment (clippy as the workspace's compiler wrapper, warnings as errors), so that the
+# build lints what it compiles and the two share the compiled dependencies; then the
+# package the Python tests import.
+export RUSTFLAGS="-D warnings" RUSTC_WORKSPACE_WRAPPER=clippy-driver
 build() {
-    cargo build --workspace --lib --tests --quiet && bash scripts/test-package.sh
+    cargo build --workspace --lib --tests --benches --quiet && bash scripts/test-package.sh
 }
 changed=$({ git diff --name-only "$base" --; git ls-files --others --exclude-standard; } | sort -u)
 start=$SECONDS
@@ -31,9 +34,6 @@ step python3 -m mypy python tests/python examples
 
 crates=$(sed -n 's|^crates/\([^/]*\)/.*\.rs$|\1|p' <<<"$changed" | sort -u)
 if [ -n "$crates" ]; then
-    packages=()
-    for c in $crates; do packages+=(-p "$c"); done
-    step cargo clippy "${packages[@]}" --all-targets --quiet -- -D warnings
     step build
     filters=()
     while read -r path; do

@@ -2,10 +2,11 @@
 # The whole test suite, as CI runs it.
 #
 # First what the tests need, which the loop's time budget does not count: Debian packages, the
-# Python packages pyproject.toml lists, the crates Cargo.lock pins. Then the loop: ftlab built
-# once (the Python extension and every Rust test binary in one cargo invocation, in the test
-# profile, so that the core compiles once), format and lint checks, the Rust tests and the
-# Python tests, each on every core, the type check and the documentation build (a Python test).
+# Python packages pyproject.toml lists, the crates Cargo.lock pins, downloaded and compiled.
+# Then the loop: ftlab's own crates built once and linted as they build (the Python extension
+# and every Rust test binary in one cargo invocation, in the test profile, so that the core
+# compiles once), the format checks, the Rust tests and the Python tests, each on every core,
+# the type check and the documentation build (a Python test).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -22,15 +23,23 @@ step python3 -m pip install --quiet --upgrade pip
 step python3 -m pip install --quiet "tomli>=1.1; python_version < '3.11'"
 step python3 -m pip install --quiet -r <(python3 scripts/requirements.py test)
 step cargo fetch --locked
+# A fresh build: incremental compilation's caches cost time here and save none. Warnings are
+# errors, clippy's included (the build lints, below); dependencies' lints are capped by cargo.
+export CARGO_INCREMENTAL=0 RUSTFLAGS="-D warnings"
+# The third-party crates, compiled in the loop's profile and environment (cargo-chef's idea),
+# so that the loop compiles only ftlab's own crates.
+step bash scripts/rust-deps.sh
 loop=$SECONDS
 
 # --- The loop ---
-# A fresh build: incremental compilation's caches cost time here and save none.
-export CARGO_INCREMENTAL=0
+# clippy lints ftlab's crates as they compile (what `cargo clippy` does, in a build rather
+# than a check): one compile of the workspace, not a build and then a check of it. Every
+# cargo command of the loop runs with it, or cargo would compile the crates again.
+export RUSTC_WORKSPACE_WRAPPER=clippy-driver
 # One invocation builds the extension (target/debug/lib_core.so) and every test binary: a
 # separate `pip install .` would build the core again, with other features (dev-dependencies
 # unify features only within an invocation) and with link-time optimisation, for minutes.
-step cargo build --workspace --lib --tests
+step cargo build --workspace --lib --tests --benches
 # The package the Python tests import: the tree's modules and the extension just built.
 step bash scripts/test-package.sh
 # `python -m ftlab` in the tests' subprocesses finds it through PYTHONPATH too.
@@ -38,11 +47,10 @@ export PYTHONPATH="$PWD/target/test-python${PYTHONPATH:+:$PYTHONPATH}"
 # The template of a scheme in its own crate, built and installed as its own wheel, as a
 # user's would be (its `ftlab.schemes` entry point is what the tests exercise); its
 # dependency on ftlab is the package above.
-step python3 -m pip install --quiet --no-deps ./examples/rust-scheme
+RUSTC_WORKSPACE_WRAPPER="" step python3 -m pip install --quiet --no-deps ./examples/rust-scheme
 
 step cargo fmt --all -- --check
 step cargo fmt --manifest-path examples/rust-scheme/Cargo.toml -- --check
-step cargo clippy --workspace --all-targets --quiet -- -D warnings
 # nextest runs each test in its own process, on every core, so one long test does not hold
 # the others back; `cargo test` where it is not installed. Doc tests apart (nextest skips them).
 if cargo nextest --version >/dev/null 2>&1; then

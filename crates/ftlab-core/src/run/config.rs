@@ -551,6 +551,15 @@ impl Config {
         toml::to_string_pretty(self).unwrap_or_else(|e| format!("# cannot render: {e}\n"))
     }
 
+    /// The configuration [`to_toml`](Self::to_toml) wrote, read back as it is: no preset,
+    /// no merge, nothing validated.
+    pub fn from_toml(text: &str) -> Result<Config> {
+        toml::from_str(text).map_err(|e| Error::Config {
+            key: String::new(),
+            message: format!("not a valid TOML configuration: {e}"),
+        })
+    }
+
     /// The device model's settings ([`Flash::new`](crate::device::nand::Flash::new)).
     pub fn device(&self) -> DeviceConfig {
         DeviceConfig {

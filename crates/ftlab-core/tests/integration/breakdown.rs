@@ -27,6 +27,7 @@ struct CheckEach<'a> {
 impl Visitor for CheckEach<'_> {
     type Output = Result<u64>;
     fn visit<F: Ftl>(self, ftl: F, flash: Flash) -> Result<u64> {
+        let ftl = common::erased(ftl);
         let mut sim = Simulator::new(&self.cfg.controller(), self.layout, ftl, flash, true);
         sim.precondition(&self.cfg.precondition, &[], &mut |_, _| true)?;
         let mut checked = 0;

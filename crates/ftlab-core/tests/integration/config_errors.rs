@@ -171,6 +171,6 @@ fn files_are_read_and_their_errors_name_the_file() {
 fn config_round_trips_through_toml() {
     let cfg = config::resolve(Some("small"), None, &[], &[]).unwrap();
     let text = cfg.to_toml();
-    let back: Config = toml::from_str(&text).unwrap();
+    let back = Config::from_toml(&text).unwrap();
     assert_eq!(back, cfg);
 }

@@ -3,7 +3,7 @@
 
 use crate::common;
 
-use common::{read, small_config, trim, write};
+use common::{erased, read, small_config, trim, write};
 use ftlab_core::controller::simulator::Simulator;
 use ftlab_core::device::nand::{Cause, Flash};
 use ftlab_core::ftl::{self, is_append_only, Ftl, Visitor, SCHEMES};
@@ -68,7 +68,13 @@ struct RunStacked<'a, S: HostStack> {
 impl<S: HostStack> Visitor for RunStacked<'_, S> {
     type Output = Result<Report>;
     fn visit<F: Ftl>(self, ftl: F, flash: Flash) -> Result<Report> {
-        let sim = Simulator::new(&self.cfg.controller(), self.layout, ftl, flash, true);
+        let sim = Simulator::new(
+            &self.cfg.controller(),
+            self.layout,
+            erased(ftl),
+            flash,
+            true,
+        );
         let mut host = Stacked::new(self.stack, sim);
         for r in self.requests {
             host.submit(r)?;

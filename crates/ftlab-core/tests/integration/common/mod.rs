@@ -76,6 +76,14 @@ pub fn trim(offset_page: u64, pages: u32, page: u32) -> Request {
     }
 }
 
+/// The scheme behind one dynamic call per FTL operation: the tests' visitors run every
+/// scheme through one `Simulator<Box<dyn Ftl>>` (the path external schemes take), where a
+/// `Simulator<F>` per scheme would make this binary compile the simulator once per scheme
+/// again (the library's own runs keep the monomorphised simulators).
+pub fn erased<F: Ftl>(ftl: F) -> Box<dyn Ftl> {
+    Box::new(ftl)
+}
+
 struct RunAll<'a> {
     cfg: &'a Config,
     layout: &'a Layout,
@@ -89,6 +97,7 @@ struct RunAll<'a> {
 impl Visitor for RunAll<'_> {
     type Output = Result<Report>;
     fn visit<F: Ftl>(self, ftl: F, flash: Flash) -> Result<Report> {
+        let ftl = erased(ftl);
         let mut sim = Simulator::new(&self.cfg.controller(), self.layout, ftl, flash, self.verify);
         if self.precondition {
             let warmup = ftlab_core::run::api::read_before_written(

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Compiles the third-party crates ftlab depends on, as part of installing the dependencies
+# (the idea of cargo-chef): a skeleton of the workspace (its manifests and lock file, every
+# target with an empty source; scripts/rust_skeleton.py) is built in the test profile into
+# the workspace's target directory. The test command's build then finds every registry crate
+# compiled and compiles only ftlab's own crates.
+#
+# Cargo reuses a crate only if it was built with the same features, profile, flags and, for
+# build scripts that watch them, environment: the skeleton has the real manifests and
+# profiles, and this must run in the environment of the build that follows (pyo3's build
+# script reruns when PATH changes, so cargo is not started from Python, whose launcher can
+# change PATH). The targets are the loop's: the build's and clippy's (benches included).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+skeleton=$(mktemp -d)
+trap 'rm -rf "$skeleton"' EXIT
+python3 scripts/rust_skeleton.py "$skeleton"
+CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/target}" cargo build --quiet --locked \
+    --manifest-path "$skeleton/Cargo.toml" --workspace --lib --tests --benches
