@@ -17,3 +17,9 @@ trap 'rm -rf "$skeleton"' EXIT
 python3 scripts/rust_skeleton.py "$skeleton"
 CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/target}" cargo build --quiet --locked \
     --manifest-path "$skeleton/Cargo.toml" --workspace --lib --tests --benches
+# The template scheme's wheel (examples/rust-scheme, a crate of its own, built in release by
+# maturin as a user's would be): its crates, compiled by the same pip command the loop runs
+# (no build isolation: an isolated build's PATH changes each time, and pyo3 would compile
+# again), into the template's target directory.
+CARGO_TARGET_DIR="$PWD/examples/rust-scheme/target" python3 -m pip wheel --quiet --no-deps \
+    --no-build-isolation --wheel-dir "$skeleton/wheel" "$skeleton/examples/rust-scheme"

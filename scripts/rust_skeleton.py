@@ -1,6 +1,7 @@
 """Writes a skeleton of the workspace into the folder given: the workspace's manifests and
-lock file, every target with an empty source. `scripts/rust-deps.sh` builds it to compile
-the third-party crates ftlab depends on (the idea of cargo-chef)."""
+lock file, every target with an empty source (and the template scheme's wheel files).
+`scripts/rust-deps.sh` builds it to compile the third-party crates ftlab depends on (the
+idea of cargo-chef)."""
 
 from __future__ import annotations
 
@@ -45,6 +46,13 @@ def skeleton(scratch: Path) -> None:
         target = scratch / member.relative_to(ROOT)
         (target / "src").mkdir(parents=True, exist_ok=True)
         (target / "Cargo.toml").write_text(manifest_text)
+        # A crate outside the workspace has its own lock file; one built as a wheel (the
+        # template scheme), its pyproject.toml and Python package.
+        for extra in ("Cargo.lock", "pyproject.toml"):
+            if (member / extra).exists():
+                shutil.copy(member / extra, target / extra)
+        if (member / "python").is_dir():
+            shutil.copytree(member / "python", target / "python", dirs_exist_ok=True)
         (target / "src" / "lib.rs").write_text("")
         if (member / "build.rs").exists():
             (target / "build.rs").write_text("fn main() {}\n")

@@ -46,8 +46,10 @@ step bash scripts/test-package.sh
 export PYTHONPATH="$PWD/target/test-python${PYTHONPATH:+:$PYTHONPATH}"
 # The template of a scheme in its own crate, built and installed as its own wheel, as a
 # user's would be (its `ftlab.schemes` entry point is what the tests exercise); its
-# dependency on ftlab is the package above.
-RUSTC_WORKSPACE_WRAPPER="" step python3 -m pip install --quiet --no-deps ./examples/rust-scheme
+# dependency on ftlab is the package above. Built as scripts/rust-deps.sh built its crates:
+# the same command, target directory and environment, without clippy (not a member).
+CARGO_TARGET_DIR="$PWD/examples/rust-scheme/target" step env -u RUSTC_WORKSPACE_WRAPPER \
+    python3 -m pip install --quiet --no-deps --no-build-isolation ./examples/rust-scheme
 
 step cargo fmt --all -- --check
 step cargo fmt --manifest-path examples/rust-scheme/Cargo.toml -- --check

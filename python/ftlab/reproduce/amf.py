@@ -107,6 +107,7 @@ import ftlab
 from ftlab import _core
 from ftlab._bench import shared_dir
 from ftlab._format import render_table
+from ftlab._parallel import run_all
 from ftlab.reproduce import _footing, _summary, _why
 from ftlab.reproduce._summary import Headline
 
@@ -604,6 +605,8 @@ def waf_results(
         f"dram.budget_fraction={setup.dftl_budget}",
     ]
     pages = _app_pages(bpp, spare, ppb, common, setup)
+    # Every (row, stack) run, then all of them side by side in threads (one per core).
+    runs: list[tuple[str, str, str, list[str], str | None, Path | None]] = []
     results: dict[str, dict[str, dict[str, Any]]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for row, (builtin, wl_sets, warm) in workloads(pages, quick).items():
@@ -634,13 +637,22 @@ def waf_results(
                     + wl_sets
                     + [f"precondition.workload_requests={warm}"]
                 )
-                results[row][label] = _waf(name, sets, builtin, trace)
-            # The page-level device FTLs compared on one GC scheduling (`_footing`).
-            compared = results[row].items()
-            _footing.common_mode(
-                ((label, r["gc"]) for label, r in compared if label not in NO_DEVICE_GC),
-                f"amf: {row}",
-            )
+                runs.append((row, label, name, sets, builtin, trace))
+        done: dict[tuple[str, str], dict[str, Any]] = {}
+        run_all(
+            runs,
+            lambda run: _waf(*run[2:]),
+            None,
+            lambda run, got: done.__setitem__((run[0], run[1]), got),
+        )
+    for row, label, *_ in runs:
+        results[row][label] = done[(row, label)]
+    for row, compared in results.items():
+        # The page-level device FTLs compared on one GC scheduling (`_footing`).
+        _footing.common_mode(
+            ((label, r["gc"]) for label, r in compared.items() if label not in NO_DEVICE_GC),
+            f"amf: {row}",
+        )
     return results
 
 
