@@ -28,3 +28,4 @@ mod timing;
 mod trace_fuzz;
 mod traces;
 mod verification;
+mod zns;
