@@ -17,6 +17,7 @@
 pub mod aftl;
 pub mod demand;
 pub mod external;
+pub mod fdp;
 pub mod hashed;
 pub mod interface;
 pub mod kit;
@@ -432,7 +433,7 @@ pub fn scheme_list() -> Vec<(String, String)> {
 // The registry: one line per scheme, grouped by family ([`FAMILIES`]), in the order
 // `ftlab schemes` lists them.
 schemes! {
-    "page": page::PageFtl;
+    "page": page::PageFtl, fdp::Fdp;
     "demand":
         demand::dftl::Dftl,
         demand::selective::Selective,
