@@ -12,7 +12,8 @@ from nbd_helpers import SMALL_DEVICE, Served, need
 
 from ftlab import _core
 
-SCHEMES = [name for name, _ in _core.schemes(builtin=True)]
+#: Every block-interface scheme (a zoned device is refused: NBD has no zone commands).
+SCHEMES = [name for name, _ in _core.schemes(builtin=True) if name != "zns"]
 
 
 def qemu_io(uri: str, *commands: str) -> str:
@@ -128,6 +129,17 @@ def test_an_interrupt_during_start_up_stops_the_server(tmp_path: Path) -> None:
     )  # fmt: skip
     assert report["ftl"] == "page"
     assert ticks == [], f"the server ran on for {len(ticks)} ticks after the interrupt"
+
+
+def test_a_zoned_device_is_refused_with_the_reason(tmp_path: Path) -> None:
+    out = subprocess.run(
+        ["python3", "-m", "ftlab", "serve", "--ftl", "zns", "--store", str(tmp_path / "s")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode != 0
+    assert "NBD protocol" in out.stderr and "no zone commands" in out.stderr, out.stderr
 
 
 @pytest.mark.parametrize("signal_name", ["SIGHUP", "SIGTERM", "SIGINT"])

@@ -77,8 +77,16 @@ pub struct Aftl {
     layout: Layout,
     map: MapGranularity,
     units: u32,
-    /// Pages of a segment: units x pages per block.
+    /// Blocks of a segment (AFTL: `units`, a superblock; a ZNS zone may have more or
+    /// fewer, [`crate::ftl::zns`]).
+    width: u32,
+    /// Pages of a segment: width x pages per block.
     segment_pages: u32,
+    /// Logical pages a segment spans (AFTL: `segment_pages`; a ZNS zone's size may exceed
+    /// its capacity, and the pages past it are never written).
+    span: u32,
+    /// Logical pages the segments cover.
+    logical_pages: u64,
     /// Logical segments (the last may be partial).
     segments: u32,
     /// Pages appended to each logical segment since it was last emptied (0: unallocated).
@@ -86,13 +94,14 @@ pub struct Aftl {
     /// Per logical segment: the next page a trim must cover for the trims so far to have
     /// covered the segment from its first page, in order.
     trim_next: Vec<u32>,
-    /// Block of member `k` of logical segment `s` at `s * units + k` (NONE: unallocated).
+    /// Block of member `k` of logical segment `s` at `s * width + k` (NONE: unallocated).
     members: Vec<u32>,
     /// `map = "block"`: free (erased) blocks of each unit.
     free: FreeBlocks,
     /// `map = "segment"`: free (erased) superblocks, oldest freed first.
     free_superblocks: VecDeque<u32>,
-    /// Unit of member `k` (the plane-first stripe order).
+    /// The units in the plane-first stripe order: member `k` of segment `s` is on unit
+    /// `stripe[(s * width + k) % units]`.
     stripe: Vec<u32>,
     refused_writes: u64,
     segments_allocated: u64,
@@ -110,25 +119,49 @@ impl Scheme for Aftl {
 
     fn new(cfg: &SchemeContext, layout: &Layout) -> Result<Self> {
         let section: AftlConfig = Self::section(cfg)?;
+        Aftl::with_segments(layout, section.map, layout.units, 0, layout.logical_pages)
+    }
+}
+
+impl Aftl {
+    /// Append-only segments of `width` blocks each, one every `span` logical pages (at least
+    /// the segment's pages; 0: the segment's pages), over `logical_pages` (the last segment
+    /// may be partial). `map = "segment"` needs `width == units`; otherwise `width` divides
+    /// the units or is a multiple of them, so that a segment's members fall on distinct
+    /// units as far as there are units.
+    pub fn with_segments(
+        layout: &Layout,
+        map: MapGranularity,
+        width: u32,
+        span: u32,
+        logical_pages: u64,
+    ) -> Result<Self> {
         let units = layout.units;
-        let segment_pages = units
+        debug_assert!(width > 0 && (units.is_multiple_of(width) || width.is_multiple_of(units)));
+        debug_assert!(map == MapGranularity::Block || width == units);
+        let segment_pages = width
             .checked_mul(layout.pages_per_block)
             .ok_or_else(|| Error::config("geometry.pages_per_block", "segment too large"))?;
-        let segments = layout.logical_pages.div_ceil(segment_pages as u64) as u32;
-        if segments > layout.blocks_per_unit {
-            // Cannot happen with the geometry rules (three spare blocks per unit), but the
-            // map relies on it.
+        let span = if span == 0 { segment_pages } else { span };
+        debug_assert!(span >= segment_pages);
+        let segments = logical_pages.div_ceil(span as u64) as u32;
+        // Members go round the units: the busiest unit gives this many blocks.
+        let per_unit = (segments as u64 * width as u64).div_ceil(units as u64);
+        if per_unit > layout.blocks_per_unit as u64 {
+            // Cannot happen with the geometry rules (three spare blocks per unit) for AFTL,
+            // but the map relies on it.
             return Err(Error::config(
                 "ftl.over_provisioning",
                 format!(
-                    "aftl needs a superblock for each of its {segments} segments; the device has {}",
+                    "{segments} segments of {width} blocks need {per_unit} blocks of each \
+                     parallel unit; the device has {}",
                     layout.blocks_per_unit
                 ),
             ));
         }
         let n = segments as usize;
         let mut free_superblocks = VecDeque::new();
-        let free = match section.map {
+        let free = match map {
             MapGranularity::Block => FreeBlocks::all(layout),
             MapGranularity::Segment => {
                 free_superblocks.extend(0..layout.superblocks());
@@ -137,13 +170,16 @@ impl Scheme for Aftl {
         };
         Ok(Aftl {
             layout: *layout,
-            map: section.map,
+            map,
             units,
+            width,
             segment_pages,
+            span,
+            logical_pages,
             segments,
             write_ptr: vec![0; n],
             trim_next: vec![0; n],
-            members: vec![NONE; n * units as usize],
+            members: vec![NONE; n * width as usize],
             free,
             free_superblocks,
             stripe: (0..units).map(|k| layout.stripe_unit(k)).collect(),
@@ -153,9 +189,7 @@ impl Scheme for Aftl {
             blocks_erased: 0,
         })
     }
-}
 
-impl Aftl {
     /// Pages of one segment (units x pages per block).
     pub fn segment_pages(&self) -> u32 {
         self.segment_pages
@@ -169,20 +203,60 @@ impl Aftl {
     /// Logical pages of segment `seg` (all but the last: `segment_pages`).
     #[inline]
     fn len_of(&self, seg: u32) -> u32 {
-        let start = seg as u64 * self.segment_pages as u64;
-        (self.layout.logical_pages - start).min(self.segment_pages as u64) as u32
+        let start = seg as u64 * self.span as u64;
+        (self.logical_pages - start).min(self.segment_pages as u64) as u32
     }
 
     #[inline]
     fn locate(&self, lpa: u32) -> (u32, u32) {
-        (lpa / self.segment_pages, lpa % self.segment_pages)
+        (lpa / self.span, lpa % self.span)
     }
 
     /// The physical page of offset `off` of segment `seg` (allocated).
     #[inline]
     fn page_of(&self, seg: u32, off: u32) -> u32 {
-        let block = self.members[(seg * self.units + off % self.units) as usize];
-        block * self.layout.pages_per_block + off / self.units
+        let block = self.members[(seg * self.width + off % self.width) as usize];
+        block * self.layout.pages_per_block + off / self.width
+    }
+
+    /// The unit member `k` of segment `seg` is on.
+    #[inline]
+    fn unit_of(&self, seg: u32, k: u32) -> u32 {
+        self.stripe[((seg as u64 * self.width as u64 + k as u64) % self.units as u64) as usize]
+    }
+
+    /// Pages of segment `seg` written since it was last emptied (its write pointer).
+    #[inline]
+    pub fn write_pointer(&self, seg: u32) -> u32 {
+        self.write_ptr[seg as usize]
+    }
+
+    /// Segment `seg` closed for writing as if written to its end (a ZNS zone finish): its
+    /// blocks allocated if it had none, its write pointer at its end. The pages it skips
+    /// stay erased and read as unmapped.
+    pub fn close_segment(&mut self, seg: u32) -> Result<()> {
+        if self.write_ptr[seg as usize] == 0 {
+            self.allocate(seg)?;
+        }
+        self.write_ptr[seg as usize] = self.len_of(seg);
+        Ok(())
+    }
+
+    /// Segment `seg` emptied at once (a ZNS zone reset): its pages invalidated, its blocks
+    /// erased and freed, whatever trims came before.
+    pub fn empty_segment(&mut self, seg: u32, flash: &mut Flash) -> Result<()> {
+        let s = seg as usize;
+        if self.write_ptr[s] == 0 {
+            self.trim_next[s] = 0;
+            return Ok(());
+        }
+        for off in 0..self.write_ptr[s] {
+            let ppn = self.page_of(seg, off);
+            if flash.is_valid(ppn) {
+                flash.invalidate(ppn)?;
+            }
+        }
+        self.release(seg, flash)
     }
 
     fn refuse(&mut self, lpa: u32, seg: u32, off: u32) -> Error {
@@ -197,7 +271,7 @@ impl Aftl {
             format!(
                 "out of order: segment {seg} is written up to page {wp}, and segments are \
                  append-only (the next write to it must be logical page {})",
-                seg as u64 * self.segment_pages as u64 + wp as u64
+                seg as u64 * self.span as u64 + wp as u64
             )
         };
         Error::Refused {
@@ -212,11 +286,11 @@ impl Aftl {
 
     /// Gives logical segment `seg` its blocks.
     fn allocate(&mut self, seg: u32) -> Result<()> {
-        let base = (seg * self.units) as usize;
+        let base = (seg * self.width) as usize;
         match self.map {
             MapGranularity::Block => {
-                for k in 0..self.units {
-                    let unit = self.stripe[k as usize];
+                for k in 0..self.width {
+                    let unit = self.unit_of(seg, k);
                     let block = self.free.pop(unit).ok_or_else(|| Error::DeviceFull {
                         message: format!("aftl: unit {unit} has no free block for segment {seg}"),
                     })?;
@@ -241,11 +315,11 @@ impl Aftl {
 
     /// A dead segment (trimmed whole): its blocks are erased, as background work, and freed.
     fn release(&mut self, seg: u32, flash: &mut Flash) -> Result<()> {
-        let base = (seg * self.units) as usize;
+        let base = (seg * self.width) as usize;
         let superblock = self.layout.superblock_of(self.members[base]);
         flash.set_background(true);
         let mut result: Result<()> = Ok(());
-        for k in 0..self.units as usize {
+        for k in 0..self.width as usize {
             let block = self.members[base + k];
             if !flash.is_erased(block) {
                 if let Err(e) = flash.erase(block, Cause::Host) {
@@ -257,7 +331,7 @@ impl Aftl {
         }
         flash.set_background(false);
         result?;
-        for k in 0..self.units as usize {
+        for k in 0..self.width as usize {
             if self.map == MapGranularity::Block {
                 self.free.push(&self.layout, self.members[base + k]);
             }
@@ -341,7 +415,7 @@ impl Ftl for Aftl {
     fn recover(&mut self, found: &crate::device::recovery::Found, flash: &mut Flash) -> Result<()> {
         crate::device::recovery::revalidate_live(found, flash)?;
         let ppb = self.layout.pages_per_block;
-        let (n, units) = (self.segments as usize, self.units);
+        let (n, width) = (self.segments as usize, self.width);
         let programmed = |flash: &Flash, block: u32| {
             let first = flash.first_page(block);
             (first..first + ppb)
@@ -381,10 +455,11 @@ impl Ftl for Aftl {
                 if oob.seq < first {
                     continue; // an earlier generation, trimmed whole
                 }
-                let k = off % units;
-                let slot = &mut self.members[s * units as usize + k as usize];
-                let placed = flash.page_offset(p) == off / units
-                    && self.layout.unit_of_block(block) == self.stripe[k as usize]
+                let k = off % width;
+                let unit = self.unit_of(seg, k);
+                let slot = &mut self.members[s * width as usize + k as usize];
+                let placed = flash.page_offset(p) == off / width
+                    && self.layout.unit_of_block(block) == unit
                     && (*slot == NONE || *slot == block);
                 if !placed {
                     return Err(Error::Usage(format!(
@@ -416,8 +491,8 @@ impl Ftl for Aftl {
             }
         }
         for (s, _) in dead.iter().enumerate().filter(|(_, &d)| d) {
-            let base = s * units as usize;
-            for m in &mut self.members[base..base + units as usize] {
+            let base = s * width as usize;
+            for m in &mut self.members[base..base + width as usize] {
                 if *m != NONE {
                     owner[*m as usize] = NONE;
                 }
@@ -450,10 +525,10 @@ impl Ftl for Aftl {
                     if self.write_ptr[s] == 0 {
                         continue;
                     }
-                    for k in 0..units {
-                        let slot = s * units as usize + k as usize;
+                    for k in 0..width {
+                        let slot = s * width as usize + k as usize;
                         if self.members[slot] == NONE {
-                            let unit = self.stripe[k as usize];
+                            let unit = self.unit_of(s as u32, k);
                             self.members[slot] =
                                 self.free.pop(unit).ok_or_else(|| Error::DeviceFull {
                                     message: format!(
@@ -470,14 +545,14 @@ impl Ftl for Aftl {
                     if self.write_ptr[s] == 0 {
                         continue;
                     }
-                    let base = s * units as usize;
-                    let any = self.members[base..base + units as usize]
+                    let base = s * width as usize;
+                    let any = self.members[base..base + width as usize]
                         .iter()
                         .copied()
                         .find(|&b| b != NONE)
                         .unwrap_or(NONE);
                     let sb = self.layout.superblock_of(any);
-                    for k in 0..units {
+                    for k in 0..width {
                         let b = self.layout.superblock_member(sb, k);
                         let m = &mut self.members[base + k as usize];
                         if *m != NONE && *m != b {
@@ -502,7 +577,7 @@ impl Ftl for Aftl {
         let segments = self.segments as u64;
         match self.map {
             MapGranularity::Block => {
-                out.push(("block_map", segments * self.units as u64 * ENTRY_BYTES));
+                out.push(("block_map", segments * self.width as u64 * ENTRY_BYTES));
             }
             MapGranularity::Segment => out.push(("segment_map", segments * ENTRY_BYTES)),
         }

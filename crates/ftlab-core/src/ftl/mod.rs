@@ -17,13 +17,16 @@
 pub mod aftl;
 pub mod demand;
 pub mod external;
+pub mod fdp;
 pub mod hashed;
+pub mod interface;
 pub mod kit;
 pub mod leaftl;
 pub mod logblock;
 pub mod native;
 pub mod page;
 pub mod settings;
+pub mod zns;
 
 use crate::device::geometry::Layout;
 use crate::device::nand::{Flash, Oob, Ppn};
@@ -189,6 +192,10 @@ pub trait Scheme: Ftl + Sized {
     /// one.
     const APPEND_ONLY: bool = false;
 
+    /// The command interface the scheme serves (`device.interface`): a run under another
+    /// is refused.
+    const INTERFACE: interface::Interface = interface::Interface::Block;
+
     /// Keys outside its own section that the scheme's design assumes of the device it runs
     /// on (TOML), applied over the preset and under the user's files and `--set`: LeaFTL,
     /// for example, learns the runs that a write buffer flushed whole in logical order gives
@@ -306,6 +313,17 @@ macro_rules! schemes {
             external::get(name).is_some_and(|s| s.append_only)
         }
 
+        /// The interface scheme `name` serves ([`Scheme::INTERFACE`]); `block` for a
+        /// registered external scheme or an unknown name.
+        pub fn scheme_interface(name: &str) -> interface::Interface {
+            $($(
+                if name == <$scheme as Scheme>::NAME {
+                    return <$scheme as Scheme>::INTERFACE;
+                }
+            )+)+
+            interface::Interface::Block
+        }
+
         /// Default configuration sections of the schemes that have one, by scheme name
         /// (registered external schemes included).
         pub fn scheme_defaults() -> BTreeMap<String, toml::Table> {
@@ -415,7 +433,7 @@ pub fn scheme_list() -> Vec<(String, String)> {
 // The registry: one line per scheme, grouped by family ([`FAMILIES`]), in the order
 // `ftlab schemes` lists them.
 schemes! {
-    "page": page::PageFtl;
+    "page": page::PageFtl, fdp::Fdp;
     "demand":
         demand::dftl::Dftl,
         demand::selective::Selective,
@@ -430,7 +448,7 @@ schemes! {
         logblock::kast::Kast,
         logblock::fftl::Fftl,
         logblock::kraft::Kraft;
-    "app-managed": aftl::Aftl;
+    "app-managed": aftl::Aftl, zns::Zns;
 }
 
 #[cfg(test)]

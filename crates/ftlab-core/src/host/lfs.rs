@@ -245,6 +245,49 @@ pub struct FsLayout {
     pub nodes: u32,
 }
 
+/// A section on a ZNS device: a zone (or `n` pages, a whole number of zones), so that every
+/// section is written in order from its first page and reset whole. F2FS's zoned mode keeps
+/// its metadata on a conventional device beside the zoned one, which this device does not
+/// have: only ALFS, whose metadata is appended to logs of sections, runs on it.
+fn zoned_section(
+    zns: &crate::ftl::zns::ZnsConfig,
+    layout: &Layout,
+    kind: StackKind,
+    n: u64,
+) -> Result<u64> {
+    if kind != StackKind::Alfs {
+        return Err(Error::config(
+            "host.stack",
+            format!(
+                "{} updates its metadata in place, which a zns device refuses (F2FS's zoned \
+                 mode keeps it on a conventional device beside the zoned one): run alfs, \
+                 whose metadata is appended to zones",
+                kind.name()
+            ),
+        ));
+    }
+    let shape = zns.shape(layout)?;
+    if shape.size != shape.capacity {
+        return Err(Error::config(
+            "zns.zone_size_pages",
+            format!(
+                "zones of {} pages with a capacity of {} leave holes in the logical space, \
+                 which the file system's sections cannot have: set it to 0",
+                shape.size, shape.capacity
+            ),
+        ));
+    }
+    let zone = shape.capacity as u64;
+    match n {
+        0 => Ok(zone),
+        n if n.is_multiple_of(zone) => Ok(n),
+        n => Err(Error::config(
+            "lfs.section_pages",
+            format!("{n} pages is not a whole number of the device's {zone}-page zones"),
+        )),
+    }
+}
+
 fn gcd(a: u32, b: u32) -> u32 {
     if b == 0 {
         a
@@ -258,10 +301,11 @@ impl FsLayout {
     pub fn new(cfg: &StackConfig, layout: &Layout, kind: StackKind) -> Result<FsLayout> {
         let lfs = &cfg.lfs;
         let page_size = layout.page_size;
-        let section_pages = match (lfs.section_pages, kind) {
-            (0, StackKind::Alfs) => layout.units as u64 * layout.pages_per_block as u64,
-            (0, _) => (2 << 20) / page_size as u64,
-            (n, _) => n,
+        let section_pages = match (&cfg.zns, lfs.section_pages, kind) {
+            (Some(zns), n, _) => zoned_section(zns, layout, kind, n)?,
+            (None, 0, StackKind::Alfs) => layout.units as u64 * layout.pages_per_block as u64,
+            (None, 0, _) => (2 << 20) / page_size as u64,
+            (None, n, _) => n,
         };
         if section_pages == 0 || section_pages > u32::MAX as u64 / 4 {
             return Err(Error::config(

@@ -114,6 +114,9 @@ impl StackKind {
 pub struct StackConfig {
     pub host: HostConfig,
     pub lfs: lfs::LfsConfig,
+    /// The device's zones when it is a ZNS device (`device.interface = "zns"`): a file
+    /// system's sections are then its zones.
+    pub zns: Option<crate::ftl::zns::ZnsConfig>,
 }
 
 /// The `[host]` section.

@@ -88,6 +88,22 @@ fn resolve_config_keys(opts: &RunOptions) -> Result<(Config, Vec<String>)> {
     let (mut cfg, keys) = resolve_layers(opts)?;
     if !opts.ftl.is_empty() {
         cfg.host.stack = cfg.host.stack.resolve(&opts.ftl);
+        let served = ftl::scheme_interface(&opts.ftl);
+        if cfg.device.interface != served {
+            return Err(Error::config(
+                "device.interface",
+                format!(
+                    "scheme `{}` serves the {} interface, not {}: a {} device is the scheme of \
+                     that name (`--ftl {}`), and block-interface schemes run with \
+                     device.interface = \"block\"",
+                    opts.ftl,
+                    served.name(),
+                    cfg.device.interface.name(),
+                    cfg.device.interface.name(),
+                    cfg.device.interface.name(),
+                ),
+            ));
+        }
     }
     Ok((cfg, keys))
 }

@@ -142,6 +142,20 @@ fn open_any(
     sink: Option<Box<dyn PageSink>>,
     image: Option<&FlashImage>,
 ) -> Result<(Box<dyn Device>, Option<Recovered>)> {
+    // An FDP device is a block device too (every write on the default handle); a zoned
+    // one is not. NBD's protocol, extensions included, carries reads, writes, trims,
+    // flushes and zeroes of a flat block device: nothing to report zones, append, reset or
+    // finish.
+    let zns = ftl::interface::Interface::Zns;
+    if ftl::scheme_interface(scheme) == zns || cfg.device.interface == zns {
+        return Err(crate::Error::Usage(
+            "a block device (`ftlab serve`, NBD) cannot be a zns device: the NBD protocol, \
+             its extensions included, has no zone commands (report zones, zone append, \
+             reset, finish), so a client could neither find the write pointers nor reset a \
+             zone; replay zoned workloads with `ftlab run --ftl zns` instead"
+                .into(),
+        ));
+    }
     let layout = cfg.validate()?;
     ftl::build(
         scheme,

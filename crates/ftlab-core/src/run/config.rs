@@ -31,6 +31,8 @@ use std::path::Path;
 pub struct Config {
     pub geometry: Geometry,
     pub nand: Nand,
+    /// The device's command interface (`block` or `zns`).
+    pub device: crate::ftl::interface::DeviceSection,
     pub ftl: FtlConfig,
     pub gc: GcConfig,
     pub buffer: BufferConfig,
@@ -57,6 +59,7 @@ impl Default for Config {
         Config {
             geometry: Geometry::default(),
             nand: Nand::default(),
+            device: Default::default(),
             ftl: FtlConfig::default(),
             gc: GcConfig::default(),
             buffer: BufferConfig::default(),
@@ -580,11 +583,18 @@ impl Config {
         }
     }
 
-    /// What a host stack is built from: `[host]` and `[lfs]`.
+    /// What a host stack is built from: `[host]` and `[lfs]`, and `[zns]` on a zoned device.
     pub fn stack(&self) -> StackConfig {
+        let zns = self.device.interface == crate::ftl::interface::Interface::Zns;
         StackConfig {
             host: self.host.clone(),
             lfs: self.lfs.clone(),
+            // A bad `[zns]` section is the scheme's to refuse, naming the key, when it is built.
+            zns: zns.then(|| {
+                self.scheme_context()
+                    .scheme_config("zns")
+                    .unwrap_or_default()
+            }),
         }
     }
 
