@@ -135,6 +135,14 @@ pub trait Ftl: 'static + Send {
         false
     }
 
+    /// Whether the scheme's host writes go through the shared page allocator's pseudo-SLC
+    /// cache when `[slc]` turns it on. A scheme that places its pages itself (the log-block,
+    /// hashed and append-only schemes) keeps the default, false, and is refused a device
+    /// with the cache on ([`check_slc_cache`]).
+    fn slc_cache(&self) -> bool {
+        false
+    }
+
     /// False when [`Ftl::idle`] would do nothing: the simulator then skips it (and the
     /// gap-filling around it), as it does after most requests.
     fn has_idle_work(&mut self) -> bool {
@@ -252,8 +260,25 @@ pub fn build_scheme<S: Scheme, V: Visitor>(
     visitor: V,
 ) -> Result<V::Output> {
     let ftl = S::new(cfg, layout)?;
+    check_slc_cache(&ftl, S::NAME, cfg)?;
     let flash = Flash::new(&cfg.device, layout, ftl.extra_oob_bytes(), cfg.timed)?;
     Ok(visitor.visit(ftl, flash))
+}
+
+/// Refuses a scheme that cannot run on the pseudo-SLC cache `[slc]` turns on
+/// ([`Ftl::slc_cache`]).
+pub fn check_slc_cache<F: Ftl>(ftl: &F, name: &str, cfg: &SchemeContext) -> Result<()> {
+    if cfg.device.slc.enabled() && !ftl.slc_cache() {
+        return Err(Error::config(
+            "slc.static_fraction",
+            format!(
+                "scheme `{name}` places its pages itself, not through the shared page allocator \
+                 that runs the pseudo-SLC cache; set slc.static_fraction and slc.dynamic_fraction \
+                 to 0 for it (the schemes that run on the cache: page, dftl, sftl, tpftl, selective and leaftl)"
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// Generates the registry from the list of scheme types: [`SCHEMES`], [`scheme_defaults`]

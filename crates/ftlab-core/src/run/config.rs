@@ -13,6 +13,7 @@ pub use crate::controller::settings::{
     ControllerConfig, PreconditionConfig, PreconditionMode, ReplayConfig, ReplayMode,
 };
 pub use crate::device::geometry::{Geometry, Layout, Nand, ProgramOrder, OOB_HEADER_BYTES};
+pub use crate::device::slc::SlcConfig;
 pub use crate::device::timing::SchedulerConfig;
 pub use crate::device::DeviceConfig;
 use crate::error::{Error, Result};
@@ -31,6 +32,8 @@ use std::path::Path;
 pub struct Config {
     pub geometry: Geometry,
     pub nand: Nand,
+    /// The pseudo-SLC cache (off by default).
+    pub slc: SlcConfig,
     pub ftl: FtlConfig,
     pub gc: GcConfig,
     pub buffer: BufferConfig,
@@ -57,6 +60,7 @@ impl Default for Config {
         Config {
             geometry: Geometry::default(),
             nand: Nand::default(),
+            slc: SlcConfig::default(),
             ftl: FtlConfig::default(),
             gc: GcConfig::default(),
             buffer: BufferConfig::default(),
@@ -106,6 +110,11 @@ pub const PRESETS: &[(&str, &str, &str)] = &[
         "amf",
         "AMF (FAST'16): the BlueDBM SSD, 512 GB of MLC, 8 channels x 4 ways, 128 x 4 KiB pages/block, 100/490/3500 us, 120 MB/s channels (240K/67K IOPS raw), no write buffer",
         include_str!("../../presets/amf.toml"),
+    ),
+    (
+        "phone",
+        "a phone's UFS flash: the default TLC NAND on 4 channels x 2 dies x 2 planes, 6 GiB raw (fitted to traces), no write buffer, a pseudo-SLC cache (1.8% static + up to 10.8% dynamic blocks; 25/105/40 us)",
+        include_str!("../../presets/phone.toml"),
     ),
     (
         "kraft",
@@ -414,6 +423,10 @@ impl Config {
                 ),
             ));
         }
+        let spare_blocks =
+            (physical_pages - logical_pages - min_spare) / g.pages_per_block as u64 / units;
+        self.slc
+            .validate(g.pages_per_block, g.blocks_per_plane, spare_blocks)?;
         let n = &self.nand;
         if n.channel_bytes_per_s == 0 {
             return Err(Error::config(
@@ -556,6 +569,7 @@ impl Config {
         DeviceConfig {
             nand: self.nand.clone(),
             scheduler: self.scheduler.clone(),
+            slc: self.slc.clone(),
         }
     }
 
