@@ -9,6 +9,18 @@ use crate::error::{Error, Result};
 use crate::units;
 use serde::{Deserialize, Serialize};
 
+/// What a host write does when it finds its unit's SLC blocks all full.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum WhenFull {
+    /// Goes to a native (TLC) block, as Samsung's TurboWrite and UFS WriteBooster write
+    /// once their buffer is exhausted; the cache folds in idle time only.
+    Bypass,
+    /// Waits while the unit's oldest SLC block is folded, then takes its place: every write
+    /// stays in SLC, at the cost of folding in the write's path.
+    Fold,
+}
+
 /// The `[slc]` section: off (no SLC block) unless `static_fraction` or `dynamic_fraction`
 /// is positive.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -24,6 +36,8 @@ pub struct SlcConfig {
     /// Bits per cell of the native (TLC) mode: an SLC block holds `pages_per_block /
     /// bits_per_cell` pages.
     pub bits_per_cell: u32,
+    /// What a host write does when its unit's cache is full.
+    pub when_full: WhenFull,
     /// tR of a page in SLC mode, in ns.
     #[serde(with = "units::nanos")]
     pub read_latency_ns: u64,
@@ -45,6 +59,7 @@ impl Default for SlcConfig {
             static_fraction: 0.0,
             dynamic_fraction: 0.0,
             bits_per_cell: 3,
+            when_full: WhenFull::Bypass,
             read_latency_ns: 25_000,
             program_latency_ns: 105_000,
             erase_latency_ns: 40_000,

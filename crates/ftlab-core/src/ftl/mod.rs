@@ -137,8 +137,9 @@ pub trait Ftl: 'static + Send {
 
     /// Whether the scheme's host writes go through the shared page allocator's pseudo-SLC
     /// cache when `[slc]` turns it on. A scheme that places its pages itself (the log-block,
-    /// hashed and append-only schemes) keeps the default, false, and is refused a device
-    /// with the cache on ([`check_slc_cache`]).
+    /// hashed and append-only schemes), or whose learned placement the cache breaks
+    /// (LeaFTL), keeps the default, false, and is refused a device with the cache on
+    /// ([`check_slc_cache`]).
     fn slc_cache(&self) -> bool {
         false
     }
@@ -272,9 +273,9 @@ pub fn check_slc_cache<F: Ftl>(ftl: &F, name: &str, cfg: &SchemeContext) -> Resu
         return Err(Error::config(
             "slc.static_fraction",
             format!(
-                "scheme `{name}` places its pages itself, not through the shared page allocator \
-                 that runs the pseudo-SLC cache; set slc.static_fraction and slc.dynamic_fraction \
-                 to 0 for it (the schemes that run on the cache: page, dftl, sftl, tpftl, selective and leaftl)"
+                "scheme `{name}` does not run on the pseudo-SLC cache (the schemes that do: page, \
+                 dftl, sftl, tpftl, selective); set slc.static_fraction and slc.dynamic_fraction \
+                 to 0 for it"
             ),
         ));
     }

@@ -13,7 +13,7 @@ pub use crate::controller::settings::{
     ControllerConfig, PreconditionConfig, PreconditionMode, ReplayConfig, ReplayMode,
 };
 pub use crate::device::geometry::{Geometry, Layout, Nand, ProgramOrder, OOB_HEADER_BYTES};
-pub use crate::device::slc::SlcConfig;
+pub use crate::device::slc::{SlcConfig, WhenFull};
 pub use crate::device::timing::SchedulerConfig;
 pub use crate::device::DeviceConfig;
 use crate::error::{Error, Result};

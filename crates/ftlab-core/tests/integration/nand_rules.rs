@@ -228,7 +228,8 @@ fn causes_are_listed_once_in_report_order() {
             "merge_partial",
             "merge_full",
             "host_cleaning",
-            "fs_metadata"
+            "fs_metadata",
+            "fold"
         ]
     );
     let merges: Vec<&str> = CAUSES

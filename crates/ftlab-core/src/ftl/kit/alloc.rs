@@ -569,6 +569,9 @@ impl PageAllocator {
     /// Before `unit` opens a block: below the soft threshold it reclaims a victim (or waits
     /// for background GC), at or below the hard one until it is above again.
     fn collect_if_low(&mut self, unit: u32, flash: &mut Flash) -> Result<()> {
+        if self.slc.is_some() {
+            self.fold_if_low(unit, flash)?;
+        }
         let mut collected = false;
         if self.free.count(unit) < self.soft_free_blocks {
             if self.background_gc {
@@ -704,6 +707,10 @@ impl PageAllocator {
     #[inline(never)]
     fn stays_pending(&mut self, unit: u32, flash: &mut Flash) -> Result<bool> {
         let low = |a: &Self| a.free.count(unit) < a.soft_free_blocks;
+        if self.slc.is_some() && low(self) && !flash.background_busy(unit) {
+            // Dynamic SLC blocks give free blocks back more cheaply than any victim.
+            self.fold_if_low(unit, flash)?;
+        }
         let stays =
             low(self) && (flash.background_busy(unit) || (self.reclaim(unit, flash)? && low(self)));
         self.gc_wake[unit as usize] = flash.background_busy_until(unit).unwrap_or(0);
@@ -1042,10 +1049,10 @@ impl PageAllocator {
     }
 
     /// A host page in the cache, on the unit at the cache's round-robin position: in its
-    /// open SLC block, else in a block it opens, else (the unit's cache full) in the block
-    /// that folding the unit's oldest SLC block in the foreground frees. None when the unit
-    /// has no SLC block to give (no static region, no dynamic block to spare): the write
-    /// goes to the host stream's native block.
+    /// open SLC block, else in a block it opens, else (the unit's cache full, with
+    /// `slc.when_full = "fold"`) in the block that folding the unit's oldest SLC block in the
+    /// foreground frees. None when the unit has no SLC block to give: the write goes to the
+    /// host stream's native block.
     #[inline(never)]
     fn slc_host_page(&mut self, flash: &mut Flash) -> Result<Option<Ppn>> {
         let Some(mut cache) = self.slc.take() else {
@@ -1070,7 +1077,9 @@ impl PageAllocator {
             return Ok(Some(block * ppb + offset));
         }
         let opened = self.open_slc(cache, unit, flash)?
-            || (self.fold(cache, unit, flash)? && self.open_slc(cache, unit, flash)?);
+            || (cache.fold_when_full
+                && self.fold(cache, unit, flash)?
+                && self.open_slc(cache, unit, flash)?);
         if !opened {
             return Ok(None);
         }
@@ -1153,6 +1162,36 @@ impl PageAllocator {
             });
         }
         Ok(pages.len() as u64)
+    }
+
+    /// Below the soft threshold, the unit first gets its free blocks back from the dynamic
+    /// region: it folds its filled dynamic SLC blocks, oldest first, until it is above or
+    /// has none (each gives a block for a third of one's worth of TLC pages, cheaper than
+    /// any GC victim). Otherwise the cache's blocks, out of GC's reach, could hold the
+    /// over-provisioning.
+    fn fold_if_low(&mut self, unit: u32, flash: &mut Flash) -> Result<()> {
+        let Some(mut cache) = self.slc.take() else {
+            return Ok(());
+        };
+        let u = unit as usize;
+        let mut result = Ok(());
+        while self.free.count(unit) < self.soft_free_blocks {
+            let Some(i) = cache.full[u]
+                .iter()
+                .position(|&b| !cache.is_static[b as usize])
+            else {
+                break;
+            };
+            // The oldest dynamic block goes first in the fold queue.
+            let block = cache.full[u].remove(i).expect("a queued block");
+            cache.full[u].push_front(block);
+            result = self.fold(&mut cache, unit, flash).map(|_| ());
+            if result.is_err() {
+                break;
+            }
+        }
+        self.slc = Some(cache);
+        result
     }
 
     /// Folding in idle time: each unit whose die is idle before the next request

@@ -10,8 +10,10 @@
 //! unit's host (TLC) block and it is erased ([`crate::device::nand::Cause::Fold`]); a
 //! static block then returns to the static region, a dynamic one to the free pool, in
 //! native mode. Folding happens in idle time (a gap before the next request in which the
-//! unit's die has nothing else to do), and in the foreground when a host write finds the
-//! cache full on the unit it is to go to. GC never takes an SLC block as its victim.
+//! unit's die has nothing else to do); a host write that finds the cache full on the unit
+//! it is to go to either goes to the unit's native block (`slc.when_full = "bypass"`) or
+//! waits while the unit's oldest SLC block is folded in the foreground (`"fold"`). GC never
+//! takes an SLC block as its victim.
 //!
 //! The allocator holds the cache's state here and does the moving (`alloc.rs`), so that
 //! every scheme built on it (page, the demand-cached schemes, LeaFTL, external schemes)
@@ -19,7 +21,7 @@
 
 use crate::device::geometry::Layout;
 use crate::device::nand::NONE;
-use crate::device::slc::SlcConfig;
+use crate::device::slc::{SlcConfig, WhenFull};
 use std::collections::VecDeque;
 
 /// The cache's state (see the module docs).
@@ -28,6 +30,9 @@ pub(crate) struct SlcCache {
     pub pages: u32,
     /// Dynamic blocks a unit may have in SLC mode at once.
     pub dynamic_limit: u32,
+    /// A write finding its unit's cache full folds a block in the foreground (else it
+    /// bypasses the cache).
+    pub fold_when_full: bool,
     /// Per unit: the open SLC block (`NONE`: none) and its next page.
     pub open: Vec<(u32, u32)>,
     /// Per unit: erased blocks of the static region.
@@ -65,6 +70,7 @@ impl SlcCache {
         Some(SlcCache {
             pages: cfg.pages(layout.pages_per_block),
             dynamic_limit: dynamic,
+            fold_when_full: cfg.when_full == WhenFull::Fold,
             open: vec![(NONE, 0); units],
             static_free,
             full: vec![VecDeque::new(); units],

@@ -1101,13 +1101,6 @@ impl Ftl for LeaFtl {
         }
     }
 
-    fn slc_cache(&self) -> bool {
-        match &self.backing {
-            Backing::Dram(a) => a.has_slc_cache(),
-            Backing::Flash(s) => s.alloc.has_slc_cache(),
-        }
-    }
-
     fn reset_counters(&mut self) {
         self.counters = Counters {
             levels: vec![0; LEVEL_BUCKETS + 1],
