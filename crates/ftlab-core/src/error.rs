@@ -131,6 +131,15 @@ pub enum NandError {
         block: u32,
         valid: u32,
     },
+    /// A page beyond those its block holds in its mode (an SLC-mode block holds fewer).
+    ProgramBeyondCapacity {
+        ppn: u32,
+        pages: u32,
+    },
+    /// A block's mode (SLC or native) changed while it holds programmed pages.
+    ModeNotErased {
+        block: u32,
+    },
 }
 
 impl fmt::Display for NandError {
@@ -162,6 +171,13 @@ impl fmt::Display for NandError {
                 f,
                 "block {block} erased while it still holds {valid} valid pages (data loss)"
             ),
+            NandError::ProgramBeyondCapacity { ppn, pages } => write!(
+                f,
+                "page {ppn} programmed beyond the {pages} pages its block holds in its mode (SLC)"
+            ),
+            NandError::ModeNotErased { block } => {
+                write!(f, "block {block} switched between SLC and native mode while it holds data")
+            }
         }
     }
 }

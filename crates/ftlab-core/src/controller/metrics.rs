@@ -135,6 +135,42 @@ pub struct GcReport {
     pub scheduling: &'static str,
 }
 
+/// What the pseudo-SLC cache absorbed and what folding it cost.
+#[derive(Clone, Debug, Serialize)]
+pub struct SlcReport {
+    /// Host-written pages (host, cleaning and metadata programs) programmed into SLC
+    /// blocks, and their share of all host-written pages programmed (the hit rate).
+    pub host_pages_absorbed: u64,
+    pub hit_rate: Option<f64>,
+    /// SLC blocks folded, and the valid pages folding copied into native blocks.
+    pub folds: u64,
+    pub pages_folded: u64,
+    /// The write amplification folding adds: its programs per page the host wrote to the
+    /// device (part of `waf`).
+    pub waf_added: Option<f64>,
+}
+
+impl SlcReport {
+    pub fn new(flash: &Flash, host_pages_written: u64) -> Self {
+        let host_programs: u64 = CAUSES
+            .iter()
+            .filter(|c| c.group() == "host")
+            .map(|&c| flash.stats.programs[c as usize])
+            .sum();
+        let ratio = |n: u64, d: u64| (d > 0).then(|| n as f64 / d as f64);
+        SlcReport {
+            host_pages_absorbed: flash.stats.slc_host_programs,
+            hit_rate: ratio(flash.stats.slc_host_programs, host_programs),
+            folds: flash.stats.slc_folds,
+            pages_folded: flash.stats.slc_pages_folded,
+            waf_added: ratio(
+                flash.stats.programs[Cause::Fold as usize],
+                host_pages_written,
+            ),
+        }
+    }
+}
+
 #[derive(Clone, Debug, Serialize)]
 pub struct EraseCounts {
     pub min: u32,
@@ -390,6 +426,8 @@ pub struct Metrics {
     /// wrote, `fs_waf x waf`.
     pub total_waf: Option<f64>,
     pub gc: GcReport,
+    /// The pseudo-SLC cache (null when `[slc]` leaves it off).
+    pub slc: Option<SlcReport>,
     pub erase_count: EraseCounts,
     pub memory_bytes: MemoryReport,
     /// Null in mapping-only mode.

@@ -25,7 +25,7 @@ use crate::controller::buffer::{Buffered, WriteBuffer};
 use crate::controller::interface::Front;
 use crate::controller::metrics::{
     Finished, GcReport, HostCounters, Latency, LatencyReport, LoadReport, Metrics,
-    PreconditionReport, Sampler,
+    PreconditionReport, Sampler, SlcReport,
 };
 use crate::controller::settings::{
     ControllerConfig, PreconditionConfig, PreconditionMode, ReplayMode,
@@ -568,12 +568,12 @@ impl<F: Ftl> Simulator<F> {
         self.flash.set_idle_until(arrival);
         // Most gaps: one round that reclaims nothing. (The error, a large value, is moved
         // only on its own path.)
-        let before = self.flash.stats.gc_invocations;
+        let before = self.flash.stats.reclaims();
         if let Err(e) = self.idle() {
             self.flash.set_idle_until(0);
             return Err(e);
         }
-        if self.flash.stats.gc_invocations != before {
+        if self.flash.stats.reclaims() != before {
             return self.more_idle_rounds();
         }
         self.flash.set_idle_until(0);
@@ -588,12 +588,12 @@ impl<F: Ftl> Simulator<F> {
         // GC frees nothing.
         let mut rounds = self.layout.total_blocks;
         let result = loop {
-            let before = self.flash.stats.gc_invocations;
+            let before = self.flash.stats.reclaims();
             if let Err(e) = self.idle() {
                 break Err(e);
             }
             rounds = rounds.saturating_sub(1);
-            if self.flash.stats.gc_invocations == before || rounds == 0 {
+            if self.flash.stats.reclaims() == before || rounds == 0 {
                 break Ok(());
             }
         };
@@ -761,7 +761,7 @@ impl<F: Ftl> Simulator<F> {
             while written < limit {
                 let (programs, gcs) = (
                     self.flash.stats.total_programs(),
-                    self.flash.stats.gc_invocations,
+                    self.flash.stats.reclaims(),
                 );
                 let reclaimed = reclaims;
                 for _ in 0..window {
@@ -770,7 +770,7 @@ impl<F: Ftl> Simulator<F> {
                 written += window;
                 let waf = (self.flash.stats.total_programs() - programs) as f64 / window as f64;
                 report.window_waf.push(waf);
-                let gc_ran = self.flash.stats.gc_invocations > gcs || reclaims > reclaimed;
+                let gc_ran = self.flash.stats.reclaims() > gcs || reclaims > reclaimed;
                 let last = &report.window_waf[report.window_waf.len().saturating_sub(keep)..];
                 if gc_ran && last.len() == keep && is_steady(last, cfg) {
                     report.steady = true;
@@ -797,13 +797,15 @@ impl<F: Ftl> Simulator<F> {
         Ok(())
     }
 
-    /// The end of preconditioning: the buffer drained, then background GC given the idle
-    /// time to catch up (rounds until no unit below its soft threshold reclaims), as a
+    /// The end of preconditioning: the buffer drained, then background GC and folding given
+    /// the idle time to catch up (rounds until no unit reclaims or folds), as a
     /// device left idle between preconditioning and the measured run would. Without it the
     /// GC that the drain's writes owe would fall into the measured run's first idle gaps
     /// and be charged to a trace that may write only a few pages (a WAF in the thousands).
     fn settle(&mut self) -> Result<()> {
         self.drain()?;
+        // An idle gap without end: the SLC cache folds too.
+        self.flash.set_idle_until(u64::MAX);
         self.more_idle_rounds()
     }
 
@@ -1193,6 +1195,11 @@ impl<F: Ftl> Simulator<F> {
                     "foreground"
                 },
             },
+            slc: self
+                .device
+                .slc
+                .enabled()
+                .then(|| SlcReport::new(flash, written)),
             erase_count: Metrics::erase_counts(flash),
             memory_bytes: self.sampler.memory.clone(),
             latency: timed.then(|| LatencyReport {

@@ -100,8 +100,8 @@ pub fn cost_benefit(valid: u64, capacity: u64, age: u64) -> f64 {
     (1.0 - u) / (2.0 * u) * (age as f64 + 1.0)
 }
 
-/// The best victim among the full blocks of `unit` that have at least one invalid page,
-/// skipping `exclude` (blocks the caller is still writing). Ties go to the lowest block
+/// The best victim among the full native-mode blocks of `unit` that have at least one
+/// invalid page, skipping `exclude` (blocks the caller is still writing). Ties go to the lowest block
 /// number, so the choice is deterministic.
 pub fn select_victim(
     flash: &Flash,
@@ -112,8 +112,13 @@ pub fn select_victim(
     let layout = flash.layout();
     let ppb = layout.pages_per_block;
     let first = unit * layout.blocks_per_unit;
-    let candidates = (first..first + layout.blocks_per_unit)
-        .filter(|&b| flash.is_full(b) && flash.valid_count(b) < ppb && !exclude.contains(&b));
+    let candidates = (first..first + layout.blocks_per_unit).filter(|&b| {
+        flash.is_full(b)
+                && flash.valid_count(b) < ppb
+                && !exclude.contains(&b)
+                // An SLC block belongs to the allocator's cache, which folds it.
+                && !flash.is_slc(b)
+    });
     match policy {
         VictimPolicy::Greedy => candidates.min_by_key(|&b| (flash.valid_count(b), b)),
         VictimPolicy::CostBenefit => {

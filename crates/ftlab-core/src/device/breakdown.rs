@@ -61,7 +61,7 @@ parts! {
     Dram = "dram", "data copied into or out of the controller's DRAM (buffer hits, unmapped pages, buffered writes)";
     BufferWait = "buffer_wait", "a write waiting for a free write-buffer slot while the flash drains the buffer (a flush held by GC, merges, cleaning or mapping write-back is charged to them)";
     QueueHost = "queue_host", "queueing behind other host I/O on the die or channel";
-    BgGc = "bg_gc", "waiting behind background garbage collection";
+    BgGc = "bg_gc", "waiting behind background garbage collection (folding included)";
     BgMerge = "bg_merge", "waiting behind background log-block merges";
     BgHostCleaning = "bg_host_cleaning", "waiting behind the host stack's background cleaning";
     BgMapping = "bg_mapping", "waiting behind background mapping write-back";
@@ -84,8 +84,8 @@ impl Part {
     #[inline(always)]
     pub fn behind(cause: Cause, background: bool, program: bool) -> Part {
         match (cause, background) {
-            (Cause::Gc, false) => Part::FgGc,
-            (Cause::Gc, true) => Part::BgGc,
+            (Cause::Gc | Cause::Fold, false) => Part::FgGc,
+            (Cause::Gc | Cause::Fold, true) => Part::BgGc,
             (Cause::MergeSwitch | Cause::MergePartial | Cause::MergeFull, false) => Part::FgMerge,
             (Cause::MergeSwitch | Cause::MergePartial | Cause::MergeFull, true) => Part::BgMerge,
             (Cause::HostCleaning, false) => Part::FgHostCleaning,
@@ -109,7 +109,7 @@ impl Part {
     pub fn service_of(cause: Cause, program: bool) -> Option<Part> {
         match cause {
             Cause::Host | Cause::FsMetadata => None,
-            Cause::Gc => Some(Part::FgGc),
+            Cause::Gc | Cause::Fold => Some(Part::FgGc),
             Cause::MergeSwitch | Cause::MergePartial | Cause::MergeFull => Some(Part::FgMerge),
             Cause::HostCleaning => Some(Part::FgHostCleaning),
             Cause::Translation if program => Some(Part::FgMapping),

@@ -1,24 +1,27 @@
 //! The device model: the geometry and NAND characteristics ([`geometry`]), the NAND
 //! array's rules and state ([`nand`]), die and channel timing ([`timing`]) and how a
 //! request's time splits into parts on it ([`breakdown`]), free-block pools ([`blocks`]),
-//! and the flash image a restart scans ([`recovery`]).
+//! the flash image a restart scans ([`recovery`]) and the pseudo-SLC mode ([`slc`]).
 
 pub mod blocks;
 pub mod breakdown;
 pub mod geometry;
 pub mod nand;
 pub mod recovery;
+pub mod slc;
 pub mod timing;
 
 use geometry::Nand;
 use serde::Serialize;
+use slc::SlcConfig;
 use timing::SchedulerConfig;
 
-/// What the device model is built from: the NAND's characteristics and the die
-/// scheduler's policy (the `[nand]` and `[scheduler]` sections; the geometry comes as the
-/// derived [`geometry::Layout`]).
+/// What the device model is built from: the NAND's characteristics, its SLC mode and the
+/// die scheduler's policy (the `[nand]`, `[slc]` and `[scheduler]` sections; the geometry
+/// comes as the derived [`geometry::Layout`]).
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct DeviceConfig {
     pub nand: Nand,
     pub scheduler: SchedulerConfig,
+    pub slc: SlcConfig,
 }

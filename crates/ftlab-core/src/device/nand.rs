@@ -88,7 +88,8 @@ macro_rules! causes {
             }
 
             /// The family the cause belongs to: `host`, `gc`, `translation`,
-            /// `misprediction` or `merge` (summaries add up a family, e.g. merge reads).
+            /// `misprediction`, `merge` or `fold` (summaries add up a family, e.g. merge
+            /// reads).
             pub const fn group(self) -> &'static str {
                 match self {
                     $(Cause::$variant => $group,)+
@@ -122,6 +123,7 @@ causes! {
     HostCleaning = "host_cleaning", "host",
         "host writes and reads of a log-structured file system's cleaning (segment cleaning)";
     FsMetadata = "fs_metadata", "host", "host writes and reads of file-system metadata";
+    Fold = "fold", "fold", "folding the pseudo-SLC cache: its valid pages copied into TLC blocks, its blocks erased";
 }
 
 impl Cause {
@@ -254,11 +256,22 @@ pub struct FlashStats {
     pub gc_invocations: u64,
     /// Valid pages relocated by garbage collection.
     pub gc_pages_moved: u64,
+    /// Host-group programs (host, cleaning, metadata) into SLC-mode blocks: the writes the
+    /// pseudo-SLC cache absorbed.
+    pub slc_host_programs: u64,
+    /// SLC blocks folded, and the valid pages their folding copied into native blocks.
+    pub slc_folds: u64,
+    pub slc_pages_folded: u64,
 }
 
 impl FlashStats {
     pub fn total_programs(&self) -> u64 {
         self.programs.iter().sum()
+    }
+
+    /// Blocks reclaimed so far by garbage collection and by folding the SLC cache.
+    pub fn reclaims(&self) -> u64 {
+        self.gc_invocations + self.slc_folds
     }
 }
 
@@ -285,6 +298,11 @@ pub struct Flash {
     /// (ascending order) or pages programmed (any order).
     write_ptr: Vec<u32>,
     valid_count: Vec<u32>,
+    /// Pages each block holds in its current mode: `pages_per_block`, or fewer in SLC
+    /// mode ([`Flash::set_slc`]).
+    capacity: Vec<u32>,
+    /// Pages of a block in SLC mode.
+    slc_pages: u32,
     erase_count: Vec<u32>,
     /// Logical time of the last program or invalidation in the block (for cost-benefit).
     modified_at: Vec<u64>,
@@ -486,6 +504,7 @@ impl Flash {
                     channel: layout.channel_of_unit(unit),
                     plane: layout.plane_of_unit(unit),
                     offset: 0,
+                    slc: false,
                 })
                 .collect(),
             order: cfg.nand.program_order,
@@ -500,6 +519,8 @@ impl Flash {
             extra: vec![0; pages * extra_oob_bytes],
             write_ptr: vec![0; blocks],
             valid_count: vec![0; blocks],
+            capacity: vec![ppb; blocks],
+            slc_pages: cfg.slc.pages(ppb),
             erase_count: vec![0; blocks],
             modified_at: vec![0; blocks],
             programmed_at: vec![0; blocks],
@@ -640,10 +661,39 @@ impl Flash {
     }
 
     /// No page of the block can be programmed any more (every page programmed, or, in
-    /// ascending order, the last page programmed).
+    /// ascending order, the last page programmed; in SLC mode, of the pages it holds).
     #[inline]
     pub fn is_full(&self, block: u32) -> bool {
-        self.write_ptr[block as usize] == self.layout.pages_per_block
+        self.write_ptr[block as usize] == self.capacity[block as usize]
+    }
+
+    /// Pages the block holds in its current mode.
+    #[inline]
+    pub fn capacity(&self, block: u32) -> u32 {
+        self.capacity[block as usize]
+    }
+
+    /// Whether the block is in SLC mode.
+    #[inline]
+    pub fn is_slc(&self, block: u32) -> bool {
+        self.capacity[block as usize] != self.layout.pages_per_block
+    }
+
+    /// Puts an erased block in SLC mode (one bit per cell: `[slc]`'s share of the pages,
+    /// timed with its tR, tPROG and tBERS) or back in native mode. The mode lasts until the
+    /// next call: an erase keeps it. Changing the mode of a block that holds data is a NAND
+    /// rule violation.
+    pub fn set_slc(&mut self, block: u32, on: bool) -> std::result::Result<(), NandError> {
+        self.check_block(block)?;
+        if !self.is_erased(block) {
+            return Err(NandError::ModeNotErased { block });
+        }
+        self.capacity[block as usize] = if on {
+            self.slc_pages
+        } else {
+            self.layout.pages_per_block
+        };
+        Ok(())
     }
 
     #[inline]
@@ -904,9 +954,11 @@ impl Flash {
 
     #[inline]
     fn place(&self, ppn: Ppn) -> Place {
-        let unit = self.unit_of_block.divide(self.block_of(ppn));
+        let block = self.block_of(ppn);
+        let unit = self.unit_of_block.divide(block);
         Place {
             offset: self.page_offset(ppn),
+            slc: self.capacity[block as usize] != self.layout.pages_per_block,
             ..self.unit_places[unit as usize]
         }
     }
@@ -922,6 +974,21 @@ impl Flash {
         self.timeline
             .as_mut()
             .is_some_and(|t| t.background_busy(die, now))
+    }
+
+    /// Whether the die of `unit` is idle before the next request while an idle gap is
+    /// being filled ([`Flash::set_idle_until`]): no background work of its own left and its
+    /// last operation done before the gap ends. Always true in a gap of a mapping-only run;
+    /// never outside a gap (just after a request).
+    pub fn idle_in_gap(&mut self, unit: u32) -> bool {
+        let until = self.idle_until;
+        if until == 0 {
+            return false;
+        }
+        let die = self.layout.die_of_unit(unit);
+        self.timeline
+            .as_mut()
+            .is_none_or(|t| !t.background_busy(die, until) && t.die_free(die) < until)
     }
 
     /// The instant [`Flash::background_busy`] looks at: the cursor, or the end of the idle
@@ -1151,7 +1218,11 @@ impl Flash {
         host_data: bool,
     ) -> std::result::Result<(), NandError> {
         self.program_state(ppn, oob, extra)?;
-        self.stats.programs[self.counter(cause)] += 1;
+        let counter = self.counter(cause);
+        self.stats.programs[counter] += 1;
+        if self.is_slc(self.block_of(ppn)) && CAUSES[counter].group() == "host" {
+            self.stats.slc_host_programs += 1;
+        }
         if self.timeline.is_some() {
             let in_command = cause == Cause::Translation && self.command.is_some();
             if let Some(first) = self.command.and_then(|c| c.program).filter(|_| in_command) {
@@ -1216,6 +1287,12 @@ impl Flash {
         }
         let block = self.block_of(ppn);
         let offset = self.page_offset(ppn);
+        if offset >= self.capacity[block as usize] {
+            return Err(NandError::ProgramBeyondCapacity {
+                ppn,
+                pages: self.capacity[block as usize],
+            });
+        }
         match self.order {
             ProgramOrder::Sequential => {
                 let wp = self.write_ptr[block as usize];
@@ -1318,7 +1395,7 @@ impl Flash {
             return Ok(());
         }
         let first = self.first_page(block);
-        let fits = block < self.layout.total_blocks && to <= self.layout.pages_per_block;
+        let fits = block < self.layout.total_blocks && to <= self.capacity[block as usize];
         let ok = fits
             && self.sink.is_none()
             && match self.order {
@@ -1389,7 +1466,7 @@ impl Flash {
         // pointer as the pages would move it.
         let src_wp = self.write_ptr[src as usize];
         let mut wp = self.write_ptr[dst as usize];
-        let mut ok = src != dst;
+        let mut ok = src != dst && !self.is_slc(dst);
         let mut moved = 0;
         let mut last = 0;
         let mut c = from;
@@ -1524,7 +1601,8 @@ impl Flash {
             .unwrap_or(moves.len());
         let blocks_ok = src_block != dst_block
             && src_block < self.layout.total_blocks
-            && dst_block < self.layout.total_blocks;
+            && dst_block < self.layout.total_blocks
+            && !self.is_slc(dst_block);
         let (src_first, dst_first) = (self.first_page(src_block), self.first_page(dst_block));
         let mut k = 0;
         while k < n {
@@ -1679,10 +1757,11 @@ impl Flash {
         }
         if self.timeline.is_some() {
             let die = self.layout.die_of_unit(self.layout.unit_of_block(block));
+            let slc = self.is_slc(block);
             let (cursor, background) = (self.cursor, self.background);
             self.classify(cause, true);
             if let Some(t) = self.timeline.as_mut() {
-                let done = t.erase(die, cursor, background).done;
+                let done = t.erase(die, slc, cursor, background).done;
                 self.waits_for(done, cause, Part::Erase, true);
             }
         }

@@ -186,6 +186,8 @@ pub struct Timeline {
     read_ns: u64,
     program_ns: u64,
     erase_ns: u64,
+    /// tR, tPROG and tBERS of a block in SLC mode ([`Place::slc`]).
+    slc_ns: [u64; 3],
     /// Channel time to move one page with its OOB.
     transfer_ns: u64,
     read_priority: bool,
@@ -231,6 +233,9 @@ pub struct Place {
     pub plane: u32,
     /// Page offset within the block (multi-plane operations need equal offsets).
     pub offset: u32,
+    /// The block is in SLC mode: its own tR, tPROG and tBERS, and no multi-plane
+    /// operation with it (a group shares one array time).
+    pub slc: bool,
 }
 
 /// Books a channel transfer of `len` ns that starts at `start` (at or after the channel's
@@ -267,6 +272,11 @@ impl Timeline {
             read_ns: cfg.nand.read_latency_ns,
             program_ns: cfg.nand.program_latency_ns,
             erase_ns: cfg.nand.erase_latency_ns,
+            slc_ns: [
+                cfg.slc.read_latency_ns,
+                cfg.slc.program_latency_ns,
+                cfg.slc.erase_latency_ns,
+            ],
             transfer_ns,
             read_priority: s.read_priority,
             defer_limit_ns: block_reclaim_ns(&cfg.nand, layout),
@@ -365,8 +375,9 @@ impl Timeline {
     #[inline(always)]
     fn place_read<const PHASES: bool>(&mut self, at: Place, ready: u64, background: bool) -> Span {
         let d = at.die as usize;
+        let read_ns = if at.slc { self.slc_ns[0] } else { self.read_ns };
         if background && self.read_priority {
-            return self.enqueue(d, ready, self.read_ns, Kind::Read);
+            return self.enqueue(d, ready, read_ns, Kind::Read);
         }
         if self.read_priority {
             self.run_queue(d, ready, u64::MAX);
@@ -384,6 +395,7 @@ impl Timeline {
             & (die.planes & plane == 0)
             & (ready <= die.start)
             & !background
+            & !at.slc
         {
             // One more plane of a multi-plane read: sensed with the group, then out.
             let sensed = die.start + self.read_ns;
@@ -419,7 +431,7 @@ impl Timeline {
             && ready < die.free
         {
             // Suspend the program or erase in progress, read, resume.
-            let sensed = ready + self.suspend_ns + self.read_ns;
+            let sensed = ready + self.suspend_ns + read_ns;
             let out = sensed.max(*channel_free);
             if PHASES {
                 let suspended = ready + self.suspend_ns;
@@ -444,7 +456,7 @@ impl Timeline {
             };
         }
         let start = ready.max(die.free);
-        let sensed = start + self.read_ns;
+        let sensed = start + read_ns;
         let out = sensed.max(*channel_free);
         let channel_last = &mut self.channel_last[at.channel as usize];
         if PHASES && !background {
@@ -462,7 +474,14 @@ impl Timeline {
         die.occupants.occupy(self.class, start);
         *channel_last = self.class;
         die.busy_ns += done - start;
-        die.runs(Kind::Read, start, done, at.offset, plane, !background);
+        die.runs(
+            Kind::Read,
+            start,
+            done,
+            at.offset,
+            plane,
+            !background & !at.slc,
+        );
         Span {
             transferred: done,
             done,
@@ -477,15 +496,19 @@ impl Timeline {
         background: bool,
     ) -> Span {
         let d = at.die as usize;
+        let program_ns = if at.slc {
+            self.slc_ns[1]
+        } else {
+            self.program_ns
+        };
         if background && self.read_priority {
-            return self.enqueue(d, ready, self.program_ns, Kind::Program);
+            return self.enqueue(d, ready, program_ns, Kind::Program);
         }
         if self.read_priority {
             self.run_queue(d, ready, self.defer_limit_ns);
         }
         let plane = 1u64 << (at.plane & 63);
         let transfer_ns = self.transfer_ns;
-        let program_ns = self.program_ns;
         let keep_gaps = self.read_priority;
         let die = &mut self.dies[d];
         let channel_free = &mut self.channel_free[at.channel as usize];
@@ -496,6 +519,7 @@ impl Timeline {
             & (die.offset == at.offset)
             & (die.planes & plane == 0)
             & !background
+            & !at.slc
         {
             // After the group's last transfer (`die.start`): the channel need not say so
             // when that transfer began after a gap (`book_channel` keeps gaps open).
@@ -551,23 +575,24 @@ impl Timeline {
             done,
             at.offset,
             plane,
-            !background,
+            !background & !at.slc,
         );
         Span { transferred, done }
     }
 
     #[inline]
-    pub fn erase(&mut self, die: u32, ready: u64, background: bool) -> Span {
+    pub fn erase(&mut self, die: u32, slc: bool, ready: u64, background: bool) -> Span {
         let d = die as usize;
+        let erase_ns = if slc { self.slc_ns[2] } else { self.erase_ns };
         if background && self.read_priority {
-            return self.enqueue(d, ready, self.erase_ns, Kind::Erase);
+            return self.enqueue(d, ready, erase_ns, Kind::Erase);
         }
         if self.read_priority {
             self.run_queue(d, ready, self.defer_limit_ns);
         }
         let die = &mut self.dies[d];
         let start = ready.max(die.free);
-        let done = start + self.erase_ns;
+        let done = start + erase_ns;
         if !background {
             self.phases.set(
                 &die.occupants,
@@ -575,7 +600,7 @@ impl Timeline {
             );
         }
         die.occupants.occupy(self.class, start);
-        die.busy_ns += self.erase_ns;
+        die.busy_ns += erase_ns;
         die.free = done;
         die.kind = Kind::Erase;
         die.start = start;
@@ -692,7 +717,7 @@ impl Timeline {
         let d = at.die as usize;
         let plane = 1u64 << (at.plane & 63);
         let die = &self.dies[d];
-        if background || !die.queue.is_empty() || !die.program_follows(plane) {
+        if background || at.slc || !die.queue.is_empty() || !die.program_follows(plane) {
             return None;
         }
         let start = ready.max(die.free);
@@ -740,7 +765,12 @@ impl Timeline {
         background: bool,
     ) -> Option<CopyRun> {
         let (s, d) = (src.die as usize, dst.die as usize);
-        if background || !self.dies[s].queue.is_empty() || !self.dies[d].queue.is_empty() {
+        if background
+            || src.slc
+            || dst.slc
+            || !self.dies[s].queue.is_empty()
+            || !self.dies[d].queue.is_empty()
+        {
             return None;
         }
         let (t_read, t_prog, xfer) = (self.read_ns, self.program_ns, self.transfer_ns);
@@ -874,6 +904,11 @@ impl Timeline {
         let first = die.queue.front()?;
         let last = die.queue.back()?;
         Some(die.free.max(first.ready) + die.queued_ns - last.duration)
+    }
+
+    /// When die `die` is done with the operations placed on it.
+    pub fn die_free(&self, die: u32) -> u64 {
+        self.dies[die as usize].free
     }
 
     /// How many times a die's background queue has run empty.

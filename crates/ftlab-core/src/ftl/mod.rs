@@ -138,6 +138,15 @@ pub trait Ftl: 'static + Send {
         false
     }
 
+    /// Whether the scheme's host writes go through the shared page allocator's pseudo-SLC
+    /// cache when `[slc]` turns it on. A scheme that places its pages itself (the log-block,
+    /// hashed and append-only schemes), or whose learned placement the cache breaks
+    /// (LeaFTL), keeps the default, false, and is refused a device with the cache on
+    /// ([`check_slc_cache`]).
+    fn slc_cache(&self) -> bool {
+        false
+    }
+
     /// False when [`Ftl::idle`] would do nothing: the simulator then skips it (and the
     /// gap-filling around it), as it does after most requests.
     fn has_idle_work(&mut self) -> bool {
@@ -259,8 +268,25 @@ pub fn build_scheme<S: Scheme, V: Visitor>(
     visitor: V,
 ) -> Result<V::Output> {
     let ftl = S::new(cfg, layout)?;
+    check_slc_cache(&ftl, S::NAME, cfg)?;
     let flash = Flash::new(&cfg.device, layout, ftl.extra_oob_bytes(), cfg.timed)?;
     Ok(visitor.visit(ftl, flash))
+}
+
+/// Refuses a scheme that cannot run on the pseudo-SLC cache `[slc]` turns on
+/// ([`Ftl::slc_cache`]).
+pub fn check_slc_cache<F: Ftl>(ftl: &F, name: &str, cfg: &SchemeContext) -> Result<()> {
+    if cfg.device.slc.enabled() && !ftl.slc_cache() {
+        return Err(Error::config(
+            "slc.static_fraction",
+            format!(
+                "scheme `{name}` does not run on the pseudo-SLC cache (the schemes that do: page, \
+                 dftl, sftl, tpftl, selective); set slc.static_fraction and slc.dynamic_fraction \
+                 to 0 for it"
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// Generates the registry from the list of scheme types: [`SCHEMES`], [`scheme_defaults`]

@@ -136,6 +136,10 @@ impl Ftl for PageFtl {
         self.alloc.background_gc()
     }
 
+    fn slc_cache(&self) -> bool {
+        self.alloc.has_slc_cache()
+    }
+
     /// The table is the OOB scan's; the allocator is rebuilt around it.
     fn recover(&mut self, found: &crate::device::recovery::Found, flash: &mut Flash) -> Result<()> {
         crate::device::recovery::revalidate_live(found, flash)?;

@@ -13,6 +13,7 @@ pub use crate::controller::settings::{
     ControllerConfig, PreconditionConfig, PreconditionMode, ReplayConfig, ReplayMode,
 };
 pub use crate::device::geometry::{Geometry, Layout, Nand, ProgramOrder, OOB_HEADER_BYTES};
+pub use crate::device::slc::{SlcConfig, WhenFull};
 pub use crate::device::timing::SchedulerConfig;
 pub use crate::device::DeviceConfig;
 use crate::error::{Error, Result};
@@ -33,6 +34,8 @@ pub struct Config {
     pub nand: Nand,
     /// The device's command interface (`block` or `zns`).
     pub device: crate::ftl::interface::DeviceSection,
+    /// The pseudo-SLC cache (off by default).
+    pub slc: SlcConfig,
     pub ftl: FtlConfig,
     pub gc: GcConfig,
     pub buffer: BufferConfig,
@@ -60,6 +63,7 @@ impl Default for Config {
             geometry: Geometry::default(),
             nand: Nand::default(),
             device: Default::default(),
+            slc: SlcConfig::default(),
             ftl: FtlConfig::default(),
             gc: GcConfig::default(),
             buffer: BufferConfig::default(),
@@ -109,6 +113,11 @@ pub const PRESETS: &[(&str, &str, &str)] = &[
         "amf",
         "AMF (FAST'16): the BlueDBM SSD, 512 GB of MLC, 8 channels x 4 ways, 128 x 4 KiB pages/block, 100/490/3500 us, 120 MB/s channels (240K/67K IOPS raw), no write buffer",
         include_str!("../../presets/amf.toml"),
+    ),
+    (
+        "phone",
+        "a phone's UFS flash: the default TLC NAND on 4 channels x 2 dies x 2 planes, 6 GiB raw (fitted to traces), no write buffer, a pseudo-SLC cache (1.8% static + up to 10.8% dynamic blocks; 25/105/40 us)",
+        include_str!("../../presets/phone.toml"),
     ),
     (
         "kraft",
@@ -417,6 +426,10 @@ impl Config {
                 ),
             ));
         }
+        let spare_blocks =
+            (physical_pages - logical_pages - min_spare) / g.pages_per_block as u64 / units;
+        self.slc
+            .validate(g.pages_per_block, g.blocks_per_plane, spare_blocks)?;
         let n = &self.nand;
         if n.channel_bytes_per_s == 0 {
             return Err(Error::config(
@@ -568,6 +581,7 @@ impl Config {
         DeviceConfig {
             nand: self.nand.clone(),
             scheduler: self.scheduler.clone(),
+            slc: self.slc.clone(),
         }
     }
 

@@ -86,6 +86,7 @@ fn host_reads_go_ahead_of_queued_background_work() {
         channel: 0,
         plane: 0,
         offset: 0,
+        slc: false,
     };
     let schedule = |cfg: &Config| {
         let mut t = Timeline::new(&cfg.device(), &layout);

@@ -25,6 +25,7 @@ mod nand_rules;
 mod native_scheme;
 mod page_ftl;
 mod recovery;
+mod slc_cache;
 mod timing;
 mod trace_fuzz;
 mod traces;

@@ -228,7 +228,8 @@ fn causes_are_listed_once_in_report_order() {
             "merge_partial",
             "merge_full",
             "host_cleaning",
-            "fs_metadata"
+            "fs_metadata",
+            "fold"
         ]
     );
     let merges: Vec<&str> = CAUSES
@@ -285,4 +286,62 @@ fn oob_headers_keep_64_bit_sequence_numbers() {
     // An erased page programmed again with a small number loses the old high half.
     f.program(0, small, &[], Cause::Host).unwrap();
     assert_eq!(f.oob(0), small);
+}
+
+#[test]
+fn an_slc_block_holds_a_third_of_the_pages_and_keeps_its_mode_while_it_holds_data() {
+    for order in [
+        ProgramOrder::Sequential,
+        ProgramOrder::Ascending,
+        ProgramOrder::Any,
+    ] {
+        // 8 pages a block: 2 in SLC mode (3 bits per cell).
+        let mut f = flash(order, 0);
+        f.set_slc(1, true).unwrap();
+        assert!(f.is_slc(1) && !f.is_slc(0));
+        assert_eq!(f.capacity(1), 2);
+        f.program(8, OOB, &[], Cause::Host).unwrap();
+        assert_eq!(
+            f.set_slc(1, false),
+            Err(NandError::ModeNotErased { block: 1 })
+        );
+        f.program(9, OOB, &[], Cause::Host).unwrap();
+        assert!(f.is_full(1));
+        assert_eq!(
+            f.program(10, OOB, &[], Cause::Host),
+            Err(NandError::ProgramBeyondCapacity { ppn: 10, pages: 2 })
+        );
+        assert_eq!(f.stats.slc_host_programs, 2);
+        f.invalidate(8).unwrap();
+        f.invalidate(9).unwrap();
+        f.erase(1, Cause::Fold).unwrap();
+        // The mode outlives the erase, until changed.
+        assert!(f.is_slc(1) && !f.is_full(1));
+        f.set_slc(1, false).unwrap();
+        assert_eq!(f.capacity(1), 8);
+    }
+}
+
+#[test]
+fn slc_operations_take_the_slc_timings() {
+    let mut cfg = small_config((1, 1, 1, 1), 8, 8, 0.5);
+    cfg.nand.channel_bytes_per_s = (4096 + 128) * 1_000_000;
+    cfg.slc.read_latency_ns = 20_000;
+    cfg.slc.program_latency_ns = 100_000;
+    cfg.slc.erase_latency_ns = 1_000_000;
+    let layout = cfg.validate().unwrap();
+    let mut f = Flash::new(&cfg.device(), &layout, 0, true).unwrap();
+    f.set_slc(1, true).unwrap();
+    f.begin_request(0);
+    f.program(8, OOB, &[], Cause::Host).unwrap();
+    // The transfer (1 us), then the SLC tPROG.
+    assert_eq!(f.request_done(), 101_000);
+    f.begin_request(200_000);
+    f.read(8, Cause::Host).unwrap();
+    // The SLC tR, then the transfer out.
+    assert_eq!(f.request_done(), 221_000);
+    f.invalidate(8).unwrap();
+    f.begin_request(300_000);
+    f.erase(1, Cause::Fold).unwrap();
+    assert_eq!(f.request_done(), 1_300_000);
 }

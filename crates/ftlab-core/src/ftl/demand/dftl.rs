@@ -190,6 +190,10 @@ impl Ftl for Dftl {
         self.table.store.alloc.background_gc()
     }
 
+    fn slc_cache(&self) -> bool {
+        self.table.store.alloc.has_slc_cache()
+    }
+
     fn reset_counters(&mut self) {
         self.table.stats = Default::default();
     }

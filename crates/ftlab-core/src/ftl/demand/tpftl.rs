@@ -485,6 +485,10 @@ impl<M: MissModel> Ftl for Tpftl<M> {
         self.table.store.alloc.background_gc()
     }
 
+    fn slc_cache(&self) -> bool {
+        self.table.store.alloc.has_slc_cache()
+    }
+
     fn reset_counters(&mut self) {
         self.table.stats = Default::default();
         self.model.reset_counters();

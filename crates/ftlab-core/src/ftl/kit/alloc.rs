@@ -32,6 +32,7 @@
 //! lookup. Data pages move to the unit's GC block; translation pages move to the unit's
 //! translation block, and the translation store updates its directory.
 
+use super::slc::SlcCache;
 use crate::device::blocks::{select_victim, FreeBlocks};
 use crate::device::geometry::Layout;
 use crate::device::nand::{Cause, Flash, Oob, Ppn, NONE};
@@ -252,6 +253,8 @@ pub struct PageAllocator {
     victim_pages: Vec<(u32, Ppn)>,
     /// Relocation streams, when the scheme keys them.
     relocation: Option<Box<Relocation>>,
+    /// The pseudo-SLC cache host writes go to first (`[slc]`; see [`super::slc`]).
+    slc: Option<Box<SlcCache>>,
 }
 
 impl PageAllocator {
@@ -259,9 +262,17 @@ impl PageAllocator {
     pub fn new(cfg: &SchemeContext, layout: &Layout, translation: bool) -> Self {
         let (soft_free_blocks, hard_free_blocks) = gc_thresholds(cfg, layout);
         let units = layout.units as usize;
+        let mut free = FreeBlocks::all(layout);
+        let slc = SlcCache::new(&cfg.device.slc, layout).map(Box::new);
+        for blocks in slc.iter().flat_map(|c| &c.static_free) {
+            for &b in blocks {
+                let taken = free.take(layout, b);
+                debug_assert!(taken, "static SLC block {b} was not free");
+            }
+        }
         PageAllocator {
             layout: *layout,
-            free: FreeBlocks::all(layout),
+            free,
             open: std::array::from_fn(|_| vec![OpenBlock::CLOSED; units]),
             next_unit: [0; 3],
             round_robin: round_robin(cfg, layout),
@@ -292,6 +303,7 @@ impl PageAllocator {
             sorted_relocation: false,
             victim_pages: Vec::new(),
             relocation: None,
+            slc,
         }
     }
 
@@ -364,6 +376,11 @@ impl PageAllocator {
     /// The next free page for a host data write.
     #[inline]
     pub fn host_page(&mut self, flash: &mut Flash) -> Result<Ppn> {
+        if self.slc.is_some() {
+            if let Some(ppn) = self.slc_host_page(flash)? {
+                return Ok(ppn);
+            }
+        }
         if self.host_stripe > 1 {
             return self.striped_host_page(flash);
         }
@@ -375,7 +392,7 @@ impl PageAllocator {
     /// or can open room, else the host stream ([`PageAllocator::host_page`]).
     #[inline]
     pub fn host_page_for(&mut self, lpa: u32, flash: &mut Flash) -> Result<Ppn> {
-        if self.relocation.as_ref().is_some_and(|r| r.host) {
+        if self.relocation.as_ref().is_some_and(|r| r.host) && self.slc.is_none() {
             if let Some(ppn) = self.host_line_page(lpa, flash)? {
                 return Ok(ppn);
             }
@@ -552,6 +569,9 @@ impl PageAllocator {
     /// Before `unit` opens a block: below the soft threshold it reclaims a victim (or waits
     /// for background GC), at or below the hard one until it is above again.
     fn collect_if_low(&mut self, unit: u32, flash: &mut Flash) -> Result<()> {
+        if self.slc.is_some() {
+            self.fold_if_low(unit, flash)?;
+        }
         let mut collected = false;
         if self.free.count(unit) < self.soft_free_blocks {
             if self.background_gc {
@@ -619,6 +639,9 @@ impl PageAllocator {
     /// after an allocation.
     #[inline(always)]
     pub fn idle_gc(&mut self, flash: &mut Flash) -> Result<()> {
+        if self.slc.as_ref().is_some_and(|c| c.full_blocks > 0) {
+            self.idle_fold(flash)?;
+        }
         // Most calls have nothing to do: keep that check inline and cheap.
         if self.gc_pending.is_empty()
             || (flash.background_now() < self.gc_wake_min
@@ -684,6 +707,10 @@ impl PageAllocator {
     #[inline(never)]
     fn stays_pending(&mut self, unit: u32, flash: &mut Flash) -> Result<bool> {
         let low = |a: &Self| a.free.count(unit) < a.soft_free_blocks;
+        if self.slc.is_some() && low(self) && !flash.background_busy(unit) {
+            // Dynamic SLC blocks give free blocks back more cheaply than any victim.
+            self.fold_if_low(unit, flash)?;
+        }
         let stays =
             low(self) && (flash.background_busy(unit) || (self.reclaim(unit, flash)? && low(self)));
         self.gc_wake[unit as usize] = flash.background_busy_until(unit).unwrap_or(0);
@@ -708,7 +735,10 @@ impl PageAllocator {
     /// after most requests, when the scheme's idle hook would do nothing.
     #[inline]
     pub fn has_idle_work(&self) -> bool {
-        !self.gc_pending.is_empty() || self.has_moves() || self.has_translation_moves()
+        !self.gc_pending.is_empty()
+            || self.has_moves()
+            || self.has_translation_moves()
+            || self.slc.as_ref().is_some_and(|c| c.full_blocks > 0)
     }
 
     /// Reclaims one victim block of `unit`; false if no block has an invalid page.
@@ -926,6 +956,13 @@ impl PageAllocator {
     /// stream, then GC's; translation pages: the translation stream); any other is closed
     /// with filler pages, as pblk pads its open lines, so that GC can take it.
     pub fn recover(&mut self, flash: &mut Flash) -> Result<()> {
+        if self.slc.is_some() {
+            return Err(Error::config(
+                "slc.static_fraction",
+                "recovery after a restart is not modelled with the pseudo-SLC cache on \
+                 (turn slc.static_fraction and slc.dynamic_fraction to 0)",
+            ));
+        }
         let layout = self.layout;
         self.free = FreeBlocks::empty(&layout);
         for stream in &mut self.open {
@@ -1001,6 +1038,179 @@ impl PageAllocator {
             8
         };
         out.push(("block_counters", layout.total_blocks as u64 * per_block));
+    }
+}
+
+/// The pseudo-SLC cache ([`super::slc`]): the host pages it takes, and folding.
+impl PageAllocator {
+    /// Whether host writes go to a pseudo-SLC cache first.
+    pub fn has_slc_cache(&self) -> bool {
+        self.slc.is_some()
+    }
+
+    /// A host page in the cache, on the unit at the cache's round-robin position: in its
+    /// open SLC block, else in a block it opens, else (the unit's cache full, with
+    /// `slc.when_full = "fold"`) in the block that folding the unit's oldest SLC block in the
+    /// foreground frees. None when the unit has no SLC block to give: the write goes to the
+    /// host stream's native block.
+    #[inline(never)]
+    fn slc_host_page(&mut self, flash: &mut Flash) -> Result<Option<Ppn>> {
+        let Some(mut cache) = self.slc.take() else {
+            return Ok(None);
+        };
+        let position = cache.next;
+        cache.next = self.next_position(position);
+        let unit = self.unit_at(position);
+        let result = self.slc_page(&mut cache, unit, flash);
+        self.slc = Some(cache);
+        result
+    }
+
+    fn slc_page(
+        &mut self,
+        cache: &mut SlcCache,
+        unit: u32,
+        flash: &mut Flash,
+    ) -> Result<Option<Ppn>> {
+        let ppb = self.layout.pages_per_block;
+        if let Some((block, offset)) = cache.next_in_open(unit) {
+            return Ok(Some(block * ppb + offset));
+        }
+        let opened = self.open_slc(cache, unit, flash)?
+            || (cache.fold_when_full
+                && self.fold(cache, unit, flash)?
+                && self.open_slc(cache, unit, flash)?);
+        if !opened {
+            return Ok(None);
+        }
+        Ok(cache
+            .next_in_open(unit)
+            .map(|(block, offset)| block * ppb + offset))
+    }
+
+    /// Opens an SLC block on `unit`: an erased static one, else a free block borrowed for
+    /// the dynamic region if the unit is under its limit and keeps more free blocks than
+    /// GC's soft threshold and reserve. False if neither.
+    fn open_slc(&mut self, cache: &mut SlcCache, unit: u32, flash: &mut Flash) -> Result<bool> {
+        let u = unit as usize;
+        let block = match cache.static_free[u].pop_front() {
+            Some(block) => block,
+            None if cache.dynamic_used[u] < cache.dynamic_limit
+                && self.free.count(unit) > self.soft_free_blocks + GC_RESERVE_BLOCKS =>
+            {
+                cache.dynamic_used[u] += 1;
+                self.free.pop(unit).expect("the unit has free blocks")
+            }
+            None => return Ok(false),
+        };
+        flash.set_slc(block, true)?;
+        self.set_kind(block, HOST);
+        cache.open[u] = (block, 0);
+        Ok(true)
+    }
+
+    /// Folds the oldest filled SLC block of `unit`: its valid pages copied to the unit's host
+    /// (native) block, the moves recorded as GC's are, the block erased and returned to the
+    /// static region or, in native mode, to the free pool. False if none waits.
+    fn fold(&mut self, cache: &mut SlcCache, unit: u32, flash: &mut Flash) -> Result<bool> {
+        let u = unit as usize;
+        let Some(victim) = cache.full[u].pop_front() else {
+            return Ok(false);
+        };
+        cache.full_blocks -= 1;
+        let mut pages = std::mem::take(&mut self.victim_pages);
+        pages.clear();
+        pages.extend(
+            flash
+                .valid_pages(victim)
+                .map(|ppn| (flash.oob(ppn).lpa, ppn)),
+        );
+        let moved = self.fold_pages(&pages, unit, flash);
+        self.victim_pages = pages;
+        let moved = moved?;
+        if !self.background_gc {
+            flash.chain();
+        }
+        flash.erase(victim, Cause::Fold)?;
+        if cache.is_static[victim as usize] {
+            cache.static_free[u].push_back(victim);
+        } else {
+            flash.set_slc(victim, false)?;
+            cache.dynamic_used[u] -= 1;
+            self.free.push(&self.layout, victim);
+            self.forget_wake(unit);
+        }
+        flash.stats.slc_folds += 1;
+        flash.stats.slc_pages_folded += moved;
+        Ok(true)
+    }
+
+    /// Copies `pages` (logical page, physical page) into `unit`'s host block (its GC block,
+    /// the reserve included, when the unit has no block to open for host data).
+    fn fold_pages(&mut self, pages: &[(u32, Ppn)], unit: u32, flash: &mut Flash) -> Result<u64> {
+        for &(_, ppn) in pages {
+            let dst = match self.unit_page(HOST, unit, flash)? {
+                Some(dst) => dst,
+                None => self.relocation_page(GC, unit, flash)?,
+            };
+            let oob = flash.copy(ppn, dst, Cause::Fold)?;
+            flash.invalidate(ppn)?;
+            self.moved_data.push(Move {
+                key: oob.lpa,
+                from: ppn,
+                to: dst,
+            });
+        }
+        Ok(pages.len() as u64)
+    }
+
+    /// Below the soft threshold, the unit first gets its free blocks back from the dynamic
+    /// region: it folds its filled dynamic SLC blocks, oldest first, until it is above or
+    /// has none (each gives a block for a third of one's worth of TLC pages, cheaper than
+    /// any GC victim). Otherwise the cache's blocks, out of GC's reach, could hold the
+    /// over-provisioning.
+    fn fold_if_low(&mut self, unit: u32, flash: &mut Flash) -> Result<()> {
+        let Some(mut cache) = self.slc.take() else {
+            return Ok(());
+        };
+        let u = unit as usize;
+        let mut result = Ok(());
+        while self.free.count(unit) < self.soft_free_blocks {
+            let Some(i) = cache.full[u]
+                .iter()
+                .position(|&b| !cache.is_static[b as usize])
+            else {
+                break;
+            };
+            // The oldest dynamic block goes first in the fold queue.
+            let block = cache.full[u].remove(i).expect("a queued block");
+            cache.full[u].push_front(block);
+            result = self.fold(&mut cache, unit, flash).map(|_| ());
+            if result.is_err() {
+                break;
+            }
+        }
+        self.slc = Some(cache);
+        result
+    }
+
+    /// Folding in idle time: each unit whose die is idle before the next request
+    /// ([`Flash::idle_in_gap`]) folds its oldest filled SLC block, as background work.
+    fn idle_fold(&mut self, flash: &mut Flash) -> Result<()> {
+        let Some(mut cache) = self.slc.take() else {
+            return Ok(());
+        };
+        let mut result = Ok(());
+        for unit in 0..self.layout.units {
+            if !cache.full[unit as usize].is_empty() && flash.idle_in_gap(unit) {
+                result = self.fold(&mut cache, unit, flash).map(|_| ());
+                if result.is_err() {
+                    break;
+                }
+            }
+        }
+        self.slc = Some(cache);
+        result
     }
 }
 
