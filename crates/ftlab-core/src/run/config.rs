@@ -570,10 +570,8 @@ impl Config {
     /// The configuration [`to_toml`](Self::to_toml) wrote, read back as it is: no preset,
     /// no merge, nothing validated.
     pub fn from_toml(text: &str) -> Result<Config> {
-        toml::from_str(text).map_err(|e| Error::Config {
-            key: String::new(),
-            message: format!("not a valid TOML configuration: {e}"),
-        })
+        toml::from_str(text)
+            .map_err(|e| Error::Usage(format!("not a valid TOML configuration: {e}")))
     }
 
     /// The device model's settings ([`Flash::new`](crate::device::nand::Flash::new)).
