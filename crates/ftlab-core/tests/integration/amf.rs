@@ -2,6 +2,7 @@
 //! device, and the conventional stacks it is measured against (`f2fs` over page-mapped
 //! FTLs, `inplace`), through the public run API, every application read verified.
 
+use crate::common;
 use ftlab_core::device::breakdown::Part;
 use ftlab_core::device::nand::Cause;
 use ftlab_core::host::lfs::FsLayout;
@@ -10,21 +11,6 @@ use ftlab_core::run::api::{self, RunOptions};
 use ftlab_core::run::config::PreconditionMode;
 use ftlab_core::run::report::Report;
 use ftlab_core::Error;
-
-/// 2 channels x 1 chip x 2 dies x 2 planes (8 units), 16-page blocks: 128-page AMF
-/// segments; 64 blocks per plane, 8192 pages; no write buffer; a fresh device.
-const SMALL: &[&str] = &[
-    "geometry.channels=2",
-    "geometry.chips_per_channel=1",
-    "geometry.dies_per_chip=2",
-    "geometry.planes_per_die=2",
-    "geometry.blocks_per_plane=64",
-    "geometry.pages_per_block=16",
-    "buffer.size_bytes=0",
-    "precondition.mode=\"none\"",
-    "precondition.warmup=false",
-    "metrics.sample_every_requests=997",
-];
 
 const F2FS: &str = "host.stack=\"f2fs\"";
 /// F2FS's 2 MiB sections would leave the small device's application a few hundred pages.
@@ -45,14 +31,9 @@ fn churn(requests: u64) -> Vec<String> {
 }
 
 fn options(ftl: &str, extra: &[String]) -> RunOptions {
-    let mut sets: Vec<String> = SMALL.iter().map(|s| s.to_string()).collect();
+    let mut sets = vec!["metrics.sample_every_requests=997".to_string()];
     sets.extend(extra.iter().cloned());
-    RunOptions {
-        ftl: ftl.into(),
-        sets,
-        verify: true,
-        ..RunOptions::default()
-    }
+    common::small_fresh_options(ftl, &sets)
 }
 
 fn run(ftl: &str, extra: &[String]) -> ftlab_core::Result<Report> {

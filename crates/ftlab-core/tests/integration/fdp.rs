@@ -1,37 +1,21 @@
 //! FDP, Flexible Data Placement: writes placed by their origin's handle, GC within each
 //! handle's reclaim units, and the FDP statistics adding up per handle.
 
+use crate::common;
 use ftlab_core::device::nand::Cause;
 use ftlab_core::run::api::{self, RunOptions};
 use ftlab_core::run::report::Report;
 
 fn options(sets: &[&str]) -> RunOptions {
-    let mut all: Vec<String> = [
-        "geometry.channels=2",
-        "geometry.chips_per_channel=1",
-        "geometry.dies_per_chip=2",
-        "geometry.planes_per_die=2",
-        "geometry.blocks_per_plane=64",
-        "geometry.pages_per_block=16",
-        "buffer.size_bytes=0",
-        "precondition.mode=\"none\"",
-        "precondition.warmup=false",
+    let mut all = vec![
         "lfs.section_pages=32",
         "ftl.over_provisioning=0.15",
         "workload.kind=\"hotcold\"",
         "workload.requests=30000",
         "workload.read_ratio=0.2",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    all.extend(sets.iter().map(|s| s.to_string()));
-    RunOptions {
-        ftl: "fdp".into(),
-        sets: all,
-        verify: true,
-        ..RunOptions::default()
-    }
+    ];
+    all.extend(sets);
+    common::small_fresh_options("fdp", &all)
 }
 
 fn run(sets: &[&str]) -> Report {

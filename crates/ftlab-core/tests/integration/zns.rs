@@ -251,27 +251,7 @@ fn the_zone_map_is_four_bytes_per_block_and_zones_may_span_fewer_or_more_units()
 }
 
 fn options(ftl: &str, sets: &[&str]) -> RunOptions {
-    let mut all: Vec<String> = [
-        "geometry.channels=2",
-        "geometry.chips_per_channel=1",
-        "geometry.dies_per_chip=2",
-        "geometry.planes_per_die=2",
-        "geometry.blocks_per_plane=64",
-        "geometry.pages_per_block=16",
-        "buffer.size_bytes=0",
-        "precondition.mode=\"none\"",
-        "precondition.warmup=false",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    all.extend(sets.iter().map(|s| s.to_string()));
-    RunOptions {
-        ftl: ftl.into(),
-        sets: all,
-        verify: true,
-        ..RunOptions::default()
-    }
+    common::small_fresh_options(ftl, sets)
 }
 
 #[test]

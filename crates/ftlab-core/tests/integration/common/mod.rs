@@ -8,6 +8,7 @@ pub mod store;
 use ftlab_core::controller::simulator::Simulator;
 use ftlab_core::device::nand::{Cause, Flash};
 use ftlab_core::ftl::{self, Ftl, Visitor};
+use ftlab_core::run::api::RunOptions;
 use ftlab_core::run::config::{Config, Layout};
 use ftlab_core::run::report::{Report, SourceInfo};
 use ftlab_core::{Op, Request, Result};
@@ -82,6 +83,33 @@ pub fn trim(offset_page: u64, pages: u32, page: u32) -> Request {
 /// again (the library's own runs keep the monomorphised simulators).
 pub fn erased<F: Ftl>(ftl: F) -> Box<dyn Ftl> {
     Box::new(ftl)
+}
+
+/// The small fresh device of the append-only tests (amf, zns, fdp): 2 channels x 1 chip x
+/// 2 dies x 2 planes (8 units), 16-page blocks (128-page AMF segments), 64 blocks per plane
+/// (8192 pages); no write buffer; not preconditioned.
+pub const SMALL_FRESH: &[&str] = &[
+    "geometry.channels=2",
+    "geometry.chips_per_channel=1",
+    "geometry.dies_per_chip=2",
+    "geometry.planes_per_die=2",
+    "geometry.blocks_per_plane=64",
+    "geometry.pages_per_block=16",
+    "buffer.size_bytes=0",
+    "precondition.mode=\"none\"",
+    "precondition.warmup=false",
+];
+
+/// A verified run of `ftl` on [`SMALL_FRESH`], `sets` after it.
+pub fn small_fresh_options<S: ToString>(ftl: &str, sets: &[S]) -> RunOptions {
+    let mut all: Vec<String> = SMALL_FRESH.iter().map(|s| s.to_string()).collect();
+    all.extend(sets.iter().map(|s| s.to_string()));
+    RunOptions {
+        ftl: ftl.into(),
+        sets: all,
+        verify: true,
+        ..RunOptions::default()
+    }
 }
 
 struct RunAll<'a> {
