@@ -741,6 +741,26 @@ impl PageAllocator {
             || self.slc.as_ref().is_some_and(|c| c.full_blocks > 0)
     }
 
+    /// Copies data page `ppn` to `dst` under `cause`, invalidates the old copy and records
+    /// the move for the scheme's map (GC, the relocation streams and SLC folding alike).
+    #[inline]
+    fn move_data_page(
+        &mut self,
+        ppn: Ppn,
+        dst: Ppn,
+        cause: Cause,
+        flash: &mut Flash,
+    ) -> Result<()> {
+        let oob = flash.copy(ppn, dst, cause)?;
+        flash.invalidate(ppn)?;
+        self.moved_data.push(Move {
+            key: oob.lpa,
+            from: ppn,
+            to: dst,
+        });
+        Ok(())
+    }
+
     /// Reclaims one victim block of `unit`; false if no block has an invalid page.
     fn reclaim(&mut self, unit: u32, flash: &mut Flash) -> Result<bool> {
         let u = unit as usize;
@@ -774,20 +794,16 @@ impl PageAllocator {
         let mut moved = 0;
         for &(_, ppn) in &pages {
             let dst = self.relocation_page(stream, unit, flash)?;
-            let oob = flash.copy(ppn, dst, Cause::Gc)?;
-            flash.invalidate(ppn)?;
             if translation {
+                let oob = flash.copy(ppn, dst, Cause::Gc)?;
+                flash.invalidate(ppn)?;
                 self.moved_translation.push(Move {
                     key: oob.translation_page(),
                     from: ppn,
                     to: dst,
                 });
             } else {
-                self.moved_data.push(Move {
-                    key: oob.lpa,
-                    from: ppn,
-                    to: dst,
-                });
+                self.move_data_page(ppn, dst, Cause::Gc, flash)?;
             }
             moved += 1;
         }
@@ -823,13 +839,7 @@ impl PageAllocator {
                 Some(dst) => dst,
                 None => self.relocation_page(self.copy_stream, unit, flash)?,
             };
-            let oob = flash.copy(ppn, dst, Cause::Gc)?;
-            flash.invalidate(ppn)?;
-            self.moved_data.push(Move {
-                key: oob.lpa,
-                from: ppn,
-                to: dst,
-            });
+            self.move_data_page(ppn, dst, Cause::Gc, flash)?;
         }
         Ok(pages.len() as u64)
     }
@@ -1153,13 +1163,7 @@ impl PageAllocator {
                 Some(dst) => dst,
                 None => self.relocation_page(GC, unit, flash)?,
             };
-            let oob = flash.copy(ppn, dst, Cause::Fold)?;
-            flash.invalidate(ppn)?;
-            self.moved_data.push(Move {
-                key: oob.lpa,
-                from: ppn,
-                to: dst,
-            });
+            self.move_data_page(ppn, dst, Cause::Fold, flash)?;
         }
         Ok(pages.len() as u64)
     }
