@@ -36,6 +36,12 @@ loop=$SECONDS
 # than a check): one compile of the workspace, not a build and then a check of it. Every
 # cargo command of the loop runs with it, or cargo would compile the crates again.
 export RUSTC_WORKSPACE_WRAPPER=clippy-driver
+# The type check needs no build (the extension is read through its stub): it runs beside the
+# build, on the core that the compiler's single-threaded phases leave idle. Its report is
+# shown, and its failure fails the loop, once it is waited for below.
+mypy_log=$(mktemp)
+python3 -m mypy python tests/python examples >"$mypy_log" 2>&1 &
+mypy_pid=$!
 # One invocation builds the extension (target/debug/lib_core.so) and every test binary: a
 # separate `pip install .` would build the core again, with other features (dev-dependencies
 # unify features only within an invocation) and with link-time optimisation, for minutes.
@@ -63,6 +69,8 @@ fi
 step cargo test --workspace --quiet --doc
 step python3 -m ruff check python tests examples scripts
 step python3 -m ruff format --check python tests examples scripts
-step python3 -m mypy python tests/python examples
+# mypy, started beside the build: its wait is what it adds to the loop.
+mypy_done() { local rc=0; wait "$mypy_pid" || rc=$?; cat "$mypy_log"; rm -f "$mypy_log"; return "$rc"; }
+step mypy_done
 step python3 -m pytest -q -n auto --dist loadgroup
 echo "== $((SECONDS - loop)) s: the loop (dependencies excluded)" >&2

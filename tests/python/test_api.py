@@ -6,9 +6,15 @@ import pytest
 
 import ftlab
 
+#: A quarter of the small device (`preset="small"`, one channel): what these tests check does
+#: not depend on the device's size, and preconditioning the default device takes seconds.
+QUARTER = ["geometry.channels=1"]
+
 
 def test_simulate_returns_report_and_summary() -> None:
-    result = ftlab.simulate("page", workload="hotcold", sets=["workload.requests=5000"])
+    result = ftlab.simulate(
+        "page", workload="hotcold", preset="small", sets=["workload.requests=5000", *QUARTER]
+    )
     s = result.summary
     assert s["requests"] == 5000
     m = result.report["metrics"]
@@ -22,13 +28,19 @@ def test_simulate_returns_report_and_summary() -> None:
 
 
 def test_precondition_keyword() -> None:
-    sets = ["workload.requests=1000"]
-    result = ftlab.simulate("page", workload="default", sets=sets, precondition="fill")
+    sets = ["workload.requests=1000", *QUARTER]
+    result = ftlab.simulate(
+        "page", workload="default", preset="small", sets=sets, precondition="fill"
+    )
     assert result.report["config"]["precondition"]["mode"] == "fill"
     # An entry of `sets` naming the key wins over the keyword.
-    result = ftlab.simulate("page", sets=[*sets, 'precondition.mode="none"'], precondition="steady")
+    result = ftlab.simulate(
+        "page", preset="small", sets=[*sets, 'precondition.mode="none"'], precondition="steady"
+    )
     assert result.report["config"]["precondition"]["mode"] == "none"
-    cmp = ftlab.compare(["page"], sets=sets, precondition="steady", mapping_only=True, jobs=1)
+    cmp = ftlab.compare(
+        ["page"], preset="small", sets=sets, precondition="steady", mapping_only=True, jobs=1
+    )
     assert cmp.results["page"].report["config"]["precondition"]["mode"] == "steady"
 
 
@@ -50,7 +62,9 @@ def test_causes_come_from_the_core_in_report_order() -> None:
     assert {"merge_switch", "merge_partial", "merge_full", "host_cleaning", "fs_metadata"} <= set(
         names
     )
-    result = ftlab.simulate("page", workload="rand-write", sets=["workload.requests=2000"])
+    result = ftlab.simulate(
+        "page", workload="rand-write", preset="small", sets=["workload.requests=2000", *QUARTER]
+    )
     for kind in ("reads", "programs", "erases"):
         assert list(result.report["metrics"]["flash"][kind]) == [*names, "total"]
     merges = [name for name, group, _ in causes if group == "merge"]
@@ -61,7 +75,9 @@ def test_causes_come_from_the_core_in_report_order() -> None:
 
 
 def test_result_frames() -> None:
-    result = ftlab.simulate("page", workload="rand-rw", sets=["workload.requests=20000"])
+    result = ftlab.simulate(
+        "page", workload="rand-rw", preset="small", sets=["workload.requests=20000", *QUARTER]
+    )
     ts = result.time_series
     assert ts.height == 3  # every 10,000 requests, and the end
     assert {"request", "memory_bytes", "waf"} <= set(ts.columns)
@@ -75,7 +91,9 @@ def test_result_frames() -> None:
 
 
 def test_latency_breakdown_frame_adds_up_and_zero_is_no_latency() -> None:
-    result = ftlab.simulate("page", workload="rand-rw", sets=["workload.requests=20000"])
+    result = ftlab.simulate(
+        "page", workload="rand-rw", preset="small", sets=["workload.requests=20000", *QUARTER]
+    )
     frame = result.latency_breakdown
     assert frame.columns == ["op", "part", "mean_us", "p99_us", "share", "requests"]
     latency = result.report["metrics"]["latency"]
@@ -91,7 +109,9 @@ def test_latency_breakdown_frame_adds_up_and_zero_is_no_latency() -> None:
 
 
 def test_compare_api_table_and_report(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    cmp = ftlab.compare(["page"], workload="zipf", sets=["workload.requests=5000"], jobs=1)
+    cmp = ftlab.compare(
+        ["page"], workload="zipf", preset="small", sets=["workload.requests=5000", *QUARTER], jobs=1
+    )
     table = cmp.table
     assert table["scheme"].to_list() == ["page"]
     assert table["waf"][0] == cmp.summary["page"]["waf"]
@@ -105,11 +125,13 @@ def test_compare_api_table_and_report(tmp_path) -> None:  # type: ignore[no-unty
 def test_compare_in_parallel_threads() -> None:
     from ftlab import _compare
 
-    common = {"workload": "zipf", "sets": ["workload.requests=3000"]}
+    common = {"workload": "zipf", "preset": "small", "sets": ["workload.requests=3000", *QUARTER]}
     done: list[str] = []
     results = _compare.run_all(["page", "page"], common, 2, lambda n, r: done.append(n))
     assert done == ["page", "page"]
-    single = ftlab.simulate("page", workload="zipf", sets=["workload.requests=3000"])
+    single = ftlab.simulate(
+        "page", workload="zipf", preset="small", sets=["workload.requests=3000", *QUARTER]
+    )
     assert results["page"].json == single.json
 
 
