@@ -94,6 +94,41 @@ def test_qemu_io_patterns_on_every_scheme(tmp_path: Path, ftl: str) -> None:
         assert "failed" not in served.text(), served.text()
 
 
+def test_qemu_img_map_shows_the_holes(tmp_path: Path) -> None:
+    """Structured replies and BLOCK_STATUS (the `base:allocation` context): `qemu-img map`
+    sees what was written as data and the rest (never written, or trimmed) as holes that
+    read as zeros, after a restart too; qemu-io's reads go through structured replies."""
+    qemu_img = need("qemu-img", "qemu-utils")
+    store = tmp_path / "store"
+
+    def data_extents(uri: str) -> list[tuple[int, int]]:
+        args = [qemu_img, "map", "--output=json", "-f", "raw", uri]
+        out = subprocess.run(args, capture_output=True, text=True, timeout=120)
+        assert out.returncode == 0, out.stderr
+        extents = json.loads(out.stdout)
+        assert all(e["zero"] for e in extents if not e["data"]), extents
+        return [(e["start"], e["start"] + e["length"]) for e in extents if e["data"]]
+
+    mib = 1 << 20
+    written = [(mib, mib + 65536), (4 * mib + 4096, 4 * mib + 8192)]
+    served = Served(store, sets=SMALL_DEVICE)
+    try:
+        assert data_extents(served.uri) == []
+        qemu_io(
+            served.uri,
+            *("write -P 0xa1 1M 64k", "write -P 0xb2 4M 8k", "discard 4M 4k"),
+            *("read -P 0xa1 1M 64k", "read -P 0 4M 4k", "read -P 0xb2 4198400 4096"),
+        )
+        assert data_extents(served.uri) == written
+    finally:
+        assert served.stop() == 0, served.text()
+    again = Served(store, sets=SMALL_DEVICE)
+    try:
+        assert data_extents(again.uri) == written
+    finally:
+        assert again.stop() == 0, again.text()
+
+
 def test_shutdown_writes_the_run_report(tmp_path: Path) -> None:
     report_path = tmp_path / "report.json"
     served = Served(tmp_path / "store", sets=SMALL_DEVICE, json_out=report_path)

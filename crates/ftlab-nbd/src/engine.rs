@@ -27,7 +27,14 @@ pub struct Engine {
     failed: Option<String>,
     /// Writes wait for free space under the store (else ENOSPC).
     space: SpaceGuard,
+    /// Per logical page, whether it holds data (written and not trimmed since): what
+    /// BLOCK_STATUS reports. Kept here rather than asked of the scheme, so that a status
+    /// query costs no simulated flash operation.
+    allocated: Vec<bool>,
 }
+
+/// An extent of the `base:allocation` context: its length in bytes and its state flags.
+pub type Extent = (u32, u32);
 
 impl Engine {
     /// `device` must have a [`PageStore`] attached; writes need `reserve` bytes free under
@@ -42,8 +49,17 @@ impl Engine {
             return Err("internal: the device has no page store".into());
         };
         let space = SpaceGuard::new(store.dir(), reserve);
+        // What the flash holds at start-up (a fresh store: nothing; a reopened one: every
+        // page recovered). The write buffer is empty here.
+        let allocated = device
+            .mapping()
+            .map_err(|e| e.to_string())?
+            .iter()
+            .map(|&ppn| ppn != ftlab_core::device::nand::NONE)
+            .collect();
         Ok(Engine {
             space,
+            allocated,
             device,
             page: layout.page_size as u64,
             size: layout.logical_pages * layout.page_size as u64,
@@ -213,6 +229,7 @@ impl Engine {
         match self.submit(Op::Write, offset, data.len() as u64) {
             Ok(done) => {
                 self.store().settle_write();
+                self.allocated[first as usize..last as usize].fill(true);
                 // (The write is done, over a damaged page: that page stays damaged.)
                 self.media_check()?;
                 Ok(done)
@@ -238,6 +255,7 @@ impl Engine {
                 store.trimmed(lpa as u32);
             }
             store.log_trims(first as u32..last as u32, last_seq);
+            self.allocated[first as usize..last as usize].fill(false);
         }
         // Trims of more than 4 GiB go in pieces (a request's length is 32 bits).
         let mut done = self.now_ns();
@@ -277,6 +295,41 @@ impl Engine {
         write_zeros(self, whole_end, end)?;
         let t = self.trim(whole_start, whole_end - whole_start)?;
         Ok(done.max(t))
+    }
+
+    /// The `base:allocation` extents of `offset .. offset + len` (`len` > 0, inside the
+    /// export): runs of pages that hold data (state 0) or are holes (read as zeros), at most
+    /// `max` of them (the protocol's 2^20 per reply, or 1 for `NBD_CMD_FLAG_REQ_ONE`).
+    pub fn block_status(&self, offset: u64, len: u32, max: usize) -> Result<Vec<Extent>, Failure> {
+        self.check_range(offset, len as u64, crate::proto::EINVAL)?;
+        if len == 0 {
+            return Err(Failure {
+                errno: crate::proto::EINVAL,
+                message: "a block status query of 0 bytes".into(),
+            });
+        }
+        let hole = crate::proto::STATE_HOLE | crate::proto::STATE_ZERO;
+        let end = offset + len as u64;
+        let mut extents: Vec<Extent> = Vec::new();
+        let mut at = offset;
+        while at < end {
+            let lpa = at / self.page;
+            let state = if self.allocated[lpa as usize] {
+                0
+            } else {
+                hole
+            };
+            let next = ((lpa + 1) * self.page).min(end);
+            let n = (next - at) as u32;
+            let full = extents.len() == max;
+            match extents.last_mut() {
+                Some((length, last)) if *last == state => *length += n,
+                _ if full => break,
+                _ => extents.push((n, state)),
+            }
+            at = next;
+        }
+        Ok(extents)
     }
 
     /// First half of a flush (with the device locked): writes the write buffer to flash and

@@ -1,5 +1,6 @@
-//! The NBD protocol's wire format (the fixed newstyle handshake and simple replies), as the
-//! protocol document of the NBD project describes it. Everything is big-endian.
+//! The NBD protocol's wire format (the fixed newstyle handshake, simple and structured
+//! replies, the `base:allocation` metadata context), as the protocol document of the NBD
+//! project describes it. Everything is big-endian.
 
 use std::io::{self, Read, Write};
 
@@ -8,6 +9,7 @@ pub const IHAVEOPT: u64 = 0x4948_4156_454f_5054; // "IHAVEOPT"
 pub const REPLY_MAGIC: u64 = 0x0003_e889_0455_65a9;
 pub const REQUEST_MAGIC: u32 = 0x2560_9513;
 pub const SIMPLE_REPLY_MAGIC: u32 = 0x6744_6698;
+pub const STRUCTURED_REPLY_MAGIC: u32 = 0x668e_33ef;
 
 // Handshake flags (server) and client flags.
 pub const FLAG_FIXED_NEWSTYLE: u16 = 1;
@@ -30,11 +32,15 @@ pub const OPT_ABORT: u32 = 2;
 pub const OPT_LIST: u32 = 3;
 pub const OPT_INFO: u32 = 6;
 pub const OPT_GO: u32 = 7;
+pub const OPT_STRUCTURED_REPLY: u32 = 8;
+pub const OPT_LIST_META_CONTEXT: u32 = 9;
+pub const OPT_SET_META_CONTEXT: u32 = 10;
 
 // Option replies.
 pub const REP_ACK: u32 = 1;
 pub const REP_SERVER: u32 = 2;
 pub const REP_INFO: u32 = 3;
+pub const REP_META_CONTEXT: u32 = 4;
 pub const REP_ERR_UNSUP: u32 = 1 | 1 << 31;
 pub const REP_ERR_INVALID: u32 = 3 | 1 << 31;
 pub const REP_ERR_UNKNOWN: u32 = 6 | 1 << 31;
@@ -49,8 +55,27 @@ pub const CMD_DISC: u16 = 2;
 pub const CMD_FLUSH: u16 = 3;
 pub const CMD_TRIM: u16 = 4;
 pub const CMD_WRITE_ZEROES: u16 = 6;
+pub const CMD_BLOCK_STATUS: u16 = 7;
 pub const CMD_FLAG_FUA: u16 = 1;
 pub const CMD_FLAG_NO_HOLE: u16 = 2;
+pub const CMD_FLAG_REQ_ONE: u16 = 8;
+
+// Structured reply chunks.
+pub const REPLY_FLAG_DONE: u16 = 1;
+pub const REPLY_TYPE_NONE: u16 = 0;
+pub const REPLY_TYPE_OFFSET_DATA: u16 = 1;
+pub const REPLY_TYPE_BLOCK_STATUS: u16 = 5;
+pub const REPLY_TYPE_ERROR: u16 = (1 << 15) + 1;
+
+/// The one metadata context served: which extents are allocated (`NBD_STATE_HOLE`: never
+/// written or trimmed, reads as zeros, `NBD_STATE_ZERO` with it).
+pub const BASE_ALLOCATION: &str = "base:allocation";
+/// Its context ID on a connection that selected it.
+pub const BASE_ALLOCATION_ID: u32 = 1;
+/// Extents in one BLOCK_STATUS reply at most (the protocol's recommended limit).
+pub const MAX_EXTENTS: usize = 1 << 20;
+pub const STATE_HOLE: u32 = 1;
+pub const STATE_ZERO: u32 = 2;
 
 // Errors (errno values, as the protocol fixes them).
 pub const EPERM: u32 = 1;
@@ -121,6 +146,41 @@ pub fn simple_reply(error: u32, handle: u64) -> [u8; 16] {
     b
 }
 
+/// A structured reply chunk: its 20-byte header, then `payload`.
+pub fn structured_reply(flags: u16, kind: u16, handle: u64, payload: &[&[u8]]) -> Vec<u8> {
+    let len: usize = payload.iter().map(|p| p.len()).sum();
+    let mut b = Vec::with_capacity(20 + len);
+    b.extend_from_slice(&STRUCTURED_REPLY_MAGIC.to_be_bytes());
+    b.extend_from_slice(&flags.to_be_bytes());
+    b.extend_from_slice(&kind.to_be_bytes());
+    b.extend_from_slice(&handle.to_be_bytes());
+    b.extend_from_slice(&(len as u32).to_be_bytes());
+    for p in payload {
+        b.extend_from_slice(p);
+    }
+    b
+}
+
+/// The final chunk of a failed request: its errno and a message for the user (at most the
+/// protocol's 4096 bytes).
+pub fn structured_error(handle: u64, error: u32, message: &str) -> Vec<u8> {
+    let mut end = message.len().min(4096);
+    while !message.is_char_boundary(end) {
+        end -= 1;
+    }
+    let message = &message.as_bytes()[..end];
+    structured_reply(
+        REPLY_FLAG_DONE,
+        REPLY_TYPE_ERROR,
+        handle,
+        &[
+            &error.to_be_bytes(),
+            &(message.len() as u16).to_be_bytes(),
+            message,
+        ],
+    )
+}
+
 /// An option reply.
 pub fn option_reply(w: &mut impl Write, option: u32, kind: u32, data: &[u8]) -> io::Result<()> {
     let mut b = Vec::with_capacity(20 + data.len());
@@ -142,10 +202,20 @@ pub struct Export {
     pub block_size: u32,
 }
 
+/// What a connection negotiated for its transmission phase.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Session {
+    /// Structured replies (`NBD_OPT_STRUCTURED_REPLY`): reads and errors are answered with
+    /// chunks.
+    pub structured: bool,
+    /// `base:allocation` was selected (`NBD_OPT_SET_META_CONTEXT`): BLOCK_STATUS is served.
+    pub allocation: bool,
+}
+
 /// How the handshake ended.
 pub enum Handshake {
-    /// Transmission begins.
-    Go,
+    /// Transmission begins, with what was negotiated.
+    Go(Session),
     /// The client left (ABORT, or closed the connection) without an error.
     Left,
 }
@@ -173,6 +243,7 @@ pub fn handshake(
         return Err(format!("handshake: unknown client flags {client_flags:#x}"));
     }
     let no_zeroes = client_flags & FLAG_C_NO_ZEROES != 0;
+    let mut session = Session::default();
     loop {
         let magic = read_u64(r).map_err(io)?;
         if magic != IHAVEOPT {
@@ -204,7 +275,7 @@ pub fn handshake(
                 }
                 w.write_all(&b).map_err(io)?;
                 w.flush().map_err(io)?;
-                return Ok(Handshake::Go);
+                return Ok(Handshake::Go(session));
             }
             OPT_ABORT => {
                 // The client may already be gone: errors do not matter here.
@@ -252,11 +323,62 @@ pub fn handshake(
                 option_reply(w, option, REP_ACK, &[]).map_err(io)?;
                 w.flush().map_err(io)?;
                 if option == OPT_GO {
-                    return Ok(Handshake::Go);
+                    return Ok(Handshake::Go(session));
+                }
+            }
+            OPT_STRUCTURED_REPLY => {
+                if data.is_empty() {
+                    session.structured = true;
+                    option_reply(w, option, REP_ACK, &[]).map_err(io)?;
+                } else {
+                    option_reply(
+                        w,
+                        option,
+                        REP_ERR_INVALID,
+                        b"STRUCTURED_REPLY takes no data",
+                    )
+                    .map_err(io)?;
+                }
+            }
+            OPT_LIST_META_CONTEXT | OPT_SET_META_CONTEXT => {
+                let set = option == OPT_SET_META_CONTEXT;
+                if set {
+                    // Replaces the selection, even when it fails.
+                    session.allocation = false;
+                }
+                let reply = match parse_meta_request(&data) {
+                    _ if !session.structured => Err((
+                        REP_ERR_INVALID,
+                        "metadata contexts need structured replies first".to_string(),
+                    )),
+                    None => Err((REP_ERR_INVALID, "malformed metadata context request".into())),
+                    Some((name, _)) if !export_matches(&name, export) => {
+                        Err((REP_ERR_UNKNOWN, format!("unknown export `{name}`")))
+                    }
+                    // LIST with no query lists every context; `base:` lists the namespace's.
+                    Some((_, queries)) => Ok(queries.is_empty() && !set
+                        || queries
+                            .iter()
+                            .any(|q| q == BASE_ALLOCATION || (!set && q == "base:"))),
+                };
+                match reply {
+                    Err((kind, message)) => {
+                        option_reply(w, option, kind, message.as_bytes()).map_err(io)?
+                    }
+                    Ok(selected) => {
+                        if selected {
+                            let id = if set { BASE_ALLOCATION_ID } else { 0 };
+                            let mut d = id.to_be_bytes().to_vec();
+                            d.extend_from_slice(BASE_ALLOCATION.as_bytes());
+                            option_reply(w, option, REP_META_CONTEXT, &d).map_err(io)?;
+                            session.allocation |= set;
+                        }
+                        option_reply(w, option, REP_ACK, &[]).map_err(io)?;
+                    }
                 }
             }
             _ => {
-                // STARTTLS, structured replies, meta contexts: simple replies only.
+                // STARTTLS, extended headers and the rest: not served.
                 option_reply(w, option, REP_ERR_UNSUP, &[]).map_err(io)?;
             }
         }
@@ -278,6 +400,26 @@ fn parse_info_request(data: &[u8]) -> Option<String> {
         return None;
     }
     Some(String::from_utf8_lossy(name).into_owned())
+}
+
+/// The export name and the queries of a LIST or SET_META_CONTEXT request: u32 length,
+/// name, u32 count, then each query as u32 length and string.
+fn parse_meta_request(data: &[u8]) -> Option<(String, Vec<String>)> {
+    let mut at = 0;
+    let string = |at: &mut usize| -> Option<String> {
+        let len = u32::from_be_bytes(data.get(*at..*at + 4)?.try_into().ok()?) as usize;
+        let s = data.get(*at + 4..(*at + 4).checked_add(len)?)?;
+        *at += 4 + len;
+        Some(String::from_utf8_lossy(s).into_owned())
+    };
+    let name = string(&mut at)?;
+    let count = u32::from_be_bytes(data.get(at..at + 4)?.try_into().ok()?);
+    at += 4;
+    let mut queries = Vec::new();
+    for _ in 0..count {
+        queries.push(string(&mut at)?);
+    }
+    (at == data.len()).then_some((name, queries))
 }
 
 #[cfg(test)]
@@ -335,7 +477,7 @@ mod tests {
         };
         let mut out = Vec::new();
         let r = handshake(&mut &go("ftlab")[..], &mut out, &export).unwrap();
-        assert!(matches!(r, Handshake::Go));
+        assert!(matches!(r, Handshake::Go(s) if s == Session::default()));
         // Greeting, then INFO export (size) among the replies, then ACK.
         assert_eq!(&out[0..8], &NBDMAGIC.to_be_bytes());
         assert!(out.windows(8).any(|w| w == (1u64 << 20).to_be_bytes()));
@@ -346,5 +488,84 @@ mod tests {
             .unwrap();
         assert!(err.contains("handshake"), "{err}");
         assert!(out.windows(4).any(|w| w == REP_ERR_UNKNOWN.to_be_bytes()));
+    }
+
+    /// An option as a client sends it.
+    fn option(code: u32, data: &[u8]) -> Vec<u8> {
+        let mut b = IHAVEOPT.to_be_bytes().to_vec();
+        b.extend_from_slice(&code.to_be_bytes());
+        b.extend_from_slice(&(data.len() as u32).to_be_bytes());
+        b.extend_from_slice(data);
+        b
+    }
+
+    fn meta_request(queries: &[&str]) -> Vec<u8> {
+        let mut d = 0u32.to_be_bytes().to_vec(); // the default export
+        d.extend_from_slice(&(queries.len() as u32).to_be_bytes());
+        for q in queries {
+            d.extend_from_slice(&(q.len() as u32).to_be_bytes());
+            d.extend_from_slice(q.as_bytes());
+        }
+        d
+    }
+
+    #[test]
+    fn structured_replies_and_base_allocation_are_negotiated() {
+        let export = Export {
+            name: "ftlab".into(),
+            size: 1 << 20,
+            flags: FLAG_HAS_FLAGS,
+            block_size: 4096,
+        };
+        let go = option(OPT_GO, &[0, 0, 0, 0, 0, 0]);
+        let set = option(
+            OPT_SET_META_CONTEXT,
+            &meta_request(&["qemu:x", BASE_ALLOCATION]),
+        );
+        let start = (FLAG_C_FIXED_NEWSTYLE | FLAG_C_NO_ZEROES)
+            .to_be_bytes()
+            .to_vec();
+        // SET_META_CONTEXT before structured replies: refused, nothing selected.
+        let input = [start.clone(), set.clone(), go.clone()].concat();
+        let mut out = Vec::new();
+        let Ok(Handshake::Go(s)) = handshake(&mut &input[..], &mut out, &export) else {
+            panic!("no GO")
+        };
+        assert_eq!(s, Session::default());
+        assert!(out.windows(4).any(|w| w == REP_ERR_INVALID.to_be_bytes()));
+        // After STRUCTURED_REPLY: base:allocation selected with its ID, the unknown
+        // namespace ignored.
+        let input = [start, option(OPT_STRUCTURED_REPLY, &[]), set, go].concat();
+        let mut out = Vec::new();
+        let Ok(Handshake::Go(s)) = handshake(&mut &input[..], &mut out, &export) else {
+            panic!("no GO")
+        };
+        assert_eq!(
+            s,
+            Session {
+                structured: true,
+                allocation: true
+            }
+        );
+        let mut context = REP_META_CONTEXT.to_be_bytes().to_vec();
+        context.extend_from_slice(&(4 + BASE_ALLOCATION.len() as u32).to_be_bytes());
+        context.extend_from_slice(&BASE_ALLOCATION_ID.to_be_bytes());
+        context.extend_from_slice(BASE_ALLOCATION.as_bytes());
+        assert!(out.windows(context.len()).any(|w| w == context));
+        assert!(!out.windows(6).any(|w| w == b"qemu:x"));
+        assert_eq!(parse_meta_request(&meta_request(&["a:"])[..9]), None);
+    }
+
+    #[test]
+    fn an_error_chunk_carries_the_message() {
+        let b = structured_error(9, EIO, "media error");
+        assert_eq!(&b[0..4], &STRUCTURED_REPLY_MAGIC.to_be_bytes());
+        assert_eq!(u16::from_be_bytes([b[4], b[5]]), REPLY_FLAG_DONE);
+        assert_eq!(u16::from_be_bytes([b[6], b[7]]), REPLY_TYPE_ERROR);
+        assert_eq!(
+            u32::from_be_bytes(b[16..20].try_into().unwrap()),
+            4 + 2 + 11
+        );
+        assert_eq!(&b[26..], b"media error");
     }
 }

@@ -14,7 +14,7 @@
 //! way the other clients go on.
 
 use crate::engine::{Engine, Failure};
-use crate::proto::{self, Export, Handshake, RequestHeader};
+use crate::proto::{self, Export, Handshake, RequestHeader, Session};
 use crate::socket::{Listener, Stream};
 use std::collections::BinaryHeap;
 use std::io::{self, BufReader, BufWriter, Read, Write};
@@ -393,9 +393,9 @@ fn connection(stream: Stream, shared: &Shared) -> Result<(), String> {
     set_timeout(direct.get_ref(), Some(timeout))?;
     let started = Instant::now();
     let shaken = proto::handshake(&mut input, &mut direct, &shared.export);
-    match shaken {
+    let session = match shaken {
         Ok(Handshake::Left) => return Ok(()),
-        Ok(Handshake::Go) => {}
+        Ok(Handshake::Go(session)) => session,
         Err(_) if started.elapsed() >= timeout => {
             return Err(format!(
                 "no handshake within {:.1} s (--handshake-timeout)",
@@ -403,7 +403,7 @@ fn connection(stream: Stream, shared: &Shared) -> Result<(), String> {
             ))
         }
         Err(e) => return Err(e),
-    }
+    };
     set_timeout(direct.get_ref(), None)?;
     let mut replies = if shared.timing_real {
         let (send, recv) = mpsc::channel();
@@ -415,7 +415,7 @@ fn connection(stream: Stream, shared: &Shared) -> Result<(), String> {
     } else {
         Replies::Direct(direct)
     };
-    let result = transmission(&mut input, &mut replies, shared);
+    let result = transmission(&mut input, &mut replies, shared, session);
     let closed = replies.close();
     result?;
     match closed {
@@ -433,6 +433,7 @@ fn transmission(
     input: &mut BufReader<Stream>,
     replies: &mut Replies,
     shared: &Shared,
+    session: Session,
 ) -> Result<(), String> {
     let mut header = [0u8; 28];
     let mut payload = Vec::new();
@@ -468,22 +469,23 @@ fn transmission(
                 ));
             }
         }
-        let result = serve(&req, &payload, &mut data, shared);
-        let (error, done_ns) = match result {
-            Ok(done) => (0, done),
+        let result = serve(&req, &payload, &mut data, shared, session);
+        let (reply, done_ns) = match result {
+            Ok(done) => (answer(&req, &data, session), done),
             Err(f) => {
                 shared.errors.fetch_add(1, Ordering::Relaxed);
                 shared.event(format!(
                     "request {} (type {}, {} bytes at offset {}) failed: {}",
                     req.handle, req.kind, req.length, req.offset, f.message
                 ));
-                (f.errno, None)
+                let reply = if session.structured {
+                    proto::structured_error(req.handle, f.errno, &f.message)
+                } else {
+                    proto::simple_reply(f.errno, req.handle).to_vec()
+                };
+                (reply, None)
             }
         };
-        let mut reply = proto::simple_reply(error, req.handle).to_vec();
-        if error == 0 && req.kind == proto::CMD_READ {
-            reply.extend_from_slice(&data);
-        }
         let due = done_ns.map(|ns| epoch + Duration::from_nanos(ns));
         replies
             .send(&reply, due)
@@ -496,12 +498,39 @@ fn transmission(
     }
 }
 
-/// Serves one request; the simulated completion time (None: now).
+/// The reply to a request served: a READ's data or a BLOCK_STATUS's extents (`data`) in a
+/// chunk when structured replies were negotiated, a simple reply otherwise.
+fn answer(req: &RequestHeader, data: &[u8], session: Session) -> Vec<u8> {
+    let done = proto::REPLY_FLAG_DONE;
+    match req.kind {
+        proto::CMD_READ if session.structured && data.is_empty() => {
+            proto::structured_reply(done, proto::REPLY_TYPE_NONE, req.handle, &[])
+        }
+        proto::CMD_READ if session.structured => proto::structured_reply(
+            done,
+            proto::REPLY_TYPE_OFFSET_DATA,
+            req.handle,
+            &[&req.offset.to_be_bytes(), data],
+        ),
+        proto::CMD_BLOCK_STATUS => proto::structured_reply(
+            done,
+            proto::REPLY_TYPE_BLOCK_STATUS,
+            req.handle,
+            &[&proto::BASE_ALLOCATION_ID.to_be_bytes(), data],
+        ),
+        proto::CMD_READ => [&proto::simple_reply(0, req.handle)[..], data].concat(),
+        _ => proto::simple_reply(0, req.handle).to_vec(),
+    }
+}
+
+/// Serves one request (a READ's data, or a BLOCK_STATUS's extents encoded, into `data`);
+/// the simulated completion time (None: now).
 fn serve(
     req: &RequestHeader,
     payload: &[u8],
     data: &mut Vec<u8>,
     shared: &Shared,
+    session: Session,
 ) -> Result<Option<u64>, Failure> {
     let fua = req.flags & proto::CMD_FLAG_FUA != 0;
     let writes = matches!(
@@ -536,6 +565,26 @@ fn serve(
         }
         proto::CMD_FLUSH => {
             flush(shared)?;
+            return Ok(None);
+        }
+        proto::CMD_BLOCK_STATUS => {
+            if !session.allocation {
+                return Err(Failure {
+                    errno: proto::EINVAL,
+                    message: format!(
+                        "BLOCK_STATUS without the `{}` metadata context selected",
+                        proto::BASE_ALLOCATION
+                    ),
+                });
+            }
+            let one = req.flags & proto::CMD_FLAG_REQ_ONE != 0;
+            let max = if one { 1 } else { proto::MAX_EXTENTS };
+            let extents = shared.engine().block_status(req.offset, req.length, max)?;
+            data.clear();
+            for (length, state) in extents {
+                data.extend_from_slice(&length.to_be_bytes());
+                data.extend_from_slice(&state.to_be_bytes());
+            }
             return Ok(None);
         }
         other => {
