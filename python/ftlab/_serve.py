@@ -51,6 +51,11 @@ class StatusLine:
             f"mapping DRAM {size_text(s['memory_bytes'])}  flushes {s['flushes']:,}  "
             f"errors {s['errors']:,}"
             + (f" (media errors {s['media_errors']:,})" if s.get("media_errors") else "")
+            + (
+                f"  paced replies late p99 {s['pacing']['late_p99_ns'] / 1000:,.0f} us"
+                if s.get("pacing", {}).get("replies")
+                else ""
+            )
         )
 
     def __call__(self, status_json: str) -> bool:

@@ -94,6 +94,10 @@ def test_real_timing_holds_replies_for_the_simulated_latency(tmp_path: Path) -> 
         finally:
             assert served.stop() == 0, served.text()
         reports[timing] = json.loads(report.read_text())
+        # Only real timing paces replies, and says how late they went out.
+        assert ("paced replies (--timing real): 1, sent after" in served.text()) == (
+            timing == "real"
+        ), served.text()
     assert waits["real"] >= 0.3, waits
     assert waits["model"] < 0.3 and waits["none"] < 0.3, waits
     assert reports["real"]["mode"] == reports["model"]["mode"] == "timed"

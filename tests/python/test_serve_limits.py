@@ -187,10 +187,12 @@ def test_the_status_endpoint_serves_json_and_prometheus(tmp_path: Path) -> None:
             status = json.loads(r.read())
         assert status["pages_written"] == 8 and status["connections"] == 1, status
         assert status["flushes"] == 1 and status["fsyncs"] >= 1, status
+        assert status["paced_replies"] == 0, status  # no --timing real
         with urllib.request.urlopen(f"{base}/metrics", timeout=10) as r:
             text = r.read().decode()
         assert "# TYPE ftlab_pages_written_total counter" in text
         assert "\nftlab_pages_written_total 8\n" in text, text
+        assert "# TYPE ftlab_pacing_late_p99_ns gauge" in text, text
         client.close()
     finally:
         assert served.stop() == 0, served.text()

@@ -69,6 +69,8 @@ pub struct Status {
     pub fsyncs: u64,
     /// Requests failed by a damaged page (its bytes not matching their checksum).
     pub media_errors: u64,
+    /// How late replies went out after their simulated completion (`--timing real`).
+    pub pacing: server::PacingSummary,
     /// Messages since the last status (connections, client errors).
     pub events: Vec<String>,
 }
@@ -116,14 +118,9 @@ pub fn serve(
     }
     started(&startup, &address);
     let t0 = Instant::now();
-    server.run(&mut |shared| {
+    let status = |shared: &server::Shared| {
         use std::sync::atomic::Ordering::Relaxed;
-        if let Some(signal) = signals.received() {
-            shared.event(format!(
-                "{signal}: shutting down cleanly (flush, checkpoint)"
-            ));
-        }
-        let status = Status {
+        Status {
             address: address.clone(),
             elapsed_s: t0.elapsed().as_secs_f64(),
             live: shared.live(),
@@ -132,10 +129,32 @@ pub fn serve(
             errors: shared.errors.load(Relaxed),
             media_errors: shared.media_errors(),
             fsyncs: shared.fsyncs(),
+            pacing: shared.pacing.summary(),
             events: shared.take_events(),
-        };
-        tick(&status) && signals.received().is_none()
+        }
+    };
+    server.run(&mut |shared| {
+        if let Some(signal) = signals.received() {
+            shared.event(format!(
+                "{signal}: shutting down cleanly (flush, checkpoint)"
+            ));
+        }
+        tick(&status(shared)) && signals.received().is_none()
     });
+    let pacing = server.shared().pacing.summary();
+    if pacing.replies > 0 {
+        let us = |ns: u64| ns as f64 / 1000.0;
+        server.shared().event(format!(
+            "paced replies (--timing real): {}, sent after their simulated completion by \
+             {:.1} us at the median, {:.1} us at p99, {:.1} us at most",
+            pacing.replies,
+            us(pacing.late_p50_ns),
+            us(pacing.late_p99_ns),
+            us(pacing.late_max_ns)
+        ));
+    }
+    // The last events (the pacing, clients gone) shown before the shutdown.
+    tick(&status(server.shared()));
     let engine = server.stop();
     let report = recovery::shut_down(engine, opts)?;
     Ok(Outcome {

@@ -6,7 +6,8 @@
 //! each under the lock, and writes the reply; replies are flushed to the socket when no
 //! further request is waiting in the input buffer, so a queue of requests costs one write.
 //! With real timing a connection's replies go through a writer thread that holds each one
-//! until the simulated SSD would have completed it. Flushes sync the store outside the
+//! until the simulated SSD would have completed it, busy-polling the last
+//! [`SPIN`] before it, and records how late each went out ([`Pacing`]). Flushes sync the store outside the
 //! lock, shared between concurrent flushes.
 //!
 //! A client that breaks the protocol (bad magic, an oversized write) is disconnected with a
@@ -49,6 +50,49 @@ pub fn exposure_warning(address: &str) -> Option<String> {
     ))
 }
 
+/// How long before a paced reply's due time its writer stops sleeping and polls: a timed
+/// wait wakes up tens of microseconds late, a poll within a microsecond.
+pub const SPIN: Duration = Duration::from_micros(200);
+
+/// How late paced replies (`--timing real`) went out: from the simulated completion to the
+/// write to the socket (the server's own time to serve the request included).
+pub struct Pacing {
+    late_ns: Mutex<hdrhistogram::Histogram<u64>>,
+}
+
+/// [`Pacing`]'s figures.
+#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
+pub struct PacingSummary {
+    pub replies: u64,
+    pub late_p50_ns: u64,
+    pub late_p99_ns: u64,
+    pub late_max_ns: u64,
+}
+
+impl Pacing {
+    fn new() -> Pacing {
+        let h = hdrhistogram::Histogram::new(3).expect("3 significant figures are valid");
+        Pacing {
+            late_ns: Mutex::new(h),
+        }
+    }
+
+    fn record(&self, late: Duration) {
+        let mut h = self.late_ns.lock().unwrap_or_else(|e| e.into_inner());
+        h.saturating_record(late.as_nanos().min(u64::MAX as u128) as u64);
+    }
+
+    pub fn summary(&self) -> PacingSummary {
+        let h = self.late_ns.lock().unwrap_or_else(|e| e.into_inner());
+        PacingSummary {
+            replies: h.len(),
+            late_p50_ns: h.value_at_quantile(0.5),
+            late_p99_ns: h.value_at_quantile(0.99),
+            late_max_ns: h.max(),
+        }
+    }
+}
+
 /// The piece of a long TRIM or WRITE_ZEROES served under one hold of the lock.
 const PIECE: u64 = 8 << 20;
 
@@ -67,6 +111,7 @@ pub struct Shared {
     pub errors: AtomicU64,
     /// The store's group commit (its fdatasync count).
     sync: Arc<crate::store::SyncGroup>,
+    pub pacing: Arc<Pacing>,
 }
 
 impl Shared {
@@ -174,6 +219,7 @@ impl Server {
                 flushes: AtomicU64::new(0),
                 errors: AtomicU64::new(0),
                 sync,
+                pacing: Arc::new(Pacing::new()),
             }),
             clients: Vec::new(),
             status: None,
@@ -315,27 +361,42 @@ impl Ord for Reply {
     }
 }
 
-/// The writer thread of a paced connection.
-fn paced_writer(stream: Stream, recv: mpsc::Receiver<Reply>) -> io::Result<()> {
+/// The writer thread of a paced connection: each reply written at its due time (the last
+/// [`SPIN`] before it polled rather than slept), its lateness recorded.
+fn paced_writer(stream: Stream, recv: mpsc::Receiver<Reply>, pacing: &Pacing) -> io::Result<()> {
     let mut out = BufWriter::with_capacity(1 << 18, stream);
     let mut heap = BinaryHeap::new();
     let mut open = true;
     while open || !heap.is_empty() {
         let now = Instant::now();
+        let mut wrote = false;
         while heap.peek().is_some_and(|r: &Reply| r.due <= now) {
             let r = heap.pop().expect("peeked");
             out.write_all(&r.bytes)?;
+            pacing.record(now - r.due);
+            wrote = true;
         }
-        out.flush()?;
+        if wrote {
+            out.flush()?;
+        }
         let wait = heap
             .peek()
             .map(|r| r.due.saturating_duration_since(Instant::now()));
         let got = match wait {
+            // Close to the next reply: poll for new ones without blocking.
+            Some(d) if d <= SPIN => match recv.try_recv() {
+                Ok(r) => Ok(r),
+                Err(mpsc::TryRecvError::Empty) => {
+                    std::hint::spin_loop();
+                    continue;
+                }
+                Err(mpsc::TryRecvError::Disconnected) => Err(mpsc::RecvTimeoutError::Disconnected),
+            },
             Some(d) if !open => {
-                std::thread::sleep(d);
+                std::thread::sleep(d - SPIN);
                 continue;
             }
-            Some(d) => recv.recv_timeout(d),
+            Some(d) => recv.recv_timeout(d - SPIN),
             None => recv
                 .recv()
                 .map_err(|_| mpsc::RecvTimeoutError::Disconnected),
@@ -408,8 +469,9 @@ fn connection(stream: Stream, shared: &Shared) -> Result<(), String> {
     let mut replies = if shared.timing_real {
         let (send, recv) = mpsc::channel();
         let stream = direct.into_inner().map_err(|e| e.to_string())?;
+        let pacing = shared.pacing.clone();
         let writer = std::thread::Builder::new()
-            .spawn(move || paced_writer(stream, recv))
+            .spawn(move || paced_writer(stream, recv, &pacing))
             .map_err(|e| format!("no thread could be started for its replies ({e})"))?;
         Replies::Paced { send, writer }
     } else {

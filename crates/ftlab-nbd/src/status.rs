@@ -14,6 +14,7 @@ use std::time::Duration;
 fn metrics(shared: &Shared) -> Vec<(&'static str, &'static str, &'static str, u64)> {
     let l = shared.live();
     let load = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
+    let pacing = shared.pacing.summary();
     vec![
         ("requests", "counter", "requests served", l.requests),
         (
@@ -65,6 +66,30 @@ fn metrics(shared: &Shared) -> Vec<(&'static str, &'static str, &'static str, u6
             "counter",
             "fdatasyncs of the store",
             shared.fsyncs(),
+        ),
+        (
+            "paced_replies",
+            "counter",
+            "replies held to their simulated completion (--timing real)",
+            pacing.replies,
+        ),
+        (
+            "pacing_late_p50_ns",
+            "gauge",
+            "median time a paced reply went out after its simulated completion",
+            pacing.late_p50_ns,
+        ),
+        (
+            "pacing_late_p99_ns",
+            "gauge",
+            "99th percentile of that time",
+            pacing.late_p99_ns,
+        ),
+        (
+            "pacing_late_max_ns",
+            "gauge",
+            "the longest of that time",
+            pacing.late_max_ns,
         ),
     ]
 }

@@ -499,6 +499,7 @@ fn serve(
                     "errors": status.errors,
                     "media_errors": status.media_errors,
                     "fsyncs": status.fsyncs,
+                    "pacing": status.pacing,
                     "events": status.events,
                 })
                 .to_string();
