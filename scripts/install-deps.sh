@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
 # System packages the build and the tests need: a C compiler (compressed-trace crates build C
-# code) and pkg-config; the real clients the block-device tests (ftlab serve) drive: qemu-io
+# code), pkg-config and OpenSSL's headers (the block device's TLS links the system's libssl);
+# the real clients the block-device tests (ftlab serve) drive: qemu-io
 # (qemu-utils), fio, nbdfuse (libnbd-bin), mkfs.ext4/e2fsck/debugfs (e2fsprogs), fusermount3
-# (fuse3), losetup/mount (mount); and Debian's Chromium, in which a test opens the
+# (fuse3), losetup/mount (mount), openssl (the TLS test's certificates); and Debian's Chromium, in which a test opens the
 # reproductions' HTML report headless (that test is skipped, saying why, when Chromium cannot
 # be installed). Installs them with apt when missing; harmless when they are present.
 set -euo pipefail
 missing=()
 command -v cc >/dev/null 2>&1 || missing+=(build-essential)
 command -v pkg-config >/dev/null 2>&1 || missing+=(pkg-config)
+pkg-config --exists openssl 2>/dev/null || missing+=(libssl-dev)
+command -v openssl >/dev/null 2>&1 || missing+=(openssl)
 command -v qemu-io >/dev/null 2>&1 || missing+=(qemu-utils)
 command -v fio >/dev/null 2>&1 || missing+=(fio)
 command -v nbdfuse >/dev/null 2>&1 || missing+=(libnbd-bin)

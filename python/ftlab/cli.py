@@ -497,6 +497,25 @@ def run(ftl_name: str, source: dict[str, Any], json_out: str | None, quiet: bool
     metavar="HOST:PORT",
     help="Serve the live metrics over HTTP there: JSON at /, Prometheus text at /metrics.",
 )
+@click.option(
+    "--tls-psk",
+    type=click.Path(path_type=Path, dir_okay=False),
+    metavar="FILE",
+    help="Require TLS with pre-shared keys: FILE holds `identity:hexkey` lines (qemu's and "
+    "nbdkit's keys.psk).",
+)
+@click.option(
+    "--tls-cert",
+    type=click.Path(path_type=Path, dir_okay=False),
+    metavar="FILE",
+    help="Require TLS with this X.509 certificate (PEM, its chain after it); with --tls-key.",
+)
+@click.option(
+    "--tls-key",
+    type=click.Path(path_type=Path, dir_okay=False),
+    metavar="FILE",
+    help="The certificate's private key (PEM).",
+)
 @click.option("--json", "json_out", metavar="FILE", help="Write the report on shutdown.")
 @click.option("--quiet", "-q", is_flag=True, help="No status line, no summary.")
 def serve(
@@ -513,6 +532,9 @@ def serve(
     handshake_timeout: float,
     read_only: bool,
     status_listen: str | None,
+    tls_psk: Path | None,
+    tls_cert: Path | None,
+    tls_key: Path | None,
     json_out: str | None,
     quiet: bool,
 ) -> None:
@@ -521,6 +543,10 @@ def serve(
     from ftlab._serve import StatusLine, install_sigterm, startup_message
 
     check_output("--json", json_out)
+    if tls_psk and (tls_cert or tls_key):
+        fail("--tls-psk or --tls-cert with --tls-key, not both")
+    if bool(tls_cert) != bool(tls_key):
+        fail("--tls-cert and --tls-key go together")
     if "+" in ftl_name:
         fail("serve runs a scheme alone: host stacks (STACK+SCHEME) are not served")
     install_sigterm()
@@ -544,6 +570,9 @@ def serve(
                 handshake_timeout,
                 read_only,
                 status_listen,
+                None if tls_psk is None else str(tls_psk),
+                None if tls_cert is None else str(tls_cert),
+                None if tls_key is None else str(tls_key),
                 preset=preset,
                 config=[str(c) for c in configs],
                 # Mapping only unless the time is wanted (the user's keys come after).

@@ -30,6 +30,7 @@ pub const FLAG_CAN_MULTI_CONN: u16 = 1 << 8;
 pub const OPT_EXPORT_NAME: u32 = 1;
 pub const OPT_ABORT: u32 = 2;
 pub const OPT_LIST: u32 = 3;
+pub const OPT_STARTTLS: u32 = 5;
 pub const OPT_INFO: u32 = 6;
 pub const OPT_GO: u32 = 7;
 pub const OPT_STRUCTURED_REPLY: u32 = 8;
@@ -43,6 +44,7 @@ pub const REP_INFO: u32 = 3;
 pub const REP_META_CONTEXT: u32 = 4;
 pub const REP_ERR_UNSUP: u32 = 1 | 1 << 31;
 pub const REP_ERR_INVALID: u32 = 3 | 1 << 31;
+pub const REP_ERR_TLS_REQD: u32 = 5 | 1 << 31;
 pub const REP_ERR_UNKNOWN: u32 = 6 | 1 << 31;
 
 pub const INFO_EXPORT: u16 = 0;
@@ -216,17 +218,41 @@ pub struct Session {
 pub enum Handshake {
     /// Transmission begins, with what was negotiated.
     Go(Session),
+    /// STARTTLS was acknowledged: the TLS handshake comes next, then the options again
+    /// ([`options`] with [`TlsPhase::Active`]).
+    StartTls,
     /// The client left (ABORT, or closed the connection) without an error.
     Left,
 }
 
-/// The server side of the fixed newstyle handshake: greeting, client flags, then options
-/// until EXPORT_NAME or GO selects the export. A protocol violation is an error naming it.
+/// TLS in the handshake.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TlsPhase {
+    /// The server has no TLS: STARTTLS is not supported.
+    Off,
+    /// The server requires TLS and the connection is not encrypted yet: only STARTTLS (and
+    /// ABORT) are served.
+    Required,
+    /// The connection is encrypted.
+    Active,
+}
+
+/// The server side of the fixed newstyle handshake: [`greet`], then [`options`] (without
+/// TLS).
 pub fn handshake(
     r: &mut impl Read,
     w: &mut impl Write,
     export: &Export,
 ) -> Result<Handshake, String> {
+    match greet(r, w)? {
+        None => Ok(Handshake::Left),
+        Some(no_zeroes) => options(r, w, export, no_zeroes, TlsPhase::Off),
+    }
+}
+
+/// The greeting and the client's flags: whether the client asked for no zeroes after the
+/// export's flags (None: it left at once).
+pub fn greet(r: &mut impl Read, w: &mut impl Write) -> Result<Option<bool>, String> {
     let io = |e: io::Error| format!("handshake: {e}");
     let mut greeting = Vec::with_capacity(18);
     greeting.extend_from_slice(&NBDMAGIC.to_be_bytes());
@@ -236,13 +262,25 @@ pub fn handshake(
     w.flush().map_err(io)?;
     let client_flags = match read_u32(r) {
         Ok(f) => f,
-        Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(Handshake::Left),
+        Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(None),
         Err(e) => return Err(io(e)),
     };
     if client_flags & !(FLAG_C_FIXED_NEWSTYLE | FLAG_C_NO_ZEROES) != 0 {
         return Err(format!("handshake: unknown client flags {client_flags:#x}"));
     }
-    let no_zeroes = client_flags & FLAG_C_NO_ZEROES != 0;
+    Ok(Some(client_flags & FLAG_C_NO_ZEROES != 0))
+}
+
+/// The options, until EXPORT_NAME or GO selects the export (or STARTTLS asks for TLS). A
+/// protocol violation is an error naming it.
+pub fn options(
+    r: &mut impl Read,
+    w: &mut impl Write,
+    export: &Export,
+    no_zeroes: bool,
+    tls: TlsPhase,
+) -> Result<Handshake, String> {
+    let io = |e: io::Error| format!("handshake: {e}");
     let mut session = Session::default();
     loop {
         let magic = read_u64(r).map_err(io)?;
@@ -261,7 +299,40 @@ pub fn handshake(
         }
         let mut data = vec![0; len as usize];
         r.read_exact(&mut data).map_err(io)?;
+        if tls == TlsPhase::Required && !matches!(option, OPT_STARTTLS | OPT_ABORT) {
+            if option == OPT_EXPORT_NAME {
+                // (No error reply exists for EXPORT_NAME: the connection is closed.)
+                return Err(
+                    "handshake: EXPORT_NAME before STARTTLS: this server requires \
+                            TLS"
+                    .into(),
+                );
+            }
+            option_reply(
+                w,
+                option,
+                REP_ERR_TLS_REQD,
+                b"this server requires TLS (STARTTLS)",
+            )
+            .map_err(io)?;
+            w.flush().map_err(io)?;
+            continue;
+        }
         match option {
+            OPT_STARTTLS => {
+                let (kind, message): (u32, &[u8]) = match tls {
+                    _ if !data.is_empty() => (REP_ERR_INVALID, b"STARTTLS takes no data"),
+                    TlsPhase::Off => (REP_ERR_UNSUP, b"this server has no TLS configured"),
+                    TlsPhase::Active => (REP_ERR_INVALID, b"TLS is already in use"),
+                    TlsPhase::Required => (REP_ACK, b""),
+                };
+                option_reply(w, option, kind, message).map_err(io)?;
+                w.flush().map_err(io)?;
+                if kind == REP_ACK {
+                    return Ok(Handshake::StartTls);
+                }
+                continue;
+            }
             OPT_EXPORT_NAME => {
                 let name = String::from_utf8_lossy(&data);
                 if !export_matches(&name, export) {
@@ -378,7 +449,7 @@ pub fn handshake(
                 }
             }
             _ => {
-                // STARTTLS, extended headers and the rest: not served.
+                // Extended headers and the rest: not served.
                 option_reply(w, option, REP_ERR_UNSUP, &[]).map_err(io)?;
             }
         }

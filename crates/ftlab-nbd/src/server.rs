@@ -36,17 +36,17 @@ pub struct Limits {
     pub read_only: bool,
 }
 
-/// A warning when `address` (as bound) is reachable from other machines: the device is
-/// served without TLS or authentication.
-pub fn exposure_warning(address: &str) -> Option<String> {
+/// A warning when `address` (as bound) is reachable from other machines and the device is
+/// served without TLS (hence without authentication).
+pub fn exposure_warning(address: &str, tls: bool) -> Option<String> {
     let ip: std::net::SocketAddr = address.parse().ok()?;
-    if ip.ip().is_loopback() {
+    if ip.ip().is_loopback() || tls {
         return None;
     }
     Some(format!(
         "warning: listening on {address}, reachable from other machines, without TLS or \
          authentication: anyone who can connect can read and write the device (listen on \
-         127.0.0.1, or behind a tunnel)"
+         127.0.0.1, behind a tunnel, or with --tls-psk or --tls-cert)"
     ))
 }
 
@@ -112,6 +112,8 @@ pub struct Shared {
     /// The store's group commit (its fdatasync count).
     sync: Arc<crate::store::SyncGroup>,
     pub pacing: Arc<Pacing>,
+    /// TLS, required of every client when configured.
+    tls: Option<crate::tls::Tls>,
 }
 
 impl Shared {
@@ -186,6 +188,7 @@ impl Server {
         name: &str,
         timing_real: bool,
         limits: Limits,
+        tls: Option<crate::tls::Tls>,
     ) -> Server {
         let sync = engine.store().sync_group();
         let flags = proto::FLAG_HAS_FLAGS
@@ -220,6 +223,7 @@ impl Server {
                 errors: AtomicU64::new(0),
                 sync,
                 pacing: Arc::new(Pacing::new()),
+                tls,
             }),
             clients: Vec::new(),
             status: None,
@@ -331,7 +335,8 @@ impl Server {
 /// Where a connection's replies go: straight to the socket, or through the writer thread
 /// that holds each until its simulated completion.
 enum Replies {
-    Direct(BufWriter<Stream>),
+    /// The connection's buffered writer (over the socket, or its TLS session).
+    Direct(Box<dyn Write>),
     Paced {
         send: mpsc::Sender<Reply>,
         writer: JoinHandle<io::Result<()>>,
@@ -445,39 +450,90 @@ impl Replies {
 
 /// Serves one client until it disconnects; an error names the protocol violation.
 fn connection(stream: Stream, shared: &Shared) -> Result<(), String> {
+    let control = stream.try_clone().map_err(|e| e.to_string())?;
     let read_half = stream.try_clone().map_err(|e| e.to_string())?;
     let mut input = BufReader::with_capacity(1 << 18, read_half);
     let mut direct = BufWriter::with_capacity(1 << 18, stream);
+    // The handshake (TLS's included) within the timeout; no timeout in transmission.
     let timeout = shared.limits.handshake_timeout;
-    let set_timeout =
-        |s: &Stream, t: Option<Duration>| s.set_read_timeout(t).map_err(|e| e.to_string());
-    set_timeout(direct.get_ref(), Some(timeout))?;
+    let set_timeout = |t: Option<Duration>| control.set_read_timeout(t).map_err(|e| e.to_string());
+    set_timeout(Some(timeout))?;
     let started = Instant::now();
-    let shaken = proto::handshake(&mut input, &mut direct, &shared.export);
-    let session = match shaken {
-        Ok(Handshake::Left) => return Ok(()),
-        Ok(Handshake::Go(session)) => session,
-        Err(_) if started.elapsed() >= timeout => {
-            return Err(format!(
+    let timed_out = |e: String| {
+        if started.elapsed() >= timeout {
+            format!(
                 "no handshake within {:.1} s (--handshake-timeout)",
                 timeout.as_secs_f64()
-            ))
+            )
+        } else {
+            e
         }
-        Err(e) => return Err(e),
     };
-    set_timeout(direct.get_ref(), None)?;
-    let mut replies = if shared.timing_real {
-        let (send, recv) = mpsc::channel();
-        let stream = direct.into_inner().map_err(|e| e.to_string())?;
-        let pacing = shared.pacing.clone();
-        let writer = std::thread::Builder::new()
-            .spawn(move || paced_writer(stream, recv, &pacing))
-            .map_err(|e| format!("no thread could be started for its replies ({e})"))?;
-        Replies::Paced { send, writer }
-    } else {
-        Replies::Direct(direct)
+    let Some(no_zeroes) = proto::greet(&mut input, &mut direct).map_err(timed_out)? else {
+        return Ok(());
     };
-    let result = transmission(&mut input, &mut replies, shared, session);
+    let phase = match shared.tls {
+        Some(_) => proto::TlsPhase::Required,
+        None => proto::TlsPhase::Off,
+    };
+    let shaken = proto::options(&mut input, &mut direct, &shared.export, no_zeroes, phase);
+    match shaken.map_err(timed_out)? {
+        Handshake::Left => Ok(()),
+        Handshake::Go(session) => {
+            set_timeout(None)?;
+            let replies = if shared.timing_real {
+                let (send, recv) = mpsc::channel();
+                let stream = direct.into_inner().map_err(|e| e.to_string())?;
+                let pacing = shared.pacing.clone();
+                let writer = std::thread::Builder::new()
+                    .spawn(move || paced_writer(stream, recv, &pacing))
+                    .map_err(|e| format!("no thread could be started for its replies ({e})"))?;
+                Replies::Paced { send, writer }
+            } else {
+                Replies::Direct(Box::new(direct))
+            };
+            session_until_closed(&mut input, replies, shared, session)
+        }
+        Handshake::StartTls => {
+            let tls = shared
+                .tls
+                .as_ref()
+                .expect("STARTTLS is acknowledged with TLS only");
+            if !input.buffer().is_empty() {
+                return Err("the client sent data before the TLS handshake".into());
+            }
+            let raw = direct.into_inner().map_err(|e| e.to_string())?;
+            let io = tls.accept(raw).map_err(timed_out)?;
+            let mut input = BufReader::with_capacity(1 << 18, io.clone());
+            let mut direct = BufWriter::with_capacity(1 << 18, io);
+            let shaken = proto::options(
+                &mut input,
+                &mut direct,
+                &shared.export,
+                no_zeroes,
+                proto::TlsPhase::Active,
+            );
+            match shaken.map_err(timed_out)? {
+                Handshake::Go(session) => {
+                    set_timeout(None)?;
+                    let replies = Replies::Direct(Box::new(direct));
+                    session_until_closed(&mut input, replies, shared, session)
+                }
+                // (STARTTLS is refused once TLS is active.)
+                Handshake::Left | Handshake::StartTls => Ok(()),
+            }
+        }
+    }
+}
+
+/// The transmission phase, then the replies written out.
+fn session_until_closed<R: Read>(
+    input: &mut BufReader<R>,
+    mut replies: Replies,
+    shared: &Shared,
+    session: Session,
+) -> Result<(), String> {
+    let result = transmission(input, &mut replies, shared, session);
     let closed = replies.close();
     result?;
     match closed {
@@ -491,8 +547,8 @@ fn connection(stream: Stream, shared: &Shared) -> Result<(), String> {
     }
 }
 
-fn transmission(
-    input: &mut BufReader<Stream>,
+fn transmission<R: Read>(
+    input: &mut BufReader<R>,
     replies: &mut Replies,
     shared: &Shared,
     session: Session,

@@ -13,6 +13,7 @@ pub enum Listener {
     Unix(UnixListener, PathBuf),
 }
 
+#[derive(Debug)]
 pub enum Stream {
     Tcp(TcpStream),
     Unix(UnixStream),

@@ -411,7 +411,8 @@ fn trace_requests(
 #[pyfunction]
 #[pyo3(signature = (
     ftl, store, listen, timing_real, verify, on_start, tick, preallocate=false,
-    max_connections=64, handshake_timeout=10.0, read_only=false, status=None, **source
+    max_connections=64, handshake_timeout=10.0, read_only=false, status=None, tls_psk=None,
+    tls_cert=None, tls_key=None, **source
 ))]
 #[allow(clippy::too_many_arguments)]
 fn serve(
@@ -428,8 +429,22 @@ fn serve(
     handshake_timeout: f64,
     read_only: bool,
     status: Option<String>,
+    tls_psk: Option<PathBuf>,
+    tls_cert: Option<PathBuf>,
+    tls_key: Option<PathBuf>,
     source: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<String> {
+    let tls = match (tls_psk, tls_cert, tls_key) {
+        (None, None, None) => None,
+        (Some(psk), None, None) => Some(ftlab_nbd::tls::TlsConfig::Psk(psk)),
+        (None, Some(cert), Some(key)) => Some(ftlab_nbd::tls::TlsConfig::Cert { cert, key }),
+        _ => {
+            return Err(FtlabError::new_err(
+                "TLS takes either a PSK file (tls_psk) or a certificate and its key \
+                 (tls_cert and tls_key, both)",
+            ))
+        }
+    };
     if max_connections == 0 || !(handshake_timeout > 0.0 && handshake_timeout < 1e6) {
         return Err(FtlabError::new_err(format!(
             "max_connections must be at least 1 and handshake_timeout a positive number of \
@@ -462,6 +477,7 @@ fn serve(
             read_only,
         },
         status,
+        tls,
     };
     let result = py.allow_threads(|| {
         // A signal that lands while `on_start` runs Python code raises there: remembered,
