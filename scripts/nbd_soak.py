@@ -5,7 +5,9 @@ acknowledged before the last completed flush survived and nothing foreign is rea
     python scripts/nbd_soak.py [--cycles 100] [--ftl page] [--seed 1] [--connections 1]
 
 With `--connections N` (N > 1) the checker pipelines its writes over N connections (up to
-64 in flight), then flushes on one of them once all are acknowledged.
+64 in flight), then flushes on one of them once all are acknowledged. With `--qemu-io`,
+qemu-io writes and flushes 64 KiB regions of its own beside them (at 40 MiB), checked the
+same way (nbd_crash.QemuIoChecker).
 
 Prints one line per cycle and a summary (cycles, failures, recovery times)."""
 
@@ -21,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "python"))
 
-from nbd_crash import Checker, crash_cycle  # noqa: E402
+from nbd_crash import Checker, QemuIoChecker, crash_cycle  # noqa: E402
 from nbd_helpers import SMALL_DEVICE, Served  # noqa: E402
 
 
@@ -31,9 +33,11 @@ def main() -> int:
     ap.add_argument("--ftl", default="page")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--connections", type=int, default=1)
+    ap.add_argument("--qemu-io", action="store_true", help="qemu-io's checked writes too")
     args = ap.parse_args()
     rng = random.Random(args.seed)
     checker = Checker(first=0, count=2048, seed=args.seed)
+    qemu = QemuIoChecker(40 << 20, 16, args.seed) if args.qemu_io else None
     failures = 0
     times: list[float] = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -43,7 +47,7 @@ def main() -> int:
             return Served(store, ftl=args.ftl, sets=SMALL_DEVICE, extra=["--verify"])
 
         for cycle in range(args.cycles):
-            problems, startup = crash_cycle(start, checker, Path(tmp), rng, args.connections)
+            problems, startup = crash_cycle(start, checker, Path(tmp), rng, args.connections, qemu)
             m = re.search(r"in ([0-9.]+) ms", startup)
             if m:
                 times.append(float(m.group(1)))
@@ -51,8 +55,9 @@ def main() -> int:
             failures += bool(problems)
             print(f"cycle {cycle + 1}: {status}; {startup}", flush=True)
     print(
-        f"{args.cycles} cycles ({args.ftl}, {args.connections} checker connections), "
-        f"{failures} failed, {checker.flushes} checker "
+        f"{args.cycles} cycles ({args.ftl}, {args.connections} checker connections"
+        + (f", qemu-io with {qemu.flushes} flushes" if qemu else "")
+        + f"), {failures} failed, {checker.flushes} checker "
         f"flushes; recovery {min(times):.1f}-{max(times):.1f} ms, median "
         f"{statistics.median(times):.1f} ms"
     )

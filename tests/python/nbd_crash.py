@@ -1,8 +1,8 @@
 """A minimal NBD client (fixed newstyle, simple replies) and the crash cycle the crash test
-and scripts/nbd_soak.py run: under fio load, a checker writes numbered blocks and flushes;
-the server is killed with SIGKILL at a random moment and restarted; every block must then
-hold what it held at the checker's last completed flush, or a write issued after it, and
-nothing else."""
+and scripts/nbd_soak.py run: under fio load, a checker writes numbered blocks and flushes
+(optionally qemu-io too, on regions of its own); the server is killed with SIGKILL at a
+random moment and restarted; every block must then hold what it held at the checker's last
+completed flush, or a write issued after it, and nothing else."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from nbd_helpers import Served
+from nbd_helpers import Served, need
 
 BLOCK = 4096
 
@@ -176,6 +176,94 @@ class Checker:
         return problems
 
 
+class QemuIoChecker:
+    """qemu-io as a checked client: rounds of one 64 KiB write of a one-byte pattern to one
+    of `regions` regions from `first_byte` on, each followed by a flush. qemu-io runs its
+    commands one after the other, so a round's flush has completed once the next round's
+    write is reported ("wrote ..."); the writes after the last such flush may or may not
+    have landed."""
+
+    REGION = 64 << 10
+    ROUNDS = 4000
+
+    def __init__(self, first_byte: int, regions: int, seed: int) -> None:
+        self.first, self.regions = first_byte, regions
+        self.rng = random.Random(seed)
+        # Per 4 KiB block of each region, its pattern byte at the last completed flush (0:
+        # never written, zeros): a 64 KiB write cut by a crash may land in part.
+        self.flushed = [[0] * (self.REGION // BLOCK) for _ in range(regions)]
+        self.since: list[set[int]] = [set() for _ in range(regions)]
+        self.flushes = 0
+
+    def start(
+        self, uri: str
+    ) -> tuple[subprocess.Popen[str], list[tuple[int, int]], Callable[[], int]]:
+        """Starts qemu-io on a new list of rounds; the process, the rounds (region, pattern)
+        and, to call once the process has ended, the number of writes it reported before
+        any failure."""
+        rounds = [
+            (self.rng.randrange(self.regions), self.rng.randrange(1, 256))
+            for _ in range(self.ROUNDS)
+        ]
+        # Line-buffered: a pipe would hold qemu-io's last reports in its stdio buffer when
+        # it is killed, and rounds done would look undone.
+        args = ["stdbuf", "-oL", need("qemu-io", "qemu-utils"), "-f", "raw", uri]
+        for region, pattern in rounds:
+            offset = self.first + region * self.REGION
+            args += ["-c", f"write -P {pattern} {offset} {self.REGION}", "-c", "flush"]
+        proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        reported = [0]
+
+        def read() -> None:
+            assert proc.stdout is not None
+            failed = False
+            for line in proc.stdout:
+                # (A failed flush would leave the rounds after it unconfirmed.)
+                failed = failed or "failed" in line
+                if line.startswith("wrote ") and not failed:
+                    reported[0] += 1
+
+        reader = threading.Thread(target=read, daemon=True)
+        reader.start()
+
+        def writes_reported() -> int:
+            reader.join(30)
+            return reported[0]
+
+        return proc, rounds, writes_reported
+
+    def stopped(self, rounds: list[tuple[int, int]], writes_reported: int) -> None:
+        """After the kill: round k's flush completed if write k + 1 was reported; the last
+        reported write and the one after it (possibly in flight) may have landed."""
+        flushed_rounds = max(writes_reported - 1, 0)
+        for region, pattern in rounds[:flushed_rounds]:
+            self.flushed[region] = [pattern] * len(self.flushed[region])
+            self.since[region] = set()
+        self.flushes += flushed_rounds
+        for region, pattern in rounds[flushed_rounds : writes_reported + 1]:
+            self.since[region].add(pattern)
+
+    def check(self, client: NbdClient) -> list[str]:
+        """Each 4 KiB block holds one pattern: its own at the last completed flush, or one
+        written to its region since; what it holds is then its baseline."""
+        problems = []
+        for region in range(self.regions):
+            data = client.read(self.first + region * self.REGION, self.REGION)
+            for block, at in enumerate(range(0, self.REGION, BLOCK)):
+                got = data[at]
+                flushed = self.flushed[region][block]
+                if data[at : at + BLOCK] != bytes([got]) * BLOCK:
+                    problems.append(f"qemu-io region {region}: torn or foreign block at {at}")
+                elif got != flushed and got not in self.since[region]:
+                    problems.append(
+                        f"qemu-io region {region}, block at {at}: pattern {got}, flushed "
+                        f"{flushed}, written since {sorted(self.since[region])}"
+                    )
+                self.flushed[region][block] = got
+            self.since[region] = set()
+        return problems
+
+
 def fio_load(
     uri: str, workdir: Path, offset_mib: int, size_mib: int, seconds: float
 ) -> subprocess.Popen[bytes]:
@@ -210,12 +298,15 @@ def crash_cycle(
     workdir: Path,
     rng: random.Random,
     connections: int = 1,
+    qemu: QemuIoChecker | None = None,
 ) -> tuple[list[str], str]:
     """One cycle on a running server: fio load and the checker (over `connections`
-    pipelined connections if more than one), SIGKILL after a random 0.3-1.5 s, restart,
-    check. Returns (problems, the restarted server's start-up line)."""
+    pipelined connections if more than one), and qemu-io's checked rounds if `qemu`, SIGKILL
+    after a random 0.3-1.5 s, restart, check. Returns (problems, the restarted server's
+    start-up line)."""
     served = served_factory()
     load = fio_load(served.uri, workdir, 24, 16, 2)
+    qemu_run = qemu.start(served.uri) if qemu else None
     clients = [NbdClient(served.host, served.port) for _ in range(connections)]
     stop = threading.Event()
     if connections == 1:
@@ -229,12 +320,19 @@ def crash_cycle(
     t.join(30)
     os.killpg(load.pid, signal.SIGKILL)
     load.wait(30)
+    if qemu and qemu_run:
+        proc, rounds, writes_reported = qemu_run
+        proc.kill()
+        proc.wait(30)
+        qemu.stopped(rounds, writes_reported())
     for client in clients:
         client.sock.close()
     again = served_factory()
     startup = next((line for line in again.log if "ready" in line), "")
     reader = NbdClient(again.host, again.port)
     problems = checker.check(reader)
+    if qemu:
+        problems += qemu.check(reader)
     reader.close()
     rc = again.stop()
     if rc != 0:

@@ -12,14 +12,14 @@ import sys
 from pathlib import Path
 
 import pytest
-from nbd_crash import BLOCK, Checker, NbdClient, block_bytes, crash_cycle
+from nbd_crash import BLOCK, Checker, NbdClient, QemuIoChecker, block_bytes, crash_cycle
 from nbd_helpers import SMALL_DEVICE, Served, need
 
 
 #: Page-level, demand-cached, log-block (FAST: merges in the middle of which the kill may
 #: land) and learned (LeaFTL: segments relearned at start-up) schemes.
 #: The page scheme also with the checker pipelining over 4 connections (a flush on one
-#: covers the writes acknowledged on all).
+#: covers the writes acknowledged on all) beside qemu-io's checked writes and flushes.
 @pytest.mark.parametrize(
     ("ftl", "connections"), [("page", 1), ("dftl", 1), ("fast", 1), ("leaftl", 1), ("page", 4)]
 )
@@ -28,18 +28,21 @@ def test_flushed_writes_survive_kill_9(tmp_path: Path, ftl: str, connections: in
     store = tmp_path / "store"
     rng = random.Random(5)
     checker = Checker(first=0, count=2048, seed=7)
+    # 16 regions of 64 KiB at 40 MiB: past the checker's 8 MiB and fio's 24-40 MiB.
+    qemu = QemuIoChecker(first_byte=40 << 20, regions=16, seed=3) if connections > 1 else None
 
     def start() -> Served:
         return Served(store, ftl=ftl, sets=SMALL_DEVICE, extra=["--verify"])
 
     for cycle in range(3):
-        problems, startup = crash_cycle(start, checker, tmp_path, rng, connections)
+        problems, startup = crash_cycle(start, checker, tmp_path, rng, connections, qemu)
         assert not problems, f"cycle {cycle}: " + "\n".join(problems[:20])
         assert "recovered after an unclean stop" in startup, startup
         # From the second cycle on, recovery starts from the map the last start-up wrote.
         assert cycle == 0 or "and its map" in startup, startup
     # The checker's flushes happened, so the survivors were checked against real data.
     assert checker.flushes > 3 and any(checker.flushed)
+    assert qemu is None or (qemu.flushes > 3 and any(map(any, qemu.flushed)))
 
 
 def test_a_store_reopens_only_with_its_own_scheme(tmp_path: Path) -> None:
