@@ -118,6 +118,10 @@ pub fn restore(image: &FlashImage, flash: &mut Flash) -> crate::Result<Found> {
         scan_from = cp.durable_prog;
         last_seq = cp.last_seq;
         for (lpa, &ppn) in cp.live.iter().enumerate() {
+            // (Most of a large, sparsely written device: no search for them.)
+            if ppn == NONE {
+                continue;
+            }
             let Ok(i) = pages.binary_search_by_key(&ppn, |&(p, _, _)| p) else {
                 continue;
             };
