@@ -81,10 +81,29 @@ def test_a_clean_shutdown_checkpoints_the_map_and_empties_the_trim_log(
     assert sum(e != 0xFFFFFFFF for e in entries) == 48
     assert all(e == 0xFFFFFFFF for e in entries[:16])
     assert (store / "trims").stat().st_size == 0
-    # Reopened: the trimmed blocks still read as zeros, the others as written.
+    # Reopened: the trimmed blocks still read as zeros, the others as written. The
+    # session's checkpoint names the clean one's map (unchanged: nothing was rebuilt)
+    # rather than writing it again.
+    map_file = (store / checkpoint["map"]).stat().st_ino
     again = Served(store, ftl="page", sets=SMALL_DEVICE)
+    session = json.loads((store / "checkpoint").read_text())
+    assert not session["clean"] and session["map"] == checkpoint["map"], session
+    # (A map written again would be a new file, renamed into place.)
+    assert (store / checkpoint["map"]).stat().st_ino == map_file
+    assert sorted(p.name for p in store.glob("map-*")) == [checkpoint["map"]]
     reader = NbdClient(again.host, again.port)
     assert reader.read(0, 16 * BLOCK) == bytes(16 * BLOCK)
     assert reader.read(16 * BLOCK, BLOCK) == block_bytes(16, 1)
+    # Written over, then killed: recovery from that map and the pages programmed since.
+    reader.write(20 * BLOCK, block_bytes(20, 2))
+    reader.flush()
     reader.close()
-    assert again.stop() == 0, again.text()
+    again.kill()
+    last = Served(store, ftl="page", sets=SMALL_DEVICE)
+    assert "and its map" in last.text(), last.text()
+    reader = NbdClient(last.host, last.port)
+    assert reader.read(0, 16 * BLOCK) == bytes(16 * BLOCK)
+    assert reader.read(16 * BLOCK, BLOCK) == block_bytes(16, 1)
+    assert reader.read(20 * BLOCK, BLOCK) == block_bytes(20, 2)
+    reader.close()
+    assert last.stop() == 0, last.text()

@@ -392,7 +392,27 @@ fn reopen(opts: &ServeOptions, meta: &Meta, epoch: Instant) -> Result<(Engine, S
         .store()
         .prepare_sync()
         .and_then(|_| engine.store().sync_group().sync())?;
-    if let Err(e) = checkpoint_with_map(&mut engine, &opts.store, false) {
+    // After a clean shutdown whose state the rebuild left as it was (nothing programmed,
+    // no trim replayed), the checkpoint's map is still the map: the session's checkpoint
+    // names it rather than writing it again (on a large device, a map file of 4 bytes per
+    // logical page and its sync).
+    let unchanged = cp.clean
+        && cp.map.is_some()
+        && startup.trims_replayed == 0
+        && engine.store().next_prog() == cp.durable_prog + 1;
+    let written = if unchanged {
+        write_checkpoint(
+            &opts.store,
+            &Checkpoint {
+                clean: false,
+                last_seq: engine.last_seq(),
+                ..cp
+            },
+        )
+    } else {
+        checkpoint_with_map(&mut engine, &opts.store, false)
+    };
+    if let Err(e) = written {
         // On a full disk the device serves reads; its writes wait for space (the last
         // checkpoint and the trim log since stay as they were, still right).
         if !engine.disk_full() {
