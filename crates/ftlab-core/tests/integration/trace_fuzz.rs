@@ -10,7 +10,7 @@
 //! onto the device it plans for: every request inside it, pages consecutive, offsets
 //! within the page kept, verification passing.
 
-use ftlab_core::io::trace::{self, Record, TraceConfig, FORMATS};
+use ftlab_core::io::trace::{self, Reading, Record, TraceConfig, FORMATS};
 use ftlab_core::run::api::{self, RunOptions};
 use ftlab_core::Error;
 use proptest::prelude::*;
@@ -1325,5 +1325,116 @@ proptest! {
         prop_assert_eq!(out.report.metrics.host.requests, reqs.len() as u64);
         std::fs::remove_file(&path).unwrap();
         std::fs::remove_dir(&dir).unwrap();
+    }
+}
+
+/// Everything a reader tells its caller, record by record.
+#[derive(Debug, PartialEq)]
+struct Told {
+    format: Option<&'static str>,
+    /// Each record with the line (or binary record) number the reader gave with it.
+    records: Vec<(Record, u64)>,
+    /// Where the reading ended: its error (`None` at the end), the last line, the devices
+    /// named and the diagnostics.
+    error: Option<String>,
+    line: u64,
+    devices: Vec<String>,
+    diagnostics: String,
+}
+
+fn told(bytes: &[u8], format: &str, skip_bad_lines: bool, reading: Reading) -> Told {
+    let cfg = TraceConfig {
+        format: format.into(),
+        skip_bad_lines,
+        ..TraceConfig::default()
+    };
+    let mut out = Told {
+        format: None,
+        records: Vec::new(),
+        error: None,
+        line: 0,
+        devices: Vec::new(),
+        diagnostics: String::new(),
+    };
+    let mut source = match trace::open_bytes_with(bytes.to_vec(), Path::new(LABEL), &cfg, reading) {
+        Ok(opened) => opened.source,
+        Err(e) => {
+            out.error = Some(e.to_string());
+            return out;
+        }
+    };
+    out.format = Some(source.format());
+    loop {
+        match source.next_record() {
+            Ok(Some(r)) => out.records.push((r, source.line())),
+            Ok(None) => break,
+            Err(e) => {
+                out.error = Some(e.to_string());
+                break;
+            }
+        }
+    }
+    // Nothing more after the end or an error.
+    assert_eq!(source.next_record(), Ok(None));
+    out.line = source.line();
+    out.devices = source.devices().names().to_vec();
+    out.diagnostics = format!("{:?}", source.diagnostics());
+    out
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: cases(128), ..ProptestConfig::default() })]
+
+    /// Reading on a thread of its own, in batches of any size, tells the caller exactly
+    /// what reading on the caller's thread does: the same records in the same order, the
+    /// same line numbers, devices, diagnostics and error, for every format, damaged or
+    /// not, compressed or not.
+    #[test]
+    fn threaded_reading_tells_what_sequential_reading_does(
+        which in any::<Index>(),
+        edits in proptest::collection::vec(edit(), 0..3),
+        w in wrap(),
+        repeat in 1usize..40,
+        batch_records in 1usize..7,
+        skip in any::<bool>(),
+    ) {
+        let all = samples();
+        let sample = which.get(&all);
+        let body = if sample.is_binary() {
+            sample.bytes.repeat(repeat)
+        } else {
+            damage(&sample.bytes, &edits).repeat(repeat)
+        };
+        let (bytes, _) = if sample.is_binary() { (body, false) } else { apply(body, &w) };
+        for name in [sample.format, "auto"] {
+            let sequential = told(&bytes, name, skip, Reading::Sequential);
+            let threaded = told(&bytes, name, skip, Reading::Threaded { batch_records });
+            prop_assert_eq!(&threaded, &sequential, "{} as {} (skip {}): \"{}\"",
+                sample.format, name, skip, shown(&bytes));
+        }
+    }
+}
+
+/// A trace longer than the reader's 1 MiB buffer, with devices appearing late and a bad
+/// line near its end: the threaded reading (batches as runs use them) tells the same.
+#[test]
+fn threaded_reading_of_a_long_trace_tells_what_sequential_reading_does() {
+    let mut text = String::new();
+    for i in 0..150_000u64 {
+        text += &format!("{i} {} {} 8 {}\n", i / 20_000, i * 8, i % 2);
+    }
+    let good = text.clone();
+    text += "150000 0 x 8 0\n150001 0 8 8 0\n";
+    for (bytes, skip) in [(&good, false), (&text, false), (&text, true)] {
+        let sequential = told(bytes.as_bytes(), "disksim", skip, Reading::Sequential);
+        let threaded = told(bytes.as_bytes(), "disksim", skip, Reading::default());
+        assert_eq!(sequential.devices.len(), 8);
+        assert!(sequential.records.len() >= 150_000);
+        assert!(
+            threaded == sequential,
+            "skip {skip}: {:?} / {:?}",
+            threaded.error,
+            sequential.error
+        );
     }
 }
