@@ -99,6 +99,7 @@ __all__ = [
     "sweep_means",
     "trace_formats",
     "trace_info",
+    "convert_trace",
     "unregister_scheme",
     "workloads",
 ]
@@ -326,6 +327,33 @@ def trace_info(
         progress=progress,
     )
     return TraceInfo(json=text)
+
+
+def convert_trace(
+    path: PathLike,
+    output: PathLike,
+    *,
+    config: Sequence[PathLike] = (),
+    sets: Sequence[str] = (),
+    format: str = "",
+    progress: Callable[[int, float], object] | None = None,
+) -> dict[str, Any]:
+    """Converts a trace (any format) to ftlab's binary form at `output`, which runs then
+    read like any trace, at memory speed. Returns what was written: `records`,
+    `input_bytes`, `output_bytes`, the input's `format`. `sets` are `trace.*` overrides
+    for reading the input (`trace.time_unit`, `trace.skip_bad_lines`, ...)."""
+    overrides = list(sets)
+    if format:
+        overrides.append(f'trace.format="{format}"')
+    text = _core.convert_trace(
+        str(path),
+        str(output),
+        config=[str(c) for c in config],
+        sets=overrides,
+        progress=progress,
+    )
+    result: dict[str, Any] = json.loads(text)
+    return result
 
 
 def sweep(

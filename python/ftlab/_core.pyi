@@ -215,6 +215,15 @@ def trace_info(
 ) -> str:
     """Describes a trace: returns the `ftlab trace info` JSON."""
 
+def convert_trace(
+    path: _Path,
+    output: _Path,
+    config: Sequence[_Path] = ...,
+    sets: Sequence[str] = ...,
+    progress: _ScanProgress | None = None,
+) -> str:
+    """Converts a trace to ftlab's binary form; returns JSON (records, bytes in and out)."""
+
 def read_speed(path: _Path, sets: Sequence[str] = ...) -> str:
     """Reads a whole trace and times it; returns JSON (lines per second, ...)."""
 

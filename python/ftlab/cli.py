@@ -981,6 +981,61 @@ def trace_info(
         click.echo(f"... and {len(info.info['devices']) - len(rows):,} more devices (see --json)")
 
 
+@trace.command("convert")
+@click.argument("file", type=click.Path(path_type=Path))
+@click.argument("output", type=click.Path(path_type=Path))
+@click.option(
+    "--format",
+    "trace_format",
+    type=click.Choice(TRACE_FORMATS),
+    help="Trace format (default: recognised from the content).",
+)
+@click.option(
+    "--time-unit",
+    type=click.Choice(["auto", "ns", "100ns", "us", "ms", "s"]),
+    help="Unit of the timestamps (default: the format's own).",
+)
+@click.option(
+    "--blkparse-event",
+    type=click.Choice(["Q", "D", "C"]),
+    help="blkparse (or WiscSee) event (default: D).",
+)
+@click.option("--skip-bad-lines", is_flag=True, help="Count bad lines instead of stopping.")
+@click.option("--quiet", "-q", is_flag=True, help="No progress bar, no summary.")
+def trace_convert(
+    file: Path,
+    output: Path,
+    trace_format: str | None,
+    time_unit: str | None,
+    blkparse_event: str | None,
+    skip_bad_lines: bool,
+    quiet: bool,
+) -> None:
+    """Write FILE in ftlab's binary form to OUTPUT, for runs that read it at memory speed."""
+    check_output("OUTPUT", output)
+    sets = trace_sets((), None, None, blkparse_event, skip_bad_lines)
+    if time_unit:
+        sets.append(f"trace.time_unit={json.dumps(time_unit)}")
+    progress = Progress(quiet, unit="records")
+    try:
+        done = run_core(
+            lambda: ftlab.convert_trace(
+                file,
+                output,
+                sets=sets,
+                format=trace_format or "",
+                progress=lambda n, fraction: progress(n, fraction, "convert"),
+            )
+        )
+    finally:
+        progress.close()
+    if not quiet:
+        click.echo(
+            f"{done['records']:,} records of {done['format']} "
+            f"({done['input_bytes']:,} bytes) -> {done['output']} ({done['output_bytes']:,} bytes)"
+        )
+
+
 @trace.command("formats")
 def trace_formats() -> None:
     """List the trace formats, with an example line of each."""

@@ -12,6 +12,7 @@
 //! blank lines, a last line without a newline, bad-line policy.
 
 mod ascii;
+pub mod binary;
 mod blkparse;
 mod csv;
 mod detect;
@@ -252,6 +253,14 @@ formats! {
         time_unit: "us",
         example: "(binary) size id sec usec start stop bytes sectno devno drivertype cylno ioflags",
         open: |r, f, s, skip| Box::new(srt::SrtReader::new(r, f, s, skip)),
+    }
+    binary {
+        name: "ftlab",
+        aliases: &["ftlab-binary", "binary"],
+        description: "ftlab's own binary form, written by `ftlab trace convert`: `FTLABTRC` header, CRC-32-checked blocks of varint-coded records (time and offset deltas, length, device, operation); device names and the source's diagnostics kept; read at memory speed",
+        time_unit: "ns",
+        example: "(binary) FTLABTRC v1; blocks: tag(dev, op) dtime doffset length",
+        open: |r, f, s, skip| Box::new(binary::BinaryReader::new(r, f, s, skip)),
     }
 }
 
