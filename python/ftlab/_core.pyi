@@ -34,6 +34,7 @@ __all__ = [
     "peak_rss_bytes",
     "presets",
     "read_speed",
+    "convert_trace",
     "register_native_scheme",
     "register_scheme",
     "run",
