@@ -34,6 +34,7 @@ __all__ = [
     "peak_rss_bytes",
     "presets",
     "read_speed",
+    "convert_trace",
     "register_native_scheme",
     "register_scheme",
     "run",
@@ -217,6 +218,15 @@ def trace_info(
     progress: _ScanProgress | None = None,
 ) -> str:
     """Describes a trace: returns the `ftlab trace info` JSON."""
+
+def convert_trace(
+    path: _Path,
+    output: _Path,
+    config: Sequence[_Path] = ...,
+    sets: Sequence[str] = ...,
+    progress: _ScanProgress | None = None,
+) -> str:
+    """Converts a trace to ftlab's binary form; returns JSON (records, bytes in and out)."""
 
 def read_speed(path: _Path, sets: Sequence[str] = ...) -> str:
     """Reads a whole trace and times it; returns JSON (lines per second, ...)."""

@@ -406,10 +406,34 @@ def main(plugins: tuple[str, ...]) -> None:
 @click.option("--ftl", "ftl_name", default="page", show_default=True, help="FTL scheme.")
 @source_options
 @click.option("--json", "json_out", metavar="FILE", help="Write the report as JSON (- for stdout).")
+@click.option(
+    "--per-volume",
+    is_flag=True,
+    help="Each volume (device) of the trace on a simulated SSD of its own, in parallel.",
+)
+@click.option("--jobs", "-j", type=int, help="With --per-volume: parallel runs (default: cores).")
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path),
+    help="With --per-volume: the Parquet table of the volumes (default: volumes.parquet).",
+)
 @click.option("--quiet", "-q", is_flag=True, help="No summary, no progress bar.")
-def run(ftl_name: str, source: dict[str, Any], json_out: str | None, quiet: bool) -> None:
+def run(
+    ftl_name: str,
+    source: dict[str, Any],
+    json_out: str | None,
+    per_volume: bool,
+    jobs: int | None,
+    out: Path | None,
+    quiet: bool,
+) -> None:
     """Run one FTL scheme over a trace or a synthetic workload and print a summary."""
     check_output("--json", json_out)
+    if per_volume:
+        run_volumes(ftl_name, source, json_out, jobs, out or Path("volumes.parquet"), quiet)
+        return
+    if jobs is not None or out is not None:
+        fail("--jobs and --out go with --per-volume")
     progress = Progress(quiet)
     try:
         result = run_core(lambda: ftlab.simulate(ftl_name, progress=progress, **source))
@@ -438,6 +462,49 @@ def run(ftl_name: str, source: dict[str, Any], json_out: str | None, quiet: bool
             click.echo(stall, err=True)
         if warning:
             click.echo(warning, err=True)
+
+
+def run_volumes(
+    ftl_name: str,
+    source: dict[str, Any],
+    json_out: str | None,
+    jobs: int | None,
+    out: Path,
+    quiet: bool,
+) -> None:
+    """`ftlab run --per-volume`: a sweep over the trace's volumes, and the fleet's totals."""
+    if source["trace"] is None:
+        fail("--per-volume needs --trace")
+    if "stack" in source:
+        fail("--per-volume runs the trace as it is: no --stack")
+    check_output("--out", out)
+    table = run_core(
+        lambda: ftlab.replay_volumes(
+            source["trace"],
+            ftl_name,
+            preset=source["preset"],
+            config=source["config"],
+            sets=source["sets"],
+            format=source["format"],
+            time_unit=source["time_unit"],
+            precondition=source.get("precondition"),
+            verify=source["verify"],
+            mapping_only=source["mapping_only"],
+            jobs=jobs,
+            out=out,
+            progress=not quiet,
+        )
+    )
+    fleet = ftlab.fleet_summary(table)
+    if json_out:
+        text = json.dumps(fleet, indent=2) + "\n"
+        if json_out == "-":
+            click.echo(text, nl=False)
+        else:
+            write_output("--json", json_out, text)
+    if not quiet and json_out != "-":
+        click.echo(render_table(["fleet", "value"], [(k, str(v)) for k, v in fleet.items()]))
+        click.echo(f"one row per volume: {out}")
 
 
 @main.command()
@@ -1008,6 +1075,61 @@ def trace_info(
     )
     if len(info.info["devices"]) > len(rows):
         click.echo(f"... and {len(info.info['devices']) - len(rows):,} more devices (see --json)")
+
+
+@trace.command("convert")
+@click.argument("file", type=click.Path(path_type=Path))
+@click.argument("output", type=click.Path(path_type=Path))
+@click.option(
+    "--format",
+    "trace_format",
+    type=click.Choice(TRACE_FORMATS),
+    help="Trace format (default: recognised from the content).",
+)
+@click.option(
+    "--time-unit",
+    type=click.Choice(["auto", "ns", "100ns", "us", "ms", "s"]),
+    help="Unit of the timestamps (default: the format's own).",
+)
+@click.option(
+    "--blkparse-event",
+    type=click.Choice(["Q", "D", "C"]),
+    help="blkparse (or WiscSee) event (default: D).",
+)
+@click.option("--skip-bad-lines", is_flag=True, help="Count bad lines instead of stopping.")
+@click.option("--quiet", "-q", is_flag=True, help="No progress bar, no summary.")
+def trace_convert(
+    file: Path,
+    output: Path,
+    trace_format: str | None,
+    time_unit: str | None,
+    blkparse_event: str | None,
+    skip_bad_lines: bool,
+    quiet: bool,
+) -> None:
+    """Write FILE in ftlab's binary form to OUTPUT, for runs that read it at memory speed."""
+    check_output("OUTPUT", output)
+    sets = trace_sets((), None, None, blkparse_event, skip_bad_lines)
+    if time_unit:
+        sets.append(f"trace.time_unit={json.dumps(time_unit)}")
+    progress = Progress(quiet, unit="records")
+    try:
+        done = run_core(
+            lambda: ftlab.convert_trace(
+                file,
+                output,
+                sets=sets,
+                format=trace_format or "",
+                progress=lambda n, fraction: progress(n, fraction, "convert"),
+            )
+        )
+    finally:
+        progress.close()
+    if not quiet:
+        click.echo(
+            f"{done['records']:,} records of {done['format']} "
+            f"({done['input_bytes']:,} bytes) -> {done['output']} ({done['output_bytes']:,} bytes)"
+        )
 
 
 @trace.command("formats")

@@ -317,3 +317,53 @@ def test_trace_formats_lists_examples() -> None:
     names = ("msr", "systor", "tencent", "spc", "disksim", "vscsi", "fiu", "blkparse", "fio")
     for name in (*names, "wiscsee", "vscsi-csv", "alibaba"):
         assert name in out.stdout
+
+
+def test_converted_trace_runs_as_its_source(traces: Path, tmp_path: Path) -> None:
+    """`ftlab trace convert` writes the binary form; a run of it reports what a run of the
+    source does (a multi-device MSR excerpt), and a cut copy is a clear error."""
+    source = traces / "msr_cambridge_caffeine_sample/msr-cambridge1-sample.csv"
+    converted = tmp_path / "t.ftl"
+    out = ftlab("trace", "convert", str(source), str(converted))
+    assert out.returncode == 0, out.stderr
+    assert "records of msr" in out.stdout
+    assert converted.stat().st_size < source.stat().st_size
+    reports = []
+    for path in (source, converted):
+        target = tmp_path / f"{path.name}.json"
+        out = ftlab("run", "--trace", str(path), "--json", str(target), "-q")
+        assert out.returncode == 0, out.stderr
+        reports.append(json.loads(target.read_text()))
+    assert reports[1]["trace"]["format"] == "ftlab"
+    assert reports[0]["metrics"] == reports[1]["metrics"]
+    assert reports[0]["trace"]["devices"] == reports[1]["trace"]["devices"]
+    cut = tmp_path / "cut.ftl"
+    cut.write_bytes(converted.read_bytes()[:-5])
+    out = ftlab("run", "--trace", str(cut), "-q")
+    assert out.returncode != 0
+    assert "truncated" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_per_volume_runs_in_parallel_equal_the_runs_one_by_one(tmp_path: Path) -> None:
+    """`replay_volumes` (`ftlab run --per-volume`) with 2 jobs gives, volume by volume,
+    the summary of a run of that volume alone."""
+    import ftlab
+
+    trace = tmp_path / "three.trace"
+    lines = [f"{i * 1000} {i % 3} {(i * 7919) % 4096 * 8} 8 {(i // 3) % 2}" for i in range(600)]
+    trace.write_text("\n".join(lines) + "\n")
+    sets = ["geometry.pages_per_block=16", "geometry.channels=2"]
+    table = ftlab.replay_volumes(
+        trace, "page", sets=sets, jobs=2, out=tmp_path / "v.parquet", progress=False
+    )
+    assert table.height == 3
+    columns = [name for name, _ in ftlab._core.summary_columns() if name in table.columns]
+    for row in table.iter_rows(named=True):
+        (name,) = json.loads(row["trace.devices"])
+        alone = ftlab.simulate("page", trace=trace, sets=[*sets, f'trace.devices=["{name}"]'])
+        assert alone.summary["requests"] == 200
+        for column in columns:
+            if column != "source":
+                assert row[column] == alone.summary[column], (name, column)
+    fleet = ftlab.fleet_summary(table)
+    assert fleet["volumes"] == 3 and fleet["requests"] == 600

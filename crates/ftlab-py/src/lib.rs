@@ -321,6 +321,33 @@ fn trace_info(
     Ok(info.to_json())
 }
 
+/// Converts a trace to ftlab's binary form; returns JSON (records, bytes in and out).
+#[pyfunction]
+#[pyo3(signature = (path, output, config=Vec::new(), sets=Vec::new(), progress=None))]
+fn convert_trace(
+    py: Python<'_>,
+    path: PathBuf,
+    output: PathBuf,
+    config: Vec<PathBuf>,
+    sets: Vec<String>,
+    progress: Option<PyObject>,
+) -> PyResult<String> {
+    let opts = RunOptions {
+        config_files: config,
+        sets,
+        ..RunOptions::default()
+    };
+    let cfg = api::resolve_config(&opts).map_err(to_py)?;
+    let converted = py.allow_threads(|| {
+        let mut poll = Poll::new(None, progress.as_ref());
+        let result = api::convert_trace(&path, &cfg.trace, &output, &mut |done, fraction| {
+            poll.tick((done, fraction))
+        });
+        poll.finish(result)
+    })?;
+    serde_json::to_string(&converted).map_err(|e| FtlabError::new_err(e.to_string()))
+}
+
 /// Reads a whole trace and times it; returns JSON (lines per second, ...).
 #[pyfunction]
 #[pyo3(signature = (path, sets=Vec::new()))]
@@ -576,6 +603,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(peak_rss_bytes, m)?)?;
     m.add_function(wrap_pyfunction!(trace_info, m)?)?;
     m.add_function(wrap_pyfunction!(read_speed, m)?)?;
+    m.add_function(wrap_pyfunction!(convert_trace, m)?)?;
     m.add_function(wrap_pyfunction!(trace_formats, m)?)?;
     m.add_function(wrap_pyfunction!(fitted_blocks_per_plane, m)?)?;
     m.add_function(wrap_pyfunction!(trace_requests, m)?)?;

@@ -569,6 +569,63 @@ pub fn trace_info(
     scan::scan(path, cfg, page_size, progress).map(|s| s.info)
 }
 
+/// What `ftlab trace convert` wrote.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Converted {
+    pub input: String,
+    pub output: String,
+    /// The input's format.
+    pub format: String,
+    pub records: u64,
+    pub input_bytes: u64,
+    pub output_bytes: u64,
+}
+
+/// Converts a trace (any format, read as `cfg` says) to ftlab's binary form at `output`
+/// (written beside it under a temporary name, then renamed: a failed conversion leaves no
+/// half-written trace). `progress(records, fraction of the input)` is called every
+/// 65,536 records; returning false stops.
+pub fn convert_trace(
+    input: &Path,
+    cfg: &TraceConfig,
+    output: &Path,
+    progress: &mut dyn FnMut(u64, f64) -> bool,
+) -> Result<Converted> {
+    let opened = trace::open_trace(input, cfg)?;
+    let mut source = opened.source;
+    let io = |e: std::io::Error| Error::Io {
+        file: output.to_path_buf(),
+        message: format!("cannot write the converted trace: {e}"),
+    };
+    let mut partial = output.as_os_str().to_owned();
+    partial.push(".partial");
+    let partial = PathBuf::from(partial);
+    let file = std::fs::File::create(&partial).map_err(io)?;
+    let written = trace::binary::write(
+        source.as_mut(),
+        std::io::BufWriter::with_capacity(1 << 20, file),
+        output,
+        &mut |records| progress(records, opened.progress.fraction()),
+    );
+    let records = match written {
+        Ok(n) => n,
+        Err(e) => {
+            let _ = std::fs::remove_file(&partial);
+            return Err(e);
+        }
+    };
+    std::fs::rename(&partial, output).map_err(io)?;
+    let output_bytes = std::fs::metadata(output).map_err(io)?.len();
+    Ok(Converted {
+        input: input.display().to_string(),
+        output: output.display().to_string(),
+        format: source.format().to_string(),
+        records,
+        input_bytes: opened.progress.total,
+        output_bytes,
+    })
+}
+
 /// Memory of a run's scheme and host stack, without running it.
 #[derive(Clone, Debug, Default, serde::Serialize)]
 pub struct MemoryFootprint {

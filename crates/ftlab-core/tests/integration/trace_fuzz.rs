@@ -10,7 +10,7 @@
 //! onto the device it plans for: every request inside it, pages consecutive, offsets
 //! within the page kept, verification passing.
 
-use ftlab_core::io::trace::{self, Record, TraceConfig, FORMATS};
+use ftlab_core::io::trace::{self, Reading, Record, TraceConfig, FORMATS};
 use ftlab_core::run::api::{self, RunOptions};
 use ftlab_core::Error;
 use proptest::prelude::*;
@@ -1325,5 +1325,269 @@ proptest! {
         prop_assert_eq!(out.report.metrics.host.requests, reqs.len() as u64);
         std::fs::remove_file(&path).unwrap();
         std::fs::remove_dir(&dir).unwrap();
+    }
+}
+
+/// Everything a reader tells its caller, record by record.
+#[derive(Debug, PartialEq)]
+struct Told {
+    format: Option<&'static str>,
+    /// Each record with the line (or binary record) number the reader gave with it.
+    records: Vec<(Record, u64)>,
+    /// Where the reading ended: its error (`None` at the end), the last line, the devices
+    /// named and the diagnostics.
+    error: Option<String>,
+    line: u64,
+    devices: Vec<String>,
+    diagnostics: String,
+}
+
+fn told(bytes: &[u8], format: &str, skip_bad_lines: bool, reading: Reading) -> Told {
+    let cfg = TraceConfig {
+        format: format.into(),
+        skip_bad_lines,
+        ..TraceConfig::default()
+    };
+    let mut out = Told {
+        format: None,
+        records: Vec::new(),
+        error: None,
+        line: 0,
+        devices: Vec::new(),
+        diagnostics: String::new(),
+    };
+    let mut source = match trace::open_bytes_with(bytes.to_vec(), Path::new(LABEL), &cfg, reading) {
+        Ok(opened) => opened.source,
+        Err(e) => {
+            out.error = Some(e.to_string());
+            return out;
+        }
+    };
+    out.format = Some(source.format());
+    loop {
+        match source.next_record() {
+            Ok(Some(r)) => out.records.push((r, source.line())),
+            Ok(None) => break,
+            Err(e) => {
+                out.error = Some(e.to_string());
+                break;
+            }
+        }
+    }
+    // Nothing more after the end or an error.
+    assert_eq!(source.next_record(), Ok(None));
+    out.line = source.line();
+    out.devices = source.devices().names().to_vec();
+    out.diagnostics = format!("{:?}", source.diagnostics());
+    out
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: cases(128), ..ProptestConfig::default() })]
+
+    /// Reading on a thread of its own, in batches of any size, tells the caller exactly
+    /// what reading on the caller's thread does: the same records in the same order, the
+    /// same line numbers, devices, diagnostics and error, for every format, damaged or
+    /// not, compressed or not.
+    #[test]
+    fn threaded_reading_tells_what_sequential_reading_does(
+        which in any::<Index>(),
+        edits in proptest::collection::vec(edit(), 0..3),
+        w in wrap(),
+        repeat in 1usize..40,
+        batch_records in 1usize..7,
+        skip in any::<bool>(),
+    ) {
+        let all = samples();
+        let sample = which.get(&all);
+        let body = if sample.is_binary() {
+            sample.bytes.repeat(repeat)
+        } else {
+            damage(&sample.bytes, &edits).repeat(repeat)
+        };
+        let (bytes, _) = if sample.is_binary() { (body, false) } else { apply(body, &w) };
+        for name in [sample.format, "auto"] {
+            let sequential = told(&bytes, name, skip, Reading::Sequential);
+            let threaded = told(&bytes, name, skip, Reading::Threaded { batch_records });
+            prop_assert_eq!(&threaded, &sequential, "{} as {} (skip {}): \"{}\"",
+                sample.format, name, skip, shown(&bytes));
+        }
+    }
+}
+
+/// A trace longer than the reader's 1 MiB buffer, with devices appearing late and a bad
+/// line near its end: the threaded reading (batches as runs use them) tells the same.
+#[test]
+fn threaded_reading_of_a_long_trace_tells_what_sequential_reading_does() {
+    let mut text = String::new();
+    for i in 0..150_000u64 {
+        text += &format!("{i} {} {} 8 {}\n", i / 20_000, i * 8, i % 2);
+    }
+    let good = text.clone();
+    text += "150000 0 x 8 0\n150001 0 8 8 0\n";
+    for (bytes, skip) in [(&good, false), (&text, false), (&text, true)] {
+        let sequential = told(bytes.as_bytes(), "disksim", skip, Reading::Sequential);
+        let threaded = told(bytes.as_bytes(), "disksim", skip, Reading::default());
+        assert_eq!(sequential.devices.len(), 8);
+        assert!(sequential.records.len() >= 150_000);
+        assert!(
+            threaded == sequential,
+            "skip {skip}: {:?} / {:?}",
+            threaded.error,
+            sequential.error
+        );
+    }
+}
+
+/// Converts `bytes` (read as `format`) to the binary form in `dir`; returns its path.
+fn convert(dir: &Path, bytes: &[u8], format: &str, skip_bad_lines: bool) -> std::path::PathBuf {
+    let source = dir.join("source.trace");
+    std::fs::write(&source, bytes).unwrap();
+    let cfg = TraceConfig {
+        format: format.into(),
+        skip_bad_lines,
+        ..TraceConfig::default()
+    };
+    let out = dir.join("converted.ftl");
+    api::convert_trace(&source, &cfg, &out, &mut |_, _| true).unwrap_or_else(|e| panic!("{e}"));
+    out
+}
+
+/// Every format's sample (and a damaged one whose bad lines are skipped) reads back from
+/// its binary form as the same records, devices and diagnostics, and runs to the same
+/// report but for the file's name and format.
+#[test]
+fn converted_traces_read_and_run_as_their_source() {
+    let mut cases: Vec<(&str, Vec<u8>, bool)> = samples()
+        .into_iter()
+        .map(|s| {
+            (
+                s.format,
+                s.bytes.repeat(if s.format == "srt" { 1 } else { 3 }),
+                true,
+            )
+        })
+        .collect();
+    cases.push((
+        "disksim",
+        b"0 0 8 8 0\n1 0 x 8 0\n2 7 16 8 1\n3 0 24 0 0\n".to_vec(),
+        true,
+    ));
+    for (format, bytes, skip) in cases {
+        let dir = case_dir();
+        let converted = convert(&dir, &bytes, format, skip);
+        let source = told(&bytes, format, skip, Reading::default());
+        let mut back = told(
+            &std::fs::read(&converted).unwrap(),
+            "auto",
+            false,
+            Reading::default(),
+        );
+        // Bad lines are quoted as the conversion read them: from the file.
+        let source_path = dir.join("source.trace").display().to_string();
+        back.diagnostics = back.diagnostics.replace(&source_path, LABEL);
+        assert_eq!(back.format, Some("ftlab"), "{format}");
+        let strip = |t: &Told| {
+            let records: Vec<Record> = t.records.iter().map(|r| r.0).collect();
+            (
+                records,
+                t.devices.clone(),
+                t.diagnostics.clone(),
+                t.error.clone(),
+            )
+        };
+        assert_eq!(strip(&back), strip(&source), "{format}");
+        let run = |path: &Path| {
+            let opts = RunOptions {
+                ftl: "page".into(),
+                trace: Some(path.to_path_buf()),
+                verify: true,
+                sets: vec![
+                    format!("trace.skip_bad_lines={skip}"),
+                    "trace.device_size=\"fit\"".into(),
+                    "geometry.channels=1".into(),
+                    "geometry.chips_per_channel=1".into(),
+                    "geometry.dies_per_chip=1".into(),
+                    "geometry.pages_per_block=16".into(),
+                ],
+                ..RunOptions::default()
+            };
+            let report = api::run(&opts, &mut |_| true)
+                .unwrap_or_else(|e| panic!("{format}: {e}"))
+                .report;
+            let mut json: serde_json::Value = serde_json::from_str(&report.to_json()).unwrap();
+            for (section, key) in [
+                ("source", "name"),
+                ("source", "format"),
+                ("trace", "format"),
+            ] {
+                json[section][key] = serde_json::Value::Null;
+            }
+            json
+        };
+        assert_eq!(run(&converted), run(&dir.join("source.trace")), "{format}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
+
+/// A binary trace cut short anywhere, or with any one byte changed, is an error naming
+/// the file (and never a panic), or, where the byte is not part of the records (the
+/// source format's name), reads the same records.
+#[test]
+fn damaged_binary_traces_are_errors() {
+    let mut text = String::new();
+    for i in 0..60u64 {
+        text += &format!(
+            "{} {} {} {} {}\n",
+            i * 1000,
+            i % 3,
+            i * 8 % 977,
+            1 + i % 16,
+            i % 2
+        );
+    }
+    let dir = case_dir();
+    let good = std::fs::read(convert(&dir, text.as_bytes(), "disksim", false)).unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+    let expected = told(&good, "auto", false, Reading::default());
+    assert_eq!(expected.records.len(), 60);
+    assert_eq!(expected.error, None);
+    let read = |bytes: Vec<u8>| {
+        let shown_bytes = format!("{} bytes", bytes.len());
+        guarded(
+            move || shown_bytes.clone(),
+            READ_LIMIT,
+            move || told(&bytes, "ftlab", false, Reading::default()),
+        )
+    };
+    for cut in 0..good.len() {
+        let out = read(good[..cut].to_vec());
+        let e = out
+            .error
+            .unwrap_or_else(|| panic!("cut at {cut}: no error"));
+        assert!(e.starts_with(LABEL), "cut at {cut}: {e}");
+        if cut >= 13 {
+            assert!(e.contains("truncated"), "cut at {cut}: {e}");
+        }
+    }
+    let mut longer = good.clone();
+    longer.push(0);
+    assert!(read(longer)
+        .error
+        .unwrap()
+        .contains("bytes after the end record"));
+    for at in 0..good.len() {
+        for flip in [0x01u8, 0xff] {
+            let mut bad = good.clone();
+            bad[at] ^= flip;
+            let out = read(bad);
+            match &out.error {
+                Some(e) => assert!(e.starts_with(LABEL), "byte {at} ^ {flip:#x}: {e}"),
+                None => assert_eq!(
+                    out.records, expected.records,
+                    "byte {at} ^ {flip:#x} read as other records"
+                ),
+            }
+        }
     }
 }

@@ -13,8 +13,8 @@
 //! says whether a request reads or writes.
 
 use super::{
-    input, srt, vscsi, BlkEvent, Devices, Format, LineFormat, Open, Parser, Settings, TraceConfig,
-    FORMATS,
+    binary, input, srt, vscsi, BlkEvent, Devices, Format, LineFormat, Open, Parser, Settings,
+    TraceConfig, FORMATS,
 };
 use crate::error::{Error, Result};
 use std::path::Path;
@@ -45,6 +45,9 @@ pub(crate) fn detect(path: &Path, sample: &[u8], cfg: &TraceConfig) -> Result<&'
     }
     if sample.starts_with(srt::MAGIC) {
         return Ok(format("srt"));
+    }
+    if sample.starts_with(binary::MAGIC) {
+        return Ok(format("ftlab"));
     }
     let head = &sample[..sample.len().min(4096)];
     if head.contains(&0) {

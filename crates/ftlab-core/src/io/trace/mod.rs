@@ -12,6 +12,7 @@
 //! blank lines, a last line without a newline, bad-line policy.
 
 mod ascii;
+pub mod binary;
 mod blkparse;
 mod csv;
 mod detect;
@@ -21,6 +22,7 @@ mod fiu;
 mod input;
 pub mod scan;
 mod srt;
+mod threaded;
 mod vscsi;
 mod wiscsee;
 
@@ -35,6 +37,7 @@ use std::path::{Path, PathBuf};
 pub use ascii::DiskSimAscii;
 pub use extents::{ExtentSet, Extents};
 pub use input::InputProgress;
+pub use threaded::BATCH_RECORDS;
 
 /// One trace format.
 #[derive(Debug)]
@@ -250,6 +253,14 @@ formats! {
         time_unit: "us",
         example: "(binary) size id sec usec start stop bytes sectno devno drivertype cylno ioflags",
         open: |r, f, s, skip| Box::new(srt::SrtReader::new(r, f, s, skip)),
+    }
+    binary {
+        name: "ftlab",
+        aliases: &["ftlab-binary", "binary"],
+        description: "ftlab's own binary form, written by `ftlab trace convert`: `FTLABTRC` header, CRC-32-checked blocks of varint-coded records (time and offset deltas, length, device, operation); device names and the source's diagnostics kept; read at memory speed",
+        time_unit: "ns",
+        example: "(binary) FTLABTRC v1; blocks: tag(dev, op) dtime doffset length",
+        open: |r, f, s, skip| Box::new(binary::BinaryReader::new(r, f, s, skip)),
     }
 }
 
@@ -471,6 +482,13 @@ impl Devices {
     /// Forgets the devices numbered `len` and above: those a line named before it turned
     /// out to be bad. A device appears once a request of it does, so that the device
     /// numbers (and replay's address ranges, which follow them) have no gaps.
+    /// Adds a device named elsewhere (by a reader on another thread).
+    pub(crate) fn push(&mut self, name: String) {
+        self.index
+            .insert(name.as_bytes().into(), self.names.len() as u32);
+        self.names.push(name);
+    }
+
     pub(crate) fn truncate(&mut self, len: usize) {
         if len >= self.names.len() {
             return;
@@ -669,22 +687,61 @@ pub fn open(path: &Path, format: &str, time_unit: &str) -> Result<RequestStream<
     })))
 }
 
-/// Opens a trace file: decompresses it if needed, detects its format unless
-/// `cfg.format` names one, and returns its records.
-pub fn open_trace(path: &Path, cfg: &TraceConfig) -> Result<Opened> {
-    cfg.validate()?;
-    open_input(input::open(path)?, path, cfg)
+/// How a trace's records are read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reading {
+    /// On a thread of its own, parsing ahead while the caller works, handing over
+    /// batches of this many records (what runs use: [`BATCH_RECORDS`]).
+    Threaded { batch_records: usize },
+    /// On the caller's thread, one record at a time: the reference the threaded reading
+    /// is tested against.
+    Sequential,
 }
 
-/// Like [`open`], from bytes in memory (named `label` in messages).
+impl Default for Reading {
+    fn default() -> Self {
+        Reading::Threaded {
+            batch_records: BATCH_RECORDS,
+        }
+    }
+}
+
+/// Opens a trace file: decompresses it if needed, detects its format unless
+/// `cfg.format` names one, and returns its records (read on a thread of their own).
+pub fn open_trace(path: &Path, cfg: &TraceConfig) -> Result<Opened> {
+    open_trace_with(path, cfg, Reading::default())
+}
+
+/// [`open_trace`], read as `reading` says.
+pub fn open_trace_with(path: &Path, cfg: &TraceConfig, reading: Reading) -> Result<Opened> {
+    cfg.validate()?;
+    open_input(input::open(path)?, path, cfg, reading)
+}
+
+/// Like [`open_trace`], from bytes in memory (named `label` in messages).
 pub fn open_bytes(bytes: Vec<u8>, label: &Path, cfg: &TraceConfig) -> Result<Opened> {
+    open_bytes_with(bytes, label, cfg, Reading::default())
+}
+
+/// [`open_bytes`], read as `reading` says.
+pub fn open_bytes_with(
+    bytes: Vec<u8>,
+    label: &Path,
+    cfg: &TraceConfig,
+    reading: Reading,
+) -> Result<Opened> {
     cfg.validate()?;
     let total = bytes.len() as u64;
     let input = input::from_reader(Box::new(std::io::Cursor::new(bytes)), label, total)?;
-    open_input(input, label, cfg)
+    open_input(input, label, cfg, reading)
 }
 
-fn open_input(input: input::Input, path: &Path, cfg: &TraceConfig) -> Result<Opened> {
+fn open_input(
+    input: input::Input,
+    path: &Path,
+    cfg: &TraceConfig,
+    reading: Reading,
+) -> Result<Opened> {
     let format = if cfg.format == "auto" {
         detect::detect(path, &input.sample, cfg)?
     } else {
@@ -707,6 +764,12 @@ fn open_input(input: input::Input, path: &Path, cfg: &TraceConfig) -> Result<Ope
             new(&settings),
             cfg.skip_bad_lines,
         )),
+    };
+    let source = match reading {
+        Reading::Sequential => source,
+        Reading::Threaded { batch_records } => {
+            Box::new(threaded::Threaded::spawn(source, batch_records)?)
+        }
     };
     Ok(Opened {
         source,
