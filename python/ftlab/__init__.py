@@ -55,6 +55,7 @@ from ftlab._scheme import (
     register_scheme,
     unregister_scheme,
 )
+from ftlab._volumes import fleet_summary, replay_volumes
 
 if TYPE_CHECKING:
     import polars
@@ -395,90 +396,6 @@ def sweep(
         retry_failed=retry_failed,
         progress=progress,
     )
-
-
-def replay_volumes(
-    trace: PathLike,
-    ftl: str = "page",
-    *,
-    preset: str | None = None,
-    config: Sequence[PathLike] = (),
-    sets: Sequence[str] = (),
-    format: str = "",
-    time_unit: str = "",
-    precondition: str | None = None,
-    verify: bool = False,
-    mapping_only: bool = False,
-    jobs: int | None = None,
-    out: PathLike | None = None,
-    progress: bool | None = None,
-) -> polars.DataFrame:
-    """Replays each volume (device) of a multi-volume trace on a simulated SSD of its own,
-    `jobs` at a time (default: one per core), as a sweep over `trace.devices` whose table
-    (one row per volume, its name in `trace.devices`; resumable in `out`) it returns.
-    Each volume's row is what `simulate(ftl, trace=trace, sets=[*sets,
-    'trace.devices=["NAME"]'])` reports. `sets` are `key=value` overrides; `fleet_summary`
-    totals the table."""
-    import tomllib
-
-    from ftlab import _sweep
-
-    overrides = list(sets)
-    if format:
-        overrides.append(f'trace.format="{format}"')
-    if time_unit:
-        overrides.append(f'trace.time_unit="{time_unit}"')
-    info = trace_info(trace, sets=[s for s in overrides if s.startswith("trace.")])
-    names = [d["name"] for d in info.info["devices"]]
-    set_keys: dict[str, Any] = {}
-    for item in overrides:
-        key, sep, value = item.partition("=")
-        if not sep:
-            raise FtlabError(f"`{item}` is not KEY=VALUE")
-        set_keys[key.strip()] = tomllib.loads(f"v = {value}")["v"]
-    spec: dict[str, Any] = {
-        "schemes": [ftl],
-        "traces": [str(Path(trace).resolve())],
-        "set": set_keys,
-        "grid": {"trace.devices": [[name] for name in names]},
-        "verify": verify,
-        "mapping_only": mapping_only,
-        "config": [str(Path(c).resolve()) for c in config],
-    }
-    if preset:
-        spec["presets"] = [preset]
-    if precondition:
-        spec["precondition"] = precondition
-    return _sweep.sweep(spec, out=out, jobs=jobs, progress=progress)
-
-
-def fleet_summary(table: polars.DataFrame) -> dict[str, Any]:
-    """Totals of a `replay_volumes` table: volumes (and how many failed), requests, host
-    pages written, flash programs and erases, GC pages moved, the fleet's WAF (the
-    volumes' WAF weighted by the host pages each wrote), the sum of the volumes' peak
-    mapping DRAM, and the worst volume's mean and p99 latencies."""
-    import polars
-
-    ok = table.filter(polars.col("error").is_null()) if "error" in table.columns else table
-    total = {
-        key: int(ok[key].sum())
-        for key in (
-            "requests",
-            "host_pages_written",
-            "flash_programs",
-            "flash_erases",
-            "gc_pages_moved",
-            "memory_peak_bytes",
-        )
-    }
-    written = total["host_pages_written"]
-    return {
-        "volumes": table.height,
-        "failed": table.height - ok.height,
-        **total,
-        "waf": (ok["waf"] * ok["host_pages_written"]).sum() / written if written else None,
-        **{f"{key}_max": ok[key].max() for key in ("read_mean_us", "read_p99_us", "write_p99_us")},
-    }
 
 
 def load_sweep(path: PathLike) -> polars.DataFrame:
