@@ -140,6 +140,15 @@ pub enum NandError {
     ModeNotErased {
         block: u32,
     },
+    /// A retired (bad) block programmed, erased or its mode changed.
+    RetiredBlock {
+        block: u32,
+    },
+    /// A block retired while it still holds valid pages (which would lose data).
+    RetireWithValidPages {
+        block: u32,
+        valid: u32,
+    },
 }
 
 impl fmt::Display for NandError {
@@ -178,6 +187,14 @@ impl fmt::Display for NandError {
             NandError::ModeNotErased { block } => {
                 write!(f, "block {block} switched between SLC and native mode while it holds data")
             }
+            NandError::RetiredBlock { block } => write!(
+                f,
+                "block {block} is retired (a bad block) and may not be programmed, erased or switched"
+            ),
+            NandError::RetireWithValidPages { block, valid } => write!(
+                f,
+                "block {block} retired while it still holds {valid} valid pages (data loss)"
+            ),
         }
     }
 }

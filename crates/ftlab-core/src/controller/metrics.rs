@@ -171,6 +171,41 @@ impl SlcReport {
     }
 }
 
+/// The media faults `[faults]` injected, and what surviving them cost.
+#[derive(Clone, Debug, Serialize)]
+pub struct FaultReport {
+    /// Blocks bad from the factory (never allocated).
+    pub factory_bad_blocks: u64,
+    /// Page programs and block erases that failed during the run: each retired its block
+    /// (a grown bad block).
+    pub program_failures: u64,
+    pub erase_failures: u64,
+    /// Blocks retired by the end of the run (factory bad blocks, and grown bad blocks of
+    /// the run and of preconditioning).
+    pub retired_blocks: u64,
+    /// Valid pages of failing blocks re-written elsewhere (the page whose program failed
+    /// is written again by the write that goes on).
+    pub pages_rewritten: u64,
+    /// The write amplification retiring blocks adds: its programs (failed ones and
+    /// re-written pages) per page the host wrote to the device (part of `waf`).
+    pub waf_added: Option<f64>,
+}
+
+impl FaultReport {
+    pub fn new(flash: &Flash, factory_bad_blocks: u64, host_pages_written: u64) -> Self {
+        let programs = flash.stats.programs[Cause::Retire as usize];
+        FaultReport {
+            factory_bad_blocks,
+            program_failures: flash.stats.program_failures,
+            erase_failures: flash.stats.erase_failures,
+            retired_blocks: flash.retired_blocks() as u64,
+            pages_rewritten: programs - flash.stats.program_failures,
+            waf_added: (host_pages_written > 0)
+                .then(|| programs as f64 / host_pages_written as f64),
+        }
+    }
+}
+
 #[derive(Clone, Debug, Serialize)]
 pub struct EraseCounts {
     pub min: u32,
@@ -428,6 +463,8 @@ pub struct Metrics {
     pub gc: GcReport,
     /// The pseudo-SLC cache (null when `[slc]` leaves it off).
     pub slc: Option<SlcReport>,
+    /// Media faults (null when `[faults]` leaves them off).
+    pub faults: Option<FaultReport>,
     pub erase_count: EraseCounts,
     pub memory_bytes: MemoryReport,
     /// Null in mapping-only mode.

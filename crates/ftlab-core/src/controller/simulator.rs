@@ -24,7 +24,7 @@ use crate::controller::buffer::Destage;
 use crate::controller::buffer::{Buffered, WriteBuffer};
 use crate::controller::interface::Front;
 use crate::controller::metrics::{
-    Finished, GcReport, HostCounters, Latency, LatencyReport, LoadReport, Metrics,
+    FaultReport, Finished, GcReport, HostCounters, Latency, LatencyReport, LoadReport, Metrics,
     PreconditionReport, Sampler, SlcReport,
 };
 use crate::controller::settings::{
@@ -1200,6 +1200,11 @@ impl<F: Ftl> Simulator<F> {
                 .slc
                 .enabled()
                 .then(|| SlcReport::new(flash, written)),
+            faults: self.device.faults.enabled().then(|| {
+                let layout = flash.layout();
+                let bad = self.device.faults.bad_per_unit(layout.blocks_per_unit);
+                FaultReport::new(flash, bad as u64 * layout.units as u64, written)
+            }),
             erase_count: Metrics::erase_counts(flash),
             memory_bytes: self.sampler.memory.clone(),
             latency: timed.then(|| LatencyReport {

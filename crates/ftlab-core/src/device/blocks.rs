@@ -118,6 +118,8 @@ pub fn select_victim(
                 && !exclude.contains(&b)
                 // An SLC block belongs to the allocator's cache, which folds it.
                 && !flash.is_slc(b)
+                // A retired block is never erased.
+                && !flash.is_retired(b)
     });
     match policy {
         VictimPolicy::Greedy => candidates.min_by_key(|&b| (flash.valid_count(b), b)),

@@ -88,7 +88,7 @@ macro_rules! causes {
             }
 
             /// The family the cause belongs to: `host`, `gc`, `translation`,
-            /// `misprediction`, `merge` or `fold` (summaries add up a family, e.g. merge
+            /// `misprediction`, `merge`, `fold` or `fault` (summaries add up a family, e.g. merge
             /// reads).
             pub const fn group(self) -> &'static str {
                 match self {
@@ -124,6 +124,8 @@ causes! {
         "host writes and reads of a log-structured file system's cleaning (segment cleaning)";
     FsMetadata = "fs_metadata", "host", "host writes and reads of file-system metadata";
     Fold = "fold", "fold", "folding the pseudo-SLC cache: its valid pages copied into TLC blocks, its blocks erased";
+    Retire = "retire", "fault",
+        "retiring a grown bad block: the failed program, and the block's valid pages copied elsewhere";
 }
 
 impl Cause {
@@ -262,6 +264,9 @@ pub struct FlashStats {
     /// SLC blocks folded, and the valid pages their folding copied into native blocks.
     pub slc_folds: u64,
     pub slc_pages_folded: u64,
+    /// Page programs and block erases that failed (`[faults]`): each retired its block.
+    pub program_failures: u64,
+    pub erase_failures: u64,
 }
 
 impl FlashStats {
@@ -301,6 +306,10 @@ pub struct Flash {
     /// Pages each block holds in its current mode: `pages_per_block`, or fewer in SLC
     /// mode ([`Flash::set_slc`]).
     capacity: Vec<u32>,
+    /// Retired blocks (bad from the factory, or grown bad: [`Flash::retire`]), a bit each;
+    /// their capacity is 0, so that a program is refused at no cost to the common path.
+    retired: Vec<u64>,
+    retired_count: u32,
     /// Pages of a block in SLC mode.
     slc_pages: u32,
     erase_count: Vec<u32>,
@@ -494,7 +503,7 @@ impl Flash {
         let blocks = layout.total_blocks as usize;
         let words = pages.div_ceil(64);
         let ppb = layout.pages_per_block;
-        Ok(Flash {
+        let mut flash = Flash {
             layout: *layout,
             block_shift: ppb.is_power_of_two().then(|| ppb.trailing_zeros()),
             unit_of_block: DivideBy::new(layout.blocks_per_unit),
@@ -520,6 +529,8 @@ impl Flash {
             write_ptr: vec![0; blocks],
             valid_count: vec![0; blocks],
             capacity: vec![ppb; blocks],
+            retired: vec![0; blocks.div_ceil(64)],
+            retired_count: 0,
             slc_pages: cfg.slc.pages(ppb),
             erase_count: vec![0; blocks],
             modified_at: vec![0; blocks],
@@ -543,7 +554,11 @@ impl Flash {
             has_content: false,
             command: None,
             sector_tags: std::collections::HashMap::new(),
-        })
+        };
+        for block in cfg.faults.factory_bad_blocks(layout) {
+            flash.retire(block)?;
+        }
+        Ok(flash)
     }
 
     /// Attaches the page store of a block device front ([`PageSink`]).
@@ -676,7 +691,51 @@ impl Flash {
     /// Whether the block is in SLC mode.
     #[inline]
     pub fn is_slc(&self, block: u32) -> bool {
-        self.capacity[block as usize] != self.layout.pages_per_block
+        self.capacity[block as usize] == self.slc_pages
+    }
+
+    /// Whether the block is in native mode and not retired: the fast copy paths take it.
+    #[inline]
+    fn is_native(&self, block: u32) -> bool {
+        self.capacity[block as usize] == self.layout.pages_per_block
+    }
+
+    /// Whether the block is retired ([`Flash::retire`]): bad from the factory or grown bad.
+    #[inline]
+    pub fn is_retired(&self, block: u32) -> bool {
+        bit(&self.retired, block)
+    }
+
+    /// Blocks retired so far, factory bad blocks included.
+    pub fn retired_blocks(&self) -> u32 {
+        self.retired_count
+    }
+
+    /// Retires a block that holds no valid page (a bad block: from the factory, or after a
+    /// failed program or erase): it is never programmed or erased again (either is a NAND
+    /// rule violation); the pages it holds stay readable.
+    pub fn retire(&mut self, block: u32) -> std::result::Result<(), NandError> {
+        self.check_block(block)?;
+        let valid = self.valid_count[block as usize];
+        if valid != 0 {
+            return Err(NandError::RetireWithValidPages { block, valid });
+        }
+        if !self.is_retired(block) {
+            set_bit(&mut self.retired, block, true);
+            self.retired_count += 1;
+        }
+        self.capacity[block as usize] = 0;
+        Ok(())
+    }
+
+    /// A program of page `ppn` that fails: it takes its time and counts as a program of
+    /// `cause`, but the page holds nothing (a filler, invalid at once). The caller retires
+    /// the block once its valid pages are safe elsewhere.
+    pub fn fail_program(&mut self, ppn: Ppn, cause: Cause) -> std::result::Result<(), NandError> {
+        self.program_at(ppn, Oob::FILLER, &[], cause, self.cursor, false)?;
+        self.invalidate(ppn)?;
+        self.stats.program_failures += 1;
+        Ok(())
     }
 
     /// Puts an erased block in SLC mode (one bit per cell: `[slc]`'s share of the pages,
@@ -687,6 +746,9 @@ impl Flash {
         self.check_block(block)?;
         if !self.is_erased(block) {
             return Err(NandError::ModeNotErased { block });
+        }
+        if self.is_retired(block) {
+            return Err(NandError::RetiredBlock { block });
         }
         self.capacity[block as usize] = if on {
             self.slc_pages
@@ -958,7 +1020,7 @@ impl Flash {
         let unit = self.unit_of_block.divide(block);
         Place {
             offset: self.page_offset(ppn),
-            slc: self.capacity[block as usize] != self.layout.pages_per_block,
+            slc: self.is_slc(block),
             ..self.unit_places[unit as usize]
         }
     }
@@ -1288,6 +1350,9 @@ impl Flash {
         let block = self.block_of(ppn);
         let offset = self.page_offset(ppn);
         if offset >= self.capacity[block as usize] {
+            if self.is_retired(block) {
+                return Err(NandError::RetiredBlock { block });
+            }
             return Err(NandError::ProgramBeyondCapacity {
                 ppn,
                 pages: self.capacity[block as usize],
@@ -1466,7 +1531,7 @@ impl Flash {
         // pointer as the pages would move it.
         let src_wp = self.write_ptr[src as usize];
         let mut wp = self.write_ptr[dst as usize];
-        let mut ok = src != dst && !self.is_slc(dst);
+        let mut ok = src != dst && self.is_native(dst);
         let mut moved = 0;
         let mut last = 0;
         let mut c = from;
@@ -1602,7 +1667,7 @@ impl Flash {
         let blocks_ok = src_block != dst_block
             && src_block < self.layout.total_blocks
             && dst_block < self.layout.total_blocks
-            && !self.is_slc(dst_block);
+            && self.is_native(dst_block);
         let (src_first, dst_first) = (self.first_page(src_block), self.first_page(dst_block));
         let mut k = 0;
         while k < n {
@@ -1736,6 +1801,9 @@ impl Flash {
         let valid = self.valid_count[block as usize];
         if valid != 0 {
             return Err(NandError::EraseWithValidPages { block, valid });
+        }
+        if self.is_retired(block) {
+            return Err(NandError::RetiredBlock { block });
         }
         let first = self.first_page(block) as usize;
         let ppb = self.layout.pages_per_block as usize;

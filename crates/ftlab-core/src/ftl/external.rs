@@ -139,7 +139,7 @@ pub fn build<V: Visitor>(
     visitor: V,
 ) -> Result<V::Output> {
     let ftl = (scheme.build)(cfg, layout)?;
-    super::check_slc_cache(&ftl, &scheme.name, cfg)?;
+    super::check_device_models(&ftl, &scheme.name, cfg)?;
     let flash = Flash::new(&cfg.device, layout, scheme.extra_oob_bytes, cfg.timed)?;
     Ok(visitor.visit(ftl, flash))
 }
@@ -200,6 +200,9 @@ impl Ftl for Box<dyn Ftl> {
     }
     fn slc_cache(&self) -> bool {
         (**self).slc_cache()
+    }
+    fn faults(&self) -> bool {
+        (**self).faults()
     }
     #[inline]
     fn has_idle_work(&mut self) -> bool {

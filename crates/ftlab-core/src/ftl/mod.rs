@@ -147,6 +147,15 @@ pub trait Ftl: 'static + Send {
         false
     }
 
+    /// Whether the scheme runs on the media faults `[faults]` injects: the shared page
+    /// allocator retires the blocks that go bad and re-writes their pages
+    /// ([`crate::ftl::kit::alloc::PageAllocator::has_faults`]). The schemes that place
+    /// their pages themselves keep the default, false, and are refused a device with
+    /// faults on ([`check_device_models`]).
+    fn faults(&self) -> bool {
+        false
+    }
+
     /// False when [`Ftl::idle`] would do nothing: the simulator then skips it (and the
     /// gap-filling around it), as it does after most requests.
     fn has_idle_work(&mut self) -> bool {
@@ -268,14 +277,25 @@ pub fn build_scheme<S: Scheme, V: Visitor>(
     visitor: V,
 ) -> Result<V::Output> {
     let ftl = S::new(cfg, layout)?;
-    check_slc_cache(&ftl, S::NAME, cfg)?;
+    check_device_models(&ftl, S::NAME, cfg)?;
     let flash = Flash::new(&cfg.device, layout, ftl.extra_oob_bytes(), cfg.timed)?;
     Ok(visitor.visit(ftl, flash))
 }
 
 /// Refuses a scheme that cannot run on the pseudo-SLC cache `[slc]` turns on
-/// ([`Ftl::slc_cache`]).
-pub fn check_slc_cache<F: Ftl>(ftl: &F, name: &str, cfg: &SchemeContext) -> Result<()> {
+/// ([`Ftl::slc_cache`]) or on the faults `[faults]` injects ([`Ftl::faults`]).
+pub fn check_device_models<F: Ftl>(ftl: &F, name: &str, cfg: &SchemeContext) -> Result<()> {
+    let faults = &cfg.device.faults;
+    if faults.enabled() && !ftl.faults() {
+        return Err(Error::config(
+            faults.key(),
+            format!(
+                "scheme `{name}` does not run with media faults (the schemes that do: page, \
+                 dftl, sftl, tpftl, selective, leaftl); set the fractions and rates of [faults] \
+                 to 0 for it"
+            ),
+        ));
+    }
     if cfg.device.slc.enabled() && !ftl.slc_cache() {
         return Err(Error::config(
             "slc.static_fraction",

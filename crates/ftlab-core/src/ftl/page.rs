@@ -140,6 +140,10 @@ impl Ftl for PageFtl {
         self.alloc.has_slc_cache()
     }
 
+    fn faults(&self) -> bool {
+        self.alloc.has_faults()
+    }
+
     /// The table is the OOB scan's; the allocator is rebuilt around it.
     fn recover(&mut self, found: &crate::device::recovery::Found, flash: &mut Flash) -> Result<()> {
         crate::device::recovery::revalidate_live(found, flash)?;

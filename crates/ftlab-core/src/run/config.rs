@@ -12,6 +12,7 @@ pub use crate::controller::metrics::MetricsConfig;
 pub use crate::controller::settings::{
     ControllerConfig, PreconditionConfig, PreconditionMode, ReplayConfig, ReplayMode,
 };
+pub use crate::device::faults::FaultConfig;
 pub use crate::device::geometry::{Geometry, Layout, Nand, ProgramOrder, OOB_HEADER_BYTES};
 pub use crate::device::slc::{SlcConfig, WhenFull};
 pub use crate::device::timing::SchedulerConfig;
@@ -36,6 +37,8 @@ pub struct Config {
     pub device: crate::ftl::interface::DeviceSection,
     /// The pseudo-SLC cache (off by default).
     pub slc: SlcConfig,
+    /// Factory bad blocks and program and erase failures (off by default).
+    pub faults: FaultConfig,
     pub ftl: FtlConfig,
     pub gc: GcConfig,
     pub buffer: BufferConfig,
@@ -64,6 +67,7 @@ impl Default for Config {
             nand: Nand::default(),
             device: Default::default(),
             slc: SlcConfig::default(),
+            faults: FaultConfig::default(),
             ftl: FtlConfig::default(),
             gc: GcConfig::default(),
             buffer: BufferConfig::default(),
@@ -430,6 +434,14 @@ impl Config {
             (physical_pages - logical_pages - min_spare) / g.pages_per_block as u64 / units;
         self.slc
             .validate(g.pages_per_block, g.blocks_per_plane, spare_blocks)?;
+        self.faults.validate(g.blocks_per_plane, spare_blocks)?;
+        if self.faults.enabled() && self.slc.enabled() {
+            return Err(Error::config(
+                self.faults.key(),
+                "faults are not modelled on a device with the pseudo-SLC cache on \
+                 (turn slc.static_fraction and slc.dynamic_fraction to 0, or the faults off)",
+            ));
+        }
         let n = &self.nand;
         if n.channel_bytes_per_s == 0 {
             return Err(Error::config(
@@ -580,6 +592,7 @@ impl Config {
             nand: self.nand.clone(),
             scheduler: self.scheduler.clone(),
             slc: self.slc.clone(),
+            faults: self.faults.clone(),
         }
     }
 

@@ -12,6 +12,7 @@ mod demand;
 mod demand_traces;
 mod destage;
 mod device_model;
+mod faults;
 mod fdp;
 mod gc_scheduling;
 mod hashed_background_gc;

@@ -229,7 +229,8 @@ fn causes_are_listed_once_in_report_order() {
             "merge_full",
             "host_cleaning",
             "fs_metadata",
-            "fold"
+            "fold",
+            "retire"
         ]
     );
     let merges: Vec<&str> = CAUSES

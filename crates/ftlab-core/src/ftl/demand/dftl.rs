@@ -194,6 +194,10 @@ impl Ftl for Dftl {
         self.table.store.alloc.has_slc_cache()
     }
 
+    fn faults(&self) -> bool {
+        self.table.store.alloc.has_faults()
+    }
+
     fn reset_counters(&mut self) {
         self.table.stats = Default::default();
     }

@@ -409,6 +409,10 @@ impl Ftl for Selective {
         self.table.store.alloc.has_slc_cache()
     }
 
+    fn faults(&self) -> bool {
+        self.table.store.alloc.has_faults()
+    }
+
     fn reset_counters(&mut self) {
         self.table.stats = Default::default();
         self.hinted_translations = 0;

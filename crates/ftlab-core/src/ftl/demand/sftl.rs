@@ -456,6 +456,10 @@ impl Ftl for Sftl {
         self.table.store.alloc.has_slc_cache()
     }
 
+    fn faults(&self) -> bool {
+        self.table.store.alloc.has_faults()
+    }
+
     fn reset_counters(&mut self) {
         self.table.stats = Default::default();
         self.buffered_evictions = 0;

@@ -489,6 +489,10 @@ impl<M: MissModel> Ftl for Tpftl<M> {
         self.table.store.alloc.has_slc_cache()
     }
 
+    fn faults(&self) -> bool {
+        self.table.store.alloc.has_faults()
+    }
+
     fn reset_counters(&mut self) {
         self.table.stats = Default::default();
         self.model.reset_counters();

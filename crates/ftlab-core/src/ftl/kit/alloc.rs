@@ -34,6 +34,7 @@
 
 use super::slc::SlcCache;
 use crate::device::blocks::{select_victim, FreeBlocks};
+use crate::device::faults::FaultDraws;
 use crate::device::geometry::Layout;
 use crate::device::nand::{Cause, Flash, Oob, Ppn, NONE};
 use crate::divide::DivideBy;
@@ -126,17 +127,20 @@ pub(crate) fn round_robin(cfg: &SchemeContext, layout: &Layout) -> Vec<u32> {
     }
 }
 
-/// An open block and the next page to program in it.
+/// An open block, the next page to program in it, and where its pages end: the pages per
+/// block, or the page whose program fails (`[faults]`; see [`PageAllocator::retire_failed`]).
 #[derive(Clone, Copy, Debug)]
 struct OpenBlock {
     block: u32,
     next: u32,
+    end: u32,
 }
 
 impl OpenBlock {
     const CLOSED: OpenBlock = OpenBlock {
         block: NONE,
         next: 0,
+        end: 0,
     };
 }
 
@@ -183,9 +187,22 @@ const HOST: usize = 0;
 const GC: usize = 1;
 const MAP: usize = 2;
 
+/// Why a write finds no page.
+const FULL: &str =
+    "every parallel unit is out of free blocks and holds no block with an invalid page; \
+                    the logical data fills the device (raise ftl.over_provisioning)";
+
 /// Free blocks a unit keeps for garbage collection: host and translation writes never take
 /// the last one, so relocation always has somewhere to go.
 pub const GC_RESERVE_BLOCKS: usize = 1;
+
+/// Free blocks a unit keeps for garbage collection under `cfg`: [`GC_RESERVE_BLOCKS`],
+/// and one more when programs or erases may fail (`[faults]`): for the pages of a GC block
+/// that fails while GC fills it, or for GC to go on after a victim's erase fails.
+pub fn gc_reserve(cfg: &SchemeContext) -> usize {
+    let f = &cfg.device.faults;
+    GC_RESERVE_BLOCKS + (f.program_failure_rate > 0.0 || f.erase_failure_rate > 0.0) as usize
+}
 
 /// Free-block counts for the GC thresholds of one unit: the hard threshold is at least the
 /// reserve, the soft one above it. With background GC the soft threshold is at least two
@@ -194,7 +211,7 @@ pub const GC_RESERVE_BLOCKS: usize = 1;
 /// have no runway before writes wait for foreground GC.
 pub fn gc_thresholds(cfg: &SchemeContext, layout: &Layout) -> (usize, usize) {
     let blocks = layout.blocks_per_unit as f64;
-    let hard = ((cfg.gc.hard_threshold * blocks).ceil() as usize).max(GC_RESERVE_BLOCKS);
+    let hard = ((cfg.gc.hard_threshold * blocks).ceil() as usize).max(gc_reserve(cfg));
     let runway = if cfg.gc.mode == GcMode::Background {
         2
     } else {
@@ -239,6 +256,8 @@ pub struct PageAllocator {
     copy_stream: usize,
     soft_free_blocks: usize,
     hard_free_blocks: usize,
+    /// Free blocks host and translation writes leave to GC ([`gc_reserve`]).
+    reserve: usize,
     moved_data: Vec<Move>,
     moved_translation: Vec<Move>,
     /// Translation pages relocated by GC, in total.
@@ -255,6 +274,9 @@ pub struct PageAllocator {
     relocation: Option<Box<Relocation>>,
     /// The pseudo-SLC cache host writes go to first (`[slc]`; see [`super::slc`]).
     slc: Option<Box<SlcCache>>,
+    /// `[faults]` is on, and the program and erase failures it draws, if any.
+    faults_on: bool,
+    faults: Option<Box<FaultDraws>>,
 }
 
 impl PageAllocator {
@@ -269,6 +291,10 @@ impl PageAllocator {
                 let taken = free.take(layout, b);
                 debug_assert!(taken, "static SLC block {b} was not free");
             }
+        }
+        // The flash model marks the same blocks bad ([`Flash::retire`]).
+        for b in cfg.device.faults.factory_bad_blocks(layout) {
+            free.take(layout, b);
         }
         PageAllocator {
             layout: *layout,
@@ -295,6 +321,7 @@ impl PageAllocator {
             },
             soft_free_blocks,
             hard_free_blocks,
+            reserve: gc_reserve(cfg),
             moved_data: Vec::new(),
             moved_translation: Vec::new(),
             translation_pages_moved: 0,
@@ -304,6 +331,8 @@ impl PageAllocator {
             victim_pages: Vec::new(),
             relocation: None,
             slc,
+            faults_on: cfg.device.faults.enabled(),
+            faults: FaultDraws::new(&cfg.device.faults).map(Box::new),
         }
     }
 
@@ -442,11 +471,7 @@ impl PageAllocator {
             self.next_unit[HOST] = self.next_position(self.next_unit[HOST]);
             self.host_left = self.host_stripe;
         }
-        Err(Error::DeviceFull {
-            message: "every parallel unit is out of free blocks and holds no block with an invalid page; \
-                      the logical data fills the device (raise ftl.over_provisioning)"
-                .into(),
-        })
+        Err(self.out_of_blocks(flash, FULL))
     }
 
     /// The next free page for a translation page (a translation store only).
@@ -510,11 +535,7 @@ impl PageAllocator {
                 return Ok(ppn);
             }
         }
-        Err(Error::DeviceFull {
-            message: "every parallel unit is out of free blocks and holds no block with an invalid page; \
-                      the logical data fills the device (raise ftl.over_provisioning)"
-                .into(),
-        })
+        Err(self.out_of_blocks(flash, FULL))
     }
 
     /// The unit at round-robin position `position`: channel first, and with multi-plane
@@ -537,7 +558,7 @@ impl PageAllocator {
     #[inline]
     fn next_in_open(&mut self, stream: usize, unit: u32) -> Option<Ppn> {
         let open = &mut self.open[stream][unit as usize];
-        if open.block != NONE && open.next < self.layout.pages_per_block {
+        if open.block != NONE && open.next < open.end {
             let ppn = open.block * self.layout.pages_per_block + open.next;
             open.next += 1;
             return Some(ppn);
@@ -549,21 +570,134 @@ impl PageAllocator {
         if let Some(ppn) = self.next_in_open(stream, unit) {
             return Ok(Some(ppn));
         }
-        self.open[stream][unit as usize] = OpenBlock::CLOSED;
+        // (A block retired may have had its pages re-written to a block of this stream.)
+        if !self.retire_failed(stream, unit, flash)? {
+            self.open[stream][unit as usize] = OpenBlock::CLOSED;
+        }
         self.collect_if_low(unit, flash)?;
-        // GC may have opened the unit's translation block for relocated translation pages.
-        if let Some(ppn) = self.next_in_open(stream, unit) {
-            return Ok(Some(ppn));
+        loop {
+            // GC may have opened the unit's translation block for relocated translation
+            // pages (and a block opened may fail at its first page).
+            if let Some(ppn) = self.next_in_open(stream, unit) {
+                return Ok(Some(ppn));
+            }
+            if self.retire_failed(stream, unit, flash)? {
+                // Its pages may have gone to a block of this stream just opened.
+                continue;
+            }
+            if self.free.count(unit) <= self.reserve {
+                return Ok(None);
+            }
+            let Some(block) = self.free.pop(unit) else {
+                return Ok(None);
+            };
+            self.open_block(stream, unit, block);
         }
-        if self.free.count(unit) <= GC_RESERVE_BLOCKS {
-            return Ok(None);
-        }
-        let Some(block) = self.free.pop(unit) else {
-            return Ok(None);
-        };
+    }
+
+    /// Makes erased `block` the open block of `stream` on `unit`, its first failing
+    /// program drawn (`[faults]`).
+    #[inline]
+    fn open_block(&mut self, stream: usize, unit: u32, block: u32) {
         self.set_kind(block, stream);
-        self.open[stream][unit as usize] = OpenBlock { block, next: 1 };
-        Ok(Some(flash.first_page(block)))
+        let ppb = self.layout.pages_per_block;
+        let end = self.faults.as_mut().map_or(ppb, |f| f.failing_page(ppb));
+        self.open[stream][unit as usize] = OpenBlock {
+            block,
+            next: 0,
+            end,
+        };
+    }
+
+    /// If the open block of `stream` on `unit` stopped at a page whose program fails: the
+    /// failed program is issued, the block closed, its valid pages re-written elsewhere
+    /// ([`Cause::Retire`]) and the block retired. The page that failed is then written to
+    /// the page the caller takes next, so that the write is not lost. Returns whether it
+    /// retired a block.
+    #[inline(never)]
+    fn retire_failed(&mut self, stream: usize, unit: u32, flash: &mut Flash) -> Result<bool> {
+        let open = self.open[stream][unit as usize];
+        if open.block == NONE || open.next < open.end || open.end == self.layout.pages_per_block {
+            return Ok(false);
+        }
+        self.open[stream][unit as usize] = OpenBlock::CLOSED;
+        flash.fail_program(flash.first_page(open.block) + open.end, Cause::Retire)?;
+        self.evacuate(open.block, unit, flash)?;
+        flash.retire(open.block)?;
+        Ok(true)
+    }
+
+    /// Re-writes the valid pages of `block` (a block going bad) on `unit`: data pages to the
+    /// stream GC copies to, translation pages to the translation stream.
+    fn evacuate(&mut self, block: u32, unit: u32, flash: &mut Flash) -> Result<()> {
+        let translation = self.kind.get(block as usize) == Some(&BlockKind::Translation);
+        let stream = if translation { MAP } else { self.copy_stream };
+        let pages: Vec<Ppn> = flash.valid_pages(block).collect();
+        for ppn in pages {
+            self.relocate(ppn, stream, unit, translation, Cause::Retire, flash)?;
+        }
+        Ok(())
+    }
+
+    /// Copies valid page `ppn` to the next page of `stream` on `unit` under `cause`,
+    /// invalidates the old copy and records the move (a translation page's for the
+    /// translation store, a data page's for the scheme's map).
+    fn relocate(
+        &mut self,
+        ppn: Ppn,
+        stream: usize,
+        unit: u32,
+        translation: bool,
+        cause: Cause,
+        flash: &mut Flash,
+    ) -> Result<()> {
+        let dst = self.relocation_page(stream, unit, flash)?;
+        if translation {
+            let oob = flash.copy(ppn, dst, cause)?;
+            flash.invalidate(ppn)?;
+            self.moved_translation.push(Move {
+                key: oob.translation_page(),
+                from: ppn,
+                to: dst,
+            });
+            Ok(())
+        } else {
+            self.move_data_page(ppn, dst, cause, flash)
+        }
+    }
+
+    /// Erases a reclaimed block and returns it to its unit's free pool; if the erase
+    /// fails (`[faults]`), the block is retired instead.
+    fn release(&mut self, block: u32, cause: Cause, flash: &mut Flash) -> Result<()> {
+        flash.erase(block, cause)?;
+        if self.faults.as_mut().is_some_and(|f| f.erase_fails()) {
+            flash.stats.erase_failures += 1;
+            flash.retire(block)?;
+        } else {
+            self.free.push(&self.layout, block);
+        }
+        Ok(())
+    }
+
+    /// A device-full error: `message`, and with faults on, how many blocks went bad.
+    fn out_of_blocks(&self, flash: &Flash, message: &str) -> Error {
+        let worn = if self.faults_on {
+            format!(
+                " ({} blocks are retired as bad: the device is worn out)",
+                flash.retired_blocks()
+            )
+        } else {
+            String::new()
+        };
+        Error::DeviceFull {
+            message: format!("{message}{worn}"),
+        }
+    }
+
+    /// Whether the allocator injects `[faults]`: on, and no relocation streams (whose
+    /// lines it does not retire).
+    pub fn has_faults(&self) -> bool {
+        self.faults_on && self.relocation.is_none()
     }
 
     /// Before `unit` opens a block: below the soft threshold it reclaims a victim (or waits
@@ -609,16 +743,22 @@ impl PageAllocator {
 
     /// The next page of the unit's GC or translation block during relocation, opening a free
     /// block (the reserve included) when it is full.
-    fn relocation_page(&mut self, stream: usize, unit: u32, flash: &Flash) -> Result<Ppn> {
-        if let Some(ppn) = self.next_in_open(stream, unit) {
-            return Ok(ppn);
+    fn relocation_page(&mut self, stream: usize, unit: u32, flash: &mut Flash) -> Result<Ppn> {
+        loop {
+            if let Some(ppn) = self.next_in_open(stream, unit) {
+                return Ok(ppn);
+            }
+            if self.retire_failed(stream, unit, flash)? {
+                continue;
+            }
+            let Some(block) = self.free.pop(unit) else {
+                return Err(self.out_of_blocks(
+                    flash,
+                    &format!("parallel unit {unit} has no free block left for garbage collection"),
+                ));
+            };
+            self.open_block(stream, unit, block);
         }
-        let block = self.free.pop(unit).ok_or_else(|| Error::DeviceFull {
-            message: format!("parallel unit {unit} has no free block left for garbage collection"),
-        })?;
-        self.set_kind(block, stream);
-        self.open[stream][unit as usize] = OpenBlock { block, next: 1 };
-        Ok(flash.first_page(block))
     }
 
     #[inline]
@@ -793,18 +933,7 @@ impl PageAllocator {
         }
         let mut moved = 0;
         for &(_, ppn) in &pages {
-            let dst = self.relocation_page(stream, unit, flash)?;
-            if translation {
-                let oob = flash.copy(ppn, dst, Cause::Gc)?;
-                flash.invalidate(ppn)?;
-                self.moved_translation.push(Move {
-                    key: oob.translation_page(),
-                    from: ppn,
-                    to: dst,
-                });
-            } else {
-                self.move_data_page(ppn, dst, Cause::Gc, flash)?;
-            }
+            self.relocate(ppn, stream, unit, translation, Cause::Gc, flash)?;
             moved += 1;
         }
         self.victim_pages = pages;
@@ -812,8 +941,7 @@ impl PageAllocator {
             // (The erase follows the copies on the victim's die in any case.)
             flash.chain();
         }
-        flash.erase(victim, Cause::Gc)?;
-        self.free.push(&self.layout, victim);
+        self.release(victim, Cause::Gc, flash)?;
         self.forget_wake(unit);
         flash.stats.gc_invocations += 1;
         flash.stats.gc_pages_moved += moved;
@@ -897,9 +1025,8 @@ impl PageAllocator {
             flash.chain();
         }
         for &b in &r.victims {
-            flash.erase(b, Cause::Gc)?;
+            self.release(b, Cause::Gc, flash)?;
             r.stream_of[b as usize] = 0;
-            self.free.push(&layout, b);
             self.forget_wake(layout.unit_of_block(b));
         }
         flash.stats.gc_invocations += 1;
@@ -973,6 +1100,13 @@ impl PageAllocator {
                  (turn slc.static_fraction and slc.dynamic_fraction to 0)",
             ));
         }
+        if self.faults_on {
+            return Err(Error::config(
+                "faults",
+                "recovery after a restart is not modelled with [faults] on (turn its \
+                 fractions and rates to 0)",
+            ));
+        }
         let layout = self.layout;
         self.free = FreeBlocks::empty(&layout);
         for stream in &mut self.open {
@@ -1021,6 +1155,7 @@ impl PageAllocator {
                     self.open[s][unit] = OpenBlock {
                         block,
                         next: flash.write_pointer(block),
+                        end: ppb,
                     }
                 }
                 None => crate::device::recovery::pad_block(flash, block)?,

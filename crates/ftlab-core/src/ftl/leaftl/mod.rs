@@ -1101,6 +1101,13 @@ impl Ftl for LeaFtl {
         }
     }
 
+    fn faults(&self) -> bool {
+        match &self.backing {
+            Backing::Dram(a) => a.has_faults(),
+            Backing::Flash(s) => s.alloc.has_faults(),
+        }
+    }
+
     fn reset_counters(&mut self) {
         self.counters = Counters {
             levels: vec![0; LEVEL_BUCKETS + 1],
