@@ -5,18 +5,16 @@
 # Python packages pyproject.toml lists, the crates Cargo.lock pins, downloaded and compiled.
 # Then the loop: ftlab's own crates built once and linted as they build (the Python extension
 # and every Rust test binary in one cargo invocation, in the test profile, so that the core
-# compiles once; the type check beside it), the format checks, then the Rust tests and the
-# Python tests side by side, each on every core (the documentation build is a Python test).
+# compiles once), the format checks, the Rust tests and the Python tests, each on every core,
+# the type check and the documentation build (a Python test).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# Each step's wall time, so that the loop's budget can be watched (CI's log shows them); its
-# exit status is the command's (also where `set -e` does not apply, as left of `||`).
+# Each step's wall time, so that the loop's budget can be watched (CI's log shows them).
 step() {
-    local start=$SECONDS rc=0
-    "$@" || rc=$?
+    local start=$SECONDS
+    "$@"
     echo "== $((SECONDS - start)) s: $*" >&2
-    return "$rc"
 }
 
 # --- What the tests need (not the loop's time) ---
@@ -61,28 +59,18 @@ CARGO_TARGET_DIR="$PWD/examples/rust-scheme/target" step env -u RUSTC_WORKSPACE_
 
 step cargo fmt --all -- --check
 step cargo fmt --manifest-path examples/rust-scheme/Cargo.toml -- --check
+# nextest runs each test in its own process, on every core, so one long test does not hold
+# the others back; `cargo test` where it is not installed. Doc tests apart (nextest skips them).
+if cargo nextest --version >/dev/null 2>&1; then
+    step cargo nextest run --workspace --no-fail-fast --status-level fail --final-status-level slow
+else
+    step cargo test --workspace --quiet --lib --bins --tests
+fi
 step cargo test --workspace --quiet --doc
 step python3 -m ruff check python tests examples scripts
 step python3 -m ruff format --check python tests examples scripts
 # mypy, started beside the build: its wait is what it adds to the loop.
 mypy_done() { local rc=0; wait "$mypy_pid" || rc=$?; cat "$mypy_log"; rm -f "$mypy_log"; return "$rc"; }
 step mypy_done
-# The Rust and the Python tests run side by side: each leaves a core idle at times (a long
-# test at its end, a worker waiting on a group), which the other then takes. nextest runs
-# each Rust test in its own process (`cargo test` where it is not installed; doc tests ran
-# above: nextest skips them). Its report is shown, and its failure fails the loop, once
-# the Python tests are done; both run to the end either way.
-rust_log=$(mktemp)
-if cargo nextest --version >/dev/null 2>&1; then
-    step cargo nextest run --workspace --no-fail-fast --status-level fail --final-status-level slow \
-        >"$rust_log" 2>&1 &
-else
-    step cargo test --workspace --quiet --lib --bins --tests >"$rust_log" 2>&1 &
-fi
-rust_pid=$!
-python_rc=0
-step python3 -m pytest -q -n auto --dist loadgroup || python_rc=$?
-rust_done() { local rc=0; wait "$rust_pid" || rc=$?; cat "$rust_log"; rm -f "$rust_log"; return "$rc"; }
-step rust_done
-[ "$python_rc" -eq 0 ] || exit "$python_rc"
+step python3 -m pytest -q -n auto --dist loadgroup
 echo "== $((SECONDS - loop)) s: the loop (dependencies excluded)" >&2
