@@ -1,14 +1,15 @@
 //! The NBD server: a listener, one thread per client connection up to a limit (beyond it a
 //! connection is closed at once, with a message), the device behind one lock. A client has a
-//! bounded time to complete the handshake. Long TRIM and WRITE_ZEROES requests run in
-//! pieces, taking the lock for each and letting waiting requests in between, so that a
-//! 1 GiB zero write does not hold other clients' reads for seconds. A connection reads requests as they come (a client may pipeline many), serves
-//! each under the lock, and writes the reply; replies are flushed to the socket when no
-//! further request is waiting in the input buffer, so a queue of requests costs one write.
-//! With real timing a connection's replies go through a writer thread that holds each one
-//! until the simulated SSD would have completed it, busy-polling the last
-//! [`SPIN`] before it, and records how late each went out ([`Pacing`]). Flushes sync the store outside the
-//! lock, shared between concurrent flushes.
+//! bounded time to complete the handshake (TLS's included, when configured: [`crate::tls`]).
+//! Long TRIM and WRITE_ZEROES requests run in pieces, taking the lock for each and letting
+//! waiting requests in between, so that a 1 GiB zero write does not hold other clients'
+//! reads for seconds. A connection reads requests as they come (a client may pipeline
+//! many), serves each under the lock, and writes the reply; replies are flushed to the
+//! socket when no further request is waiting in the input buffer, so a queue of requests
+//! costs one write. With real timing a connection's replies go through a writer thread that
+//! holds each one until the simulated SSD would have completed it, polling for the last
+//! [`SPIN`] before it, and records how late each went out ([`Pacing`]). Flushes sync the
+//! store outside the lock, shared between concurrent flushes.
 //!
 //! A client that breaks the protocol (bad magic, an oversized write) is disconnected with a
 //! message naming what it sent; a request outside the export gets an error reply; either
