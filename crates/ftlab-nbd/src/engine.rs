@@ -30,7 +30,31 @@ pub struct Engine {
     /// Per logical page, whether it holds data (written and not trimmed since): what
     /// BLOCK_STATUS reports. Kept here rather than asked of the scheme, so that a status
     /// query costs no simulated flash operation.
-    allocated: Vec<bool>,
+    allocated: PageBits,
+}
+
+/// A bit per logical page.
+struct PageBits(Vec<u64>);
+
+impl PageBits {
+    fn new(pages: usize) -> PageBits {
+        PageBits(vec![0; pages.div_ceil(64)])
+    }
+
+    fn get(&self, page: u64) -> bool {
+        self.0[(page / 64) as usize] >> (page % 64) & 1 == 1
+    }
+
+    fn set(&mut self, pages: std::ops::Range<u64>, on: bool) {
+        for page in pages {
+            let (word, bit) = ((page / 64) as usize, page % 64);
+            if on {
+                self.0[word] |= 1 << bit;
+            } else {
+                self.0[word] &= !(1 << bit);
+            }
+        }
+    }
 }
 
 /// An extent of the `base:allocation` context: its length in bytes and its state flags.
@@ -51,12 +75,13 @@ impl Engine {
         let space = SpaceGuard::new(store.dir(), reserve);
         // What the flash holds at start-up (a fresh store: nothing; a reopened one: every
         // page recovered). The write buffer is empty here.
-        let allocated = device
-            .mapping()
-            .map_err(|e| e.to_string())?
-            .iter()
-            .map(|&ppn| ppn != ftlab_core::device::nand::NONE)
-            .collect();
+        let map = device.mapping().map_err(|e| e.to_string())?;
+        let mut allocated = PageBits::new(map.len());
+        for (lpa, &ppn) in map.iter().enumerate() {
+            if ppn != ftlab_core::device::nand::NONE {
+                allocated.set(lpa as u64..lpa as u64 + 1, true);
+            }
+        }
         Ok(Engine {
             space,
             allocated,
@@ -229,7 +254,7 @@ impl Engine {
         match self.submit(Op::Write, offset, data.len() as u64) {
             Ok(done) => {
                 self.store().settle_write();
-                self.allocated[first as usize..last as usize].fill(true);
+                self.allocated.set(first..last, true);
                 // (The write is done, over a damaged page: that page stays damaged.)
                 self.media_check()?;
                 Ok(done)
@@ -255,7 +280,7 @@ impl Engine {
                 store.trimmed(lpa as u32);
             }
             store.log_trims(first as u32..last as u32, last_seq);
-            self.allocated[first as usize..last as usize].fill(false);
+            self.allocated.set(first..last, false);
         }
         // Trims of more than 4 GiB go in pieces (a request's length is 32 bits).
         let mut done = self.now_ns();
@@ -314,11 +339,7 @@ impl Engine {
         let mut at = offset;
         while at < end {
             let lpa = at / self.page;
-            let state = if self.allocated[lpa as usize] {
-                0
-            } else {
-                hole
-            };
+            let state = if self.allocated.get(lpa) { 0 } else { hole };
             let next = ((lpa + 1) * self.page).min(end);
             let n = (next - at) as u32;
             let full = extents.len() == max;
@@ -367,4 +388,21 @@ impl Engine {
 /// The page store attached to `device`, if it is one.
 pub fn store_of(device: &mut Box<dyn Device>) -> Option<&mut PageStore> {
     device.sink()?.as_any_mut().downcast_mut::<PageStore>()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::PageBits;
+
+    #[test]
+    fn page_bits_set_and_clear_ranges_across_words() {
+        let mut bits = PageBits::new(200);
+        bits.set(60..130, true);
+        bits.set(64..70, false);
+        let on: Vec<u64> = (0..200).filter(|&p| bits.get(p)).collect();
+        let expected: Vec<u64> = (60..64).chain(70..130).collect();
+        assert_eq!(on, expected);
+        bits.set(199..200, true);
+        assert!(bits.get(199) && !bits.get(198));
+    }
 }
