@@ -991,6 +991,33 @@ def advise(
         sys.exit(1)
 
 
+def trace_reading_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    """How `trace info` and `trace convert` read their FILE: format, time unit, blkparse
+    event, bad lines."""
+    options = [
+        click.option(
+            "--format",
+            "trace_format",
+            type=click.Choice(TRACE_FORMATS),
+            help="Trace format (default: recognised from the content).",
+        ),
+        click.option(
+            "--time-unit",
+            type=click.Choice(["auto", "ns", "100ns", "us", "ms", "s"]),
+            help="Unit of the timestamps (default: the format's own).",
+        ),
+        click.option(
+            "--blkparse-event",
+            type=click.Choice(["Q", "D", "C"]),
+            help="blkparse (or WiscSee) event (default: D).",
+        ),
+        click.option("--skip-bad-lines", is_flag=True, help="Count bad lines instead of stopping."),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
 @main.group()
 def trace() -> None:
     """Describe traces and list the formats ftlab reads."""
@@ -998,17 +1025,7 @@ def trace() -> None:
 
 @trace.command("info")
 @click.argument("file", type=click.Path(path_type=Path))
-@click.option(
-    "--format",
-    "trace_format",
-    type=click.Choice(TRACE_FORMATS),
-    help="Trace format (default: recognised from the content).",
-)
-@click.option(
-    "--time-unit",
-    type=click.Choice(["auto", "ns", "100ns", "us", "ms", "s"]),
-    help="Unit of the timestamps (default: the format's own).",
-)
+@trace_reading_options
 @click.option("--page-size", default=4096, show_default=True, help="Footprint page size, bytes.")
 @click.option("--device", "devices", multiple=True, metavar="NAME", help="Only this device.")
 @click.option(
@@ -1016,12 +1033,6 @@ def trace() -> None:
     type=click.Choice(["separate", "merged"]),
     help="Count footprint per device (default) or in one shared space.",
 )
-@click.option(
-    "--blkparse-event",
-    type=click.Choice(["Q", "D", "C"]),
-    help="blkparse (or WiscSee) event (default: D).",
-)
-@click.option("--skip-bad-lines", is_flag=True, help="Count bad lines instead of stopping.")
 @click.option("--json", "json_out", metavar="FILE", help="Write the description as JSON.")
 @click.option("--quiet", "-q", is_flag=True, help="No table, no progress bar.")
 def trace_info(
@@ -1080,23 +1091,7 @@ def trace_info(
 @trace.command("convert")
 @click.argument("file", type=click.Path(path_type=Path))
 @click.argument("output", type=click.Path(path_type=Path))
-@click.option(
-    "--format",
-    "trace_format",
-    type=click.Choice(TRACE_FORMATS),
-    help="Trace format (default: recognised from the content).",
-)
-@click.option(
-    "--time-unit",
-    type=click.Choice(["auto", "ns", "100ns", "us", "ms", "s"]),
-    help="Unit of the timestamps (default: the format's own).",
-)
-@click.option(
-    "--blkparse-event",
-    type=click.Choice(["Q", "D", "C"]),
-    help="blkparse (or WiscSee) event (default: D).",
-)
-@click.option("--skip-bad-lines", is_flag=True, help="Count bad lines instead of stopping.")
+@trace_reading_options
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar, no summary.")
 def trace_convert(
     file: Path,
