@@ -1180,18 +1180,22 @@ mod tests {
         );
     }
 
+    /// A new empty file for a test, by `name` and this process; the caller removes it.
+    fn scratch_file(name: &str) -> (PathBuf, Arc<File>) {
+        let path = std::env::temp_dir().join(format!("ftlab-nbd-{name}-{}", std::process::id()));
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&path)
+            .unwrap();
+        (path, Arc::new(file))
+    }
+
     #[test]
     fn a_vectored_write_of_more_buffers_than_iov_max_writes_them_all_in_order() {
-        let path = std::env::temp_dir().join(format!("ftlab-nbd-vec-{}", std::process::id()));
-        let file = Arc::new(
-            OpenOptions::new()
-                .read(true)
-                .write(true)
-                .create(true)
-                .truncate(true)
-                .open(&path)
-                .unwrap(),
-        );
+        let (path, file) = scratch_file("vec");
         let region = Region {
             file: file.clone(),
             base: 100,
@@ -1208,16 +1212,7 @@ mod tests {
 
     #[test]
     fn reading_a_region_skips_the_holes_and_reads_the_rest() {
-        let path = std::env::temp_dir().join(format!("ftlab-nbd-holes-{}", std::process::id()));
-        let file = Arc::new(
-            OpenOptions::new()
-                .read(true)
-                .write(true)
-                .create(true)
-                .truncate(true)
-                .open(&path)
-                .unwrap(),
-        );
+        let (path, file) = scratch_file("holes");
         // A region from an unaligned base, with data before it, in it (at its start, in
         // its middle across a block boundary, at its end) and after it, holes between.
         let (base, len) = (5000u64, 3u64 << 20);
