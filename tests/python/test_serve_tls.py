@@ -7,6 +7,7 @@ from __future__ import annotations
 import secrets
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -116,10 +117,29 @@ def test_bad_tls_files_are_refused_at_start_up(
     assert not store.exists()  # nothing made
 
 
-def test_real_timing_is_not_served_over_tls(tmp_path: Path) -> None:
-    (tmp_path / "keys.psk").write_text("alice:00ff\n")
-    args = [sys.executable, "-m", "ftlab", "serve", "--preset", "small", "--store",
-            str(tmp_path / "store"), "--listen", "127.0.0.1:0", "--tls-psk",
-            str(tmp_path / "keys.psk"), "--timing", "real"]  # fmt: skip
-    out = subprocess.run(args, capture_output=True, text=True, timeout=60)
-    assert out.returncode != 0 and "--timing real is not served over TLS" in out.stderr
+def test_real_timing_paces_replies_over_tls(tmp_path: Path) -> None:
+    """With --timing real over TLS the replies go out through the pacing thread too (it
+    shares the TLS session with the connection's reader): each write is answered when the
+    simulated program is done (here 200 ms), and the data is right."""
+    key = secrets.token_hex(32)
+    (tmp_path / "server.psk").write_text(f"alice:{key}\n")
+    client = tmp_path / "client"
+    client.mkdir()
+    (client / "keys.psk").write_text(f"alice:{key}\n")
+    creds = [f"tls-creds-psk,id=tls0,endpoint=client,dir={client}", "username=alice"]
+    sets = [*SMALL_DEVICE, "buffer.size_bytes=0", 'nand.program_latency_ns="200ms"']
+    extra = ["--tls-psk", str(tmp_path / "server.psk"), "--timing", "real"]
+    served = Served(tmp_path / "store", sets=sets, extra=extra)
+    try:
+        t0 = time.monotonic()
+        # Two writes one after the other (qemu-io waits for each reply), then their reads.
+        out = qemu_io_tls(
+            served, creds, "write -P 0x33 0 4k", "write -P 0x44 4k 4k", "read -P 0x33 0 4k",
+            "read -P 0x44 4k 4k",
+        )  # fmt: skip
+        elapsed = time.monotonic() - t0
+        assert ok(out), out.stdout + out.stderr
+        assert elapsed >= 0.4, elapsed
+    finally:
+        assert served.stop() == 0, served.text()
+    assert "paced replies (--timing real):" in served.text(), served.text()

@@ -96,13 +96,6 @@ pub fn serve(
 ) -> Result<Outcome, String> {
     // TLS's files first: a start that cannot serve reads and writes nothing.
     let tls = opts.tls.as_ref().map(tls::Tls::new).transpose()?;
-    if tls.is_some() && opts.timing_real {
-        return Err(
-            "--timing real is not served over TLS yet (its replies are written by a thread \
-             of their own, which a TLS session does not allow): use --timing model"
-                .into(),
-        );
-    }
     let signals = signals::StopSignals::install();
     // The store's owner first, then the address: a start that cannot serve reads and
     // writes nothing.

@@ -369,7 +369,11 @@ impl Ord for Reply {
 
 /// The writer thread of a paced connection: each reply written at its due time (the last
 /// [`SPIN`] before it polled rather than slept), its lateness recorded.
-fn paced_writer(stream: Stream, recv: mpsc::Receiver<Reply>, pacing: &Pacing) -> io::Result<()> {
+fn paced_writer<W: Write>(
+    stream: W,
+    recv: mpsc::Receiver<Reply>,
+    pacing: &Pacing,
+) -> io::Result<()> {
     let mut out = BufWriter::with_capacity(1 << 18, stream);
     let mut heap = BinaryHeap::new();
     let mut open = true;
@@ -417,6 +421,24 @@ fn paced_writer(stream: Stream, recv: mpsc::Receiver<Reply>, pacing: &Pacing) ->
 }
 
 impl Replies {
+    /// The replies of a connection written through `direct`: by the connection's thread,
+    /// or with real timing by a writer thread of their own.
+    fn new<W: Write + Send + 'static>(
+        direct: BufWriter<W>,
+        shared: &Shared,
+    ) -> Result<Replies, String> {
+        if !shared.timing_real {
+            return Ok(Replies::Direct(Box::new(direct)));
+        }
+        let (send, recv) = mpsc::channel();
+        let stream = direct.into_inner().map_err(|e| e.to_string())?;
+        let pacing = shared.pacing.clone();
+        let writer = std::thread::Builder::new()
+            .spawn(move || paced_writer(stream, recv, &pacing))
+            .map_err(|e| format!("no thread could be started for its replies ({e})"))?;
+        Ok(Replies::Paced { send, writer })
+    }
+
     fn send(&mut self, bytes: &[u8], due: Option<Instant>) -> io::Result<()> {
         match self {
             Replies::Direct(w) => w.write_all(bytes),
@@ -482,17 +504,7 @@ fn connection(stream: Stream, shared: &Shared) -> Result<(), String> {
         Handshake::Left => Ok(()),
         Handshake::Go(session) => {
             set_timeout(None)?;
-            let replies = if shared.timing_real {
-                let (send, recv) = mpsc::channel();
-                let stream = direct.into_inner().map_err(|e| e.to_string())?;
-                let pacing = shared.pacing.clone();
-                let writer = std::thread::Builder::new()
-                    .spawn(move || paced_writer(stream, recv, &pacing))
-                    .map_err(|e| format!("no thread could be started for its replies ({e})"))?;
-                Replies::Paced { send, writer }
-            } else {
-                Replies::Direct(Box::new(direct))
-            };
+            let replies = Replies::new(direct, shared)?;
             session_until_closed(&mut input, replies, shared, session)
         }
         Handshake::StartTls => {
@@ -517,7 +529,7 @@ fn connection(stream: Stream, shared: &Shared) -> Result<(), String> {
             match shaken.map_err(timed_out)? {
                 Handshake::Go(session) => {
                     set_timeout(None)?;
-                    let replies = Replies::Direct(Box::new(direct));
+                    let replies = Replies::new(direct, shared)?;
                     session_until_closed(&mut input, replies, shared, session)
                 }
                 // (STARTTLS is refused once TLS is active.)

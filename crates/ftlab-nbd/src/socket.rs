@@ -101,10 +101,26 @@ impl Stream {
         }
     }
 
+    pub fn read_timeout(&self) -> io::Result<Option<Duration>> {
+        match self {
+            Stream::Tcp(s) => s.read_timeout(),
+            Stream::Unix(s) => s.read_timeout(),
+        }
+    }
+
     pub fn set_read_timeout(&self, t: Option<Duration>) -> io::Result<()> {
         match self {
             Stream::Tcp(s) => s.set_read_timeout(t),
             Stream::Unix(s) => s.set_read_timeout(t),
+        }
+    }
+}
+
+impl std::os::fd::AsRawFd for Stream {
+    fn as_raw_fd(&self) -> std::os::fd::RawFd {
+        match self {
+            Stream::Tcp(s) => s.as_raw_fd(),
+            Stream::Unix(s) => s.as_raw_fd(),
         }
     }
 }

@@ -10,11 +10,11 @@
 
 use crate::socket::Stream;
 use openssl::ssl::{SslAcceptor, SslContext, SslFiletype, SslMethod, SslStream, SslVersion};
-use std::cell::RefCell;
 use std::collections::HashMap;
 use std::io::{self, Read, Write};
+use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
-use std::rc::Rc;
+use std::sync::{Arc, Mutex, MutexGuard};
 
 /// How the server authenticates (and is authenticated by) its clients.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -109,31 +109,79 @@ impl Tls {
     /// The server side of the TLS handshake on `stream` (after STARTTLS was acknowledged).
     pub fn accept(&self, stream: Stream) -> Result<TlsIo, String> {
         let ssl = openssl::ssl::Ssl::new(&self.context).map_err(|e| format!("TLS: {e}"))?;
+        let socket = Arc::new(stream.try_clone().map_err(|e| e.to_string())?);
         let stream = ssl
             .accept(stream)
             .map_err(|e| format!("TLS handshake failed: {e}"))?;
-        Ok(TlsIo(Rc::new(RefCell::new(stream))))
+        Ok(TlsIo {
+            session: Arc::new(Mutex::new(stream)),
+            socket,
+        })
     }
 }
 
-/// A TLS session, as the reading and the writing half of one connection's thread (both
-/// halves share the one TLS state).
+/// A TLS session, as the reading and the writing half of one connection (both halves share
+/// the one TLS state, which OpenSSL lets one thread use at a time). The halves may be on two
+/// threads (a paced connection's replies are written by a thread of their own): a read
+/// waits for the socket to be readable without holding the session, so that a reply can be
+/// written while the client is silent, then takes it to decrypt what came.
 #[derive(Clone)]
-pub struct TlsIo(Rc<RefCell<SslStream<Stream>>>);
+pub struct TlsIo {
+    session: Arc<Mutex<SslStream<Stream>>>,
+    /// The connection's socket (a second handle): what the wait for input polls, with the
+    /// read timeout set on it (the handshake's, none in transmission).
+    socket: Arc<Stream>,
+}
+
+impl TlsIo {
+    fn session(&self) -> MutexGuard<'_, SslStream<Stream>> {
+        self.session.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Waits until the socket has input (or the timeout passes: `TimedOut`).
+    fn wait_readable(&self) -> io::Result<()> {
+        let timeout = self.socket.read_timeout()?;
+        let ms = timeout.map_or(-1, |t| t.as_millis().clamp(1, i32::MAX as u128) as i32);
+        let mut poll = libc::pollfd {
+            fd: self.socket.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        loop {
+            // SAFETY: one valid pollfd, for the socket this session owns.
+            match unsafe { libc::poll(&mut poll, 1, ms) } {
+                0 => return Err(io::Error::new(io::ErrorKind::TimedOut, "read timed out")),
+                n if n > 0 => return Ok(()),
+                _ => {
+                    let e = io::Error::last_os_error();
+                    if e.kind() != io::ErrorKind::Interrupted {
+                        return Err(e);
+                    }
+                }
+            }
+        }
+    }
+}
 
 impl Read for TlsIo {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        self.0.borrow_mut().read(buf)
+        // Bytes already decrypted, or a record buffered by OpenSSL, need no wait.
+        if self.session().ssl().pending() == 0 {
+            self.wait_readable()?;
+        }
+        // (A record that arrived in part blocks here, the session held, until the rest
+        // comes: the client sends whole records, so that is the time of one packet.)
+        self.session().read(buf)
     }
 }
 
 impl Write for TlsIo {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.0.borrow_mut().write(buf)
+        self.session().write(buf)
     }
 
     fn flush(&mut self) -> io::Result<()> {
-        self.0.borrow_mut().flush()
+        self.session().flush()
     }
 }
 
