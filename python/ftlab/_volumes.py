@@ -26,12 +26,17 @@ def replay_volumes(
     verify: bool = False,
     mapping_only: bool = False,
     jobs: int | None = None,
+    scheduler: str | None = None,
+    ship_traces: bool = False,
     out: PathLike | None = None,
     progress: bool | None = None,
 ) -> pl.DataFrame:
     """Replays each volume (device) of a multi-volume trace on a simulated SSD of its own,
-    `jobs` at a time (default: one per core), as a sweep over `trace.devices` whose table
-    (one row per volume, its name in `trace.devices`; resumable in `out`) it returns.
+    `jobs` at a time (default: one per core), or on the Dask cluster at `scheduler`
+    (`tcp://host:8786`; `ship_traces` sends the trace to each worker once, else the workers
+    read it at the same path), as a sweep over `trace.devices` whose table (one row per
+    volume, its name in `trace.devices`; resumable in `out`) it returns; a fleet of
+    volumes runs on a cluster as a sweep does.
     Each volume's row is what `simulate(ftl, trace=trace, sets=[*sets,
     'trace.devices=["NAME"]'])` reports. `sets` are `key=value` overrides; `fleet_summary`
     totals the table."""
@@ -59,7 +64,14 @@ def replay_volumes(
         spec["presets"] = [preset]
     if precondition:
         spec["precondition"] = precondition
-    return _sweep.sweep(spec, out=out, jobs=jobs, progress=progress)
+    return _sweep.sweep(
+        spec,
+        out=out,
+        jobs=jobs,
+        scheduler=scheduler,
+        ship_traces=ship_traces,
+        progress=progress,
+    )
 
 
 def fleet_summary(table: pl.DataFrame) -> dict[str, Any]:

@@ -7,6 +7,7 @@ polars and matplotlib only by `compare` and the report.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import os
@@ -413,6 +414,17 @@ def main(plugins: tuple[str, ...]) -> None:
 )
 @click.option("--jobs", "-j", type=int, help="With --per-volume: parallel runs (default: cores).")
 @click.option(
+    "--scheduler",
+    metavar="ADDRESS",
+    help="With --per-volume: run the volumes on a Dask cluster (tcp://host:8786).",
+)
+@click.option(
+    "--ship-traces",
+    is_flag=True,
+    help="With --scheduler: send the trace to every worker once (default: workers read it "
+    "at the same path).",
+)
+@click.option(
     "--out",
     type=click.Path(path_type=Path),
     help="With --per-volume: the Parquet table of the volumes (default: volumes.parquet).",
@@ -424,16 +436,21 @@ def run(
     json_out: str | None,
     per_volume: bool,
     jobs: int | None,
+    scheduler: str | None,
+    ship_traces: bool,
     out: Path | None,
     quiet: bool,
 ) -> None:
     """Run one FTL scheme over a trace or a synthetic workload and print a summary."""
     check_output("--json", json_out)
+    if ship_traces and scheduler is None:
+        fail("--ship-traces needs --scheduler")
     if per_volume:
-        run_volumes(ftl_name, source, json_out, jobs, out or Path("volumes.parquet"), quiet)
+        fleet = Fleet(jobs, scheduler, ship_traces, out or Path("volumes.parquet"))
+        run_volumes(ftl_name, source, json_out, fleet, quiet)
         return
-    if jobs is not None or out is not None:
-        fail("--jobs and --out go with --per-volume")
+    if jobs is not None or out is not None or scheduler is not None:
+        fail("--jobs, --scheduler and --out go with --per-volume")
     progress = Progress(quiet)
     try:
         result = run_core(lambda: ftlab.simulate(ftl_name, progress=progress, **source))
@@ -464,12 +481,21 @@ def run(
             click.echo(warning, err=True)
 
 
+@dataclasses.dataclass(frozen=True)
+class Fleet:
+    """Where `ftlab run --per-volume` runs its volumes and keeps their table."""
+
+    jobs: int | None
+    scheduler: str | None
+    ship_traces: bool
+    out: Path
+
+
 def run_volumes(
     ftl_name: str,
     source: dict[str, Any],
     json_out: str | None,
-    jobs: int | None,
-    out: Path,
+    fleet_at: Fleet,
     quiet: bool,
 ) -> None:
     """`ftlab run --per-volume`: a sweep over the trace's volumes, and the fleet's totals."""
@@ -477,6 +503,7 @@ def run_volumes(
         fail("--per-volume needs --trace")
     if "stack" in source:
         fail("--per-volume runs the trace as it is: no --stack")
+    out = fleet_at.out
     check_output("--out", out)
     table = run_core(
         lambda: ftlab.replay_volumes(
@@ -490,7 +517,9 @@ def run_volumes(
             precondition=source.get("precondition"),
             verify=source["verify"],
             mapping_only=source["mapping_only"],
-            jobs=jobs,
+            jobs=fleet_at.jobs,
+            scheduler=fleet_at.scheduler,
+            ship_traces=fleet_at.ship_traces,
             out=out,
             progress=not quiet,
         )

@@ -585,3 +585,27 @@ def test_toml_values_round_trip() -> None:
 
     for value in (1, -2.5, 1e-05, True, 'a"b', [1, "x", [2]], {"a": 1}):
         assert tomllib.loads(f"v = {_sweep.toml_value(value)}")["v"] == value
+
+
+def test_volumes_on_a_cluster_equal_the_volumes_run_here(tmp_path: Path, cluster: str) -> None:
+    """A fleet of volumes on the Dask cluster (the trace shipped to the workers) gives the
+    table the local threads give, row for row; the command line runs it too."""
+    trace = tmp_path / "three.trace"
+    lines = [f"{i * 1000} {i % 3} {(i * 7919) % 4096 * 8} 8 {(i // 3) % 2}" for i in range(600)]
+    trace.write_text("\n".join(lines) + "\n")
+    sets = ["geometry.pages_per_block=16", "geometry.channels=2"]
+    here = ftlab.replay_volumes(trace, "page", sets=sets, jobs=2, progress=False)
+    there = ftlab.replay_volumes(
+        trace, "page", sets=sets, scheduler=cluster, ship_traces=True, progress=False
+    )
+    columns = _sweep.compare_columns(here)
+    key = "trace.devices"
+    assert here.height == 3
+    assert there.select(columns).sort(key).equals(here.select(columns).sort(key))
+    out = ftlab_cli(
+        "run", "--trace", str(trace), *[a for s in sets for a in ("--set", s)],
+        "--per-volume", "--scheduler", cluster, "--out", str(tmp_path / "v.parquet"), "-q",
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert pl.read_parquet(tmp_path / "v.parquet").height == 3
