@@ -2,7 +2,7 @@
 disk, in one run (issue 31's table).
 
     python scripts/nbd_vs_qemu.py [--seconds 5] [--ftl page] [--dir /var/tmp] [--set K=V]...
-                                  [--preallocate]
+                                  [--preallocate] [--no-sync-poll]
 
 Each server gets a new store (ftlab: `--preset small`, 2 GiB raw, `--timing none`) or a new
 sparse raw file of the same size (qemu-nbd, its default writeback cache, so that FLUSH is
@@ -103,6 +103,9 @@ def main() -> None:
         action="store_true",
         help="ftlab serve --preallocate, and qemu's raw file made with preallocation=full",
     )
+    ap.add_argument(
+        "--no-sync-poll", action="store_true", help="ftlab serve --no-sync-poll (no CPU kept busy)"
+    )
     args = ap.parse_args()
     results: dict[str, list[str]] = {}
     with tempfile.TemporaryDirectory(dir=args.dir) as d:
@@ -112,7 +115,8 @@ def main() -> None:
             ftl=args.ftl,
             preset="small",
             sets=args.sets,
-            extra=["--preallocate"] if args.preallocate else [],
+            extra=(["--preallocate"] if args.preallocate else [])
+            + (["--no-sync-poll"] if args.no_sync_poll else []),
         )
         try:
             results["ftlab"] = measure(served.host, served.port, args.seconds, tmp)
@@ -136,8 +140,10 @@ def main() -> None:
         finally:
             qemu.terminate()
             qemu.wait(30)
-    head = f"fio nbd engine, {args.seconds} s per line" + (
-        ", preallocated" if args.preallocate else ""
+    head = (
+        f"fio nbd engine, {args.seconds} s per line"
+        + (", preallocated" if args.preallocate else "")
+        + (", ftlab --no-sync-poll" if args.no_sync_poll else "")
     )
     print(f"| {head} | ftlab serve --ftl {args.ftl} | qemu-nbd |")
     print("|---|---:|---:|")

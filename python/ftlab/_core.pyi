@@ -105,6 +105,7 @@ def serve(
     tls_psk: _Path | None = None,
     tls_cert: _Path | None = None,
     tls_key: _Path | None = None,
+    sync_poll: bool = True,
     *,
     preset: str | None = None,
     config: Sequence[_Path] = (),

@@ -570,6 +570,13 @@ def run_volumes(
     "metadata and no flush waits for its journal.",
 )
 @click.option(
+    "--sync-poll/--no-sync-poll",
+    default=True,
+    show_default=True,
+    help="Keep a CPU busy while each flush's fdatasync is in flight (up to 5 ms), so that "
+    "an idle CPU's wake-up does not set the flush's latency.",
+)
+@click.option(
     "--max-connections",
     type=click.IntRange(min=1),
     default=64,
@@ -624,6 +631,7 @@ def serve(
     timing: str,
     verify: bool,
     preallocate: bool,
+    sync_poll: bool,
     max_connections: int,
     handshake_timeout: float,
     read_only: bool,
@@ -669,6 +677,7 @@ def serve(
                 None if tls_psk is None else str(tls_psk),
                 None if tls_cert is None else str(tls_cert),
                 None if tls_key is None else str(tls_key),
+                sync_poll,
                 preset=preset,
                 config=[str(c) for c in configs],
                 # Mapping only unless the time is wanted (the user's keys come after).

@@ -28,6 +28,7 @@ pub mod socket;
 pub mod space;
 pub mod status;
 pub mod store;
+pub mod sync_poll;
 pub mod tls;
 
 use ftlab_core::run::config::Config;
@@ -51,6 +52,8 @@ pub struct ServeOptions {
     /// write allocates or converts an extent and no flush commits the file system's journal
     /// for it (by default the region is allocated with `fallocate`).
     pub preallocate: bool,
+    /// Keep a CPU busy while each fdatasync is in flight ([`sync_poll`]).
+    pub sync_poll: bool,
     pub limits: server::Limits,
     /// Where to serve the live metrics over HTTP (JSON and Prometheus), if anywhere.
     pub status: Option<String>,

@@ -152,6 +152,9 @@ pub fn open(opts: &ServeOptions, epoch: Instant) -> Result<(Engine, Startup), St
         vec![0; pages],
         0,
     );
+    if opts.sync_poll {
+        store.sync_group().poll_syncs();
+    }
     let device =
         block_device::open_with_sink(&opts.scheme, &opts.cfg, opts.verify, Box::new(store))
             .map_err(|e| e.to_string())?;
@@ -377,6 +380,9 @@ fn reopen(opts: &ServeOptions, meta: &Meta, epoch: Instant) -> Result<(Engine, S
     }
     let erase_counts = image.erase_counts.clone();
     let store = PageStore::new(files, meta, max_prog + 1, erase_counts, crcs, trim_len);
+    if opts.sync_poll {
+        store.sync_group().poll_syncs();
+    }
     let (device, info) = block_device::open_recovered(
         &opts.scheme,
         &opts.cfg,

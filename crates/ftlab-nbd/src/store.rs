@@ -126,6 +126,8 @@ pub struct SyncGroup {
     pub fsyncs: AtomicU64,
     state: Mutex<SyncState>,
     done: Condvar,
+    /// A thread spinning while a sync is in flight (`--sync-poll`), once started.
+    poller: std::sync::OnceLock<crate::sync_poll::SyncPoller>,
 }
 
 /// The files of [`SyncGroup`], by index.
@@ -149,6 +151,14 @@ impl SyncGroup {
             files,
             state: Mutex::new(SyncState::default()),
             done: Condvar::new(),
+            poller: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// Keeps a CPU busy during each sync from now on ([`crate::sync_poll`]).
+    pub fn poll_syncs(&self) {
+        if let Some(poller) = crate::sync_poll::SyncPoller::start() {
+            let _ = self.poller.set(poller);
         }
     }
 
@@ -185,6 +195,13 @@ impl SyncGroup {
     }
 
     fn sync_now(&self) -> Result<(), String> {
+        match self.poller.get() {
+            Some(poller) => poller.during(|| self.sync_files()),
+            None => self.sync_files(),
+        }
+    }
+
+    fn sync_files(&self) -> Result<(), String> {
         for (f, dirty) in self.files.iter().zip(&self.dirty) {
             if dirty.swap(false, Ordering::SeqCst) {
                 self.fsyncs.fetch_add(1, Ordering::Relaxed);

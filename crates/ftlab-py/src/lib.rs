@@ -439,7 +439,7 @@ fn trace_requests(
 #[pyo3(signature = (
     ftl, store, listen, timing_real, verify, on_start, tick, preallocate=false,
     max_connections=64, handshake_timeout=10.0, read_only=false, status=None, tls_psk=None,
-    tls_cert=None, tls_key=None, **source
+    tls_cert=None, tls_key=None, sync_poll=true, **source
 ))]
 #[allow(clippy::too_many_arguments)]
 fn serve(
@@ -459,6 +459,7 @@ fn serve(
     tls_psk: Option<PathBuf>,
     tls_cert: Option<PathBuf>,
     tls_key: Option<PathBuf>,
+    sync_poll: bool,
     source: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<String> {
     let tls = match (tls_psk, tls_cert, tls_key) {
@@ -498,6 +499,7 @@ fn serve(
         verify,
         export_name: "ftlab".into(),
         preallocate,
+        sync_poll,
         limits: ftlab_nbd::server::Limits {
             max_connections,
             handshake_timeout: std::time::Duration::from_secs_f64(handshake_timeout),
