@@ -98,7 +98,11 @@ def startup_message(startup_json: str, address: str) -> str:
     if not s["existing"]:
         how = "new store"
     elif s["clean"]:
-        how = f"reopened after a clean shutdown in {s['recovery_seconds'] * 1000:.1f} ms"
+        how = (
+            f"reopened after a clean shutdown in {s['recovery_seconds'] * 1000:.1f} ms "
+            f"({s['record_bytes_read'] / 1024:,.0f} KiB of the {s['record_bytes'] / 1024:,.0f} "
+            "KiB of OOB records read: the blocks holding data)"
+        )
     else:
         how = (
             f"recovered after an unclean stop in {s['recovery_seconds'] * 1000:.1f} ms "

@@ -4,9 +4,11 @@
 //! The checkpoint (`checkpoint`, JSON) records the store-wide program number up to which
 //! every page was durable, the host sequence number, whether the session ended cleanly,
 //! and the file holding the logical-to-physical map then (`map-N`, one little-endian u32
-//! physical page per logical page, `u32::MAX` unmapped; its CRC-32C in the checkpoint). A
-//! start-up over an existing store reads every OOB record (the flash model needs every
-//! page's header; the records play the part of each block's metadata); records programmed
+//! physical page per logical page, `u32::MAX` unmapped; its CRC-32C in the checkpoint) and
+//! the blocks whose records hold a programmed page (`used-N`, a bit per block). A start-up
+//! over an existing store reads the OOB records (the flash model needs every programmed
+//! page's header; the records play the part of each block's metadata): after a clean
+//! shutdown those of the blocks `used-N` names, else all of them; records programmed
 //! after the checkpoint are checked against their data's CRC (a torn or lost write is not
 //! trusted), older ones were synced before the checkpoint was written. The mapping is the
 //! checkpoint's map, updated from the pages programmed since (highest sequence number) and
@@ -36,7 +38,13 @@ pub struct Startup {
     pub clean: bool,
     /// Wall time of the rebuild, in seconds.
     pub recovery_seconds: f64,
-    /// OOB records read, and of those, pages programmed since the checkpoint.
+    /// Bytes of OOB records read: after a clean shutdown only the records of the blocks it
+    /// saved as holding programmed pages, else every record.
+    pub record_bytes_read: u64,
+    /// Bytes of OOB records the store holds (one per physical page).
+    pub record_bytes: u64,
+    /// Programmed pages among the records read, and of those, pages programmed since the
+    /// checkpoint.
     pub records_scanned: u64,
     pub pages_since_checkpoint: u64,
     /// Logical pages mapped after the rebuild.
@@ -185,6 +193,13 @@ pub struct Checkpoint {
     pub map: Option<String>,
     #[serde(default)]
     pub map_crc: u32,
+    /// The file holding a bit per block, set for the blocks whose records hold a programmed
+    /// page (`used-N`, little-endian u64 words), and its CRC-32C: trusted after a clean
+    /// shutdown only, when start-up reads the records of those blocks alone.
+    #[serde(default)]
+    pub used_blocks: Option<String>,
+    #[serde(default)]
+    pub used_blocks_crc: u32,
 }
 
 pub(crate) fn read_checkpoint(dir: &Path) -> Result<Checkpoint, String> {
@@ -213,6 +228,14 @@ fn checkpoint_with_map(engine: &mut Engine, dir: &Path, clean: bool) -> Result<(
     let bytes: Vec<u8> = map.iter().flat_map(|p| p.to_le_bytes()).collect();
     let name = format!("map-{durable_prog}");
     write_atomically(&dir.join(&name), &bytes)?;
+    let used: Vec<u8> = engine
+        .store()
+        .used_blocks()
+        .iter()
+        .flat_map(|w| w.to_le_bytes())
+        .collect();
+    let used_name = format!("used-{durable_prog}");
+    write_atomically(&dir.join(&used_name), &used)?;
     write_checkpoint(
         dir,
         &Checkpoint {
@@ -221,6 +244,8 @@ fn checkpoint_with_map(engine: &mut Engine, dir: &Path, clean: bool) -> Result<(
             last_seq: engine.last_seq(),
             map: Some(name.clone()),
             map_crc: crc32c::crc32c(&bytes),
+            used_blocks: Some(used_name.clone()),
+            used_blocks_crc: crc32c::crc32c(&used),
         },
     )?;
     engine.store().reset_trim_log()?;
@@ -234,7 +259,8 @@ fn checkpoint_with_map(engine: &mut Engine, dir: &Path, clean: bool) -> Result<(
         for entry in entries.flatten() {
             let file = entry.file_name();
             let file = file.to_string_lossy();
-            if file.starts_with("map-") && file != name {
+            let old_map = file.starts_with("map-") && file != name;
+            if old_map || (file.starts_with("used-") && file != used_name) {
                 let _ = std::fs::remove_file(entry.path());
             }
         }
@@ -268,6 +294,56 @@ pub(crate) fn read_map(
     ))
 }
 
+/// The blocks a clean shutdown saved as holding programmed pages, a bit each; `None` when
+/// the checkpoint names no such file or it does not match its CRC (then every record is
+/// read: the file only spares reading the others).
+fn read_used_blocks(dir: &Path, cp: &Checkpoint, blocks: u32) -> Option<Vec<u64>> {
+    let bytes = std::fs::read(dir.join(cp.used_blocks.as_ref()?)).ok()?;
+    let words = (blocks as usize).div_ceil(64);
+    if bytes.len() != words * 8 || crc32c::crc32c(&bytes) != cp.used_blocks_crc {
+        return None;
+    }
+    Some(
+        bytes
+            .chunks_exact(8)
+            .map(|b| u64::from_le_bytes(b.try_into().unwrap()))
+            .collect(),
+    )
+}
+
+/// The records of the blocks set in `used` (runs of neighbours read at once), zeros
+/// elsewhere, and the physical page ranges read.
+fn read_used_records(
+    region: &crate::store::Region,
+    used: &[u64],
+    meta: &Meta,
+) -> Result<(Vec<u8>, Vec<std::ops::Range<usize>>), String> {
+    let per_block = meta.pages_per_block as usize;
+    let is_used = |b: usize| used[b / 64] >> (b % 64) & 1 == 1;
+    let mut records = vec![0u8; meta.physical_pages as usize * crate::store::RECORD_BYTES];
+    let mut ranges = Vec::new();
+    let blocks = meta.total_blocks as usize;
+    let mut b = 0;
+    while b < blocks {
+        if !is_used(b) {
+            b += 1;
+            continue;
+        }
+        let start = b;
+        while b < blocks && is_used(b) {
+            b += 1;
+        }
+        let pages = start * per_block..b * per_block;
+        let bytes =
+            pages.start * crate::store::RECORD_BYTES..pages.end * crate::store::RECORD_BYTES;
+        region
+            .read_exact_at(&mut records[bytes.clone()], bytes.start as u64)
+            .map_err(|e| format!("reading the OOB records of blocks {start}..{b}: {e}"))?;
+        ranges.push(pages);
+    }
+    Ok((records, ranges))
+}
+
 fn read_all(file: &std::fs::File, len: u64, what: &str) -> Result<Vec<u8>, String> {
     use std::os::unix::fs::FileExt;
     let mut buf = vec![0u8; len as usize];
@@ -289,10 +365,26 @@ fn reopen(opts: &ServeOptions, meta: &Meta, epoch: Instant) -> Result<(Engine, S
     // A truncated file is refused, not extended (half the device would read zeros).
     check::refuse(&opts.store, check::truncated(&opts.store, meta)?)?;
     let files = Files::open(&opts.store, meta, opts.preallocate)?;
-    let records = read_region(&files.oob, "OOB records")?;
+    // After a clean shutdown, the records of the blocks it saved as holding programmed
+    // pages; else all of them.
+    let used = match cp.clean {
+        true => read_used_blocks(&opts.store, &cp, meta.total_blocks),
+        false => None,
+    };
+    let (records, ranges) = match &used {
+        Some(used) => read_used_records(&files.oob, used, meta)?,
+        None => {
+            let all = read_region(&files.oob, "OOB records")?;
+            let every = std::iter::once(0..meta.physical_pages as usize);
+            (all, every.collect())
+        }
+    };
     let mut startup = Startup {
         existing: true,
         clean: cp.clean,
+        record_bytes_read: ranges.iter().map(|r| r.len()).sum::<usize>() as u64
+            * crate::store::RECORD_BYTES as u64,
+        record_bytes: meta.physical_pages * crate::store::RECORD_BYTES as u64,
         ..Startup::default()
     };
     let mut image = FlashImage::default();
@@ -307,10 +399,15 @@ fn reopen(opts: &ServeOptions, meta: &Meta, epoch: Instant) -> Result<(Engine, S
     let mut page = vec![0u8; meta.page_size as usize];
     let mut max_prog = cp.durable_prog;
     let mut crcs = vec![0u32; meta.physical_pages as usize];
-    for (ppn, raw) in records.chunks_exact(crate::store::RECORD_BYTES).enumerate() {
-        let rec = Record::decode(raw);
+    let mut used_blocks = Vec::new();
+    for ppn in ranges.into_iter().flatten() {
+        let at = ppn * crate::store::RECORD_BYTES;
+        let rec = Record::decode(&records[at..at + crate::store::RECORD_BYTES]);
         if !rec.programmed {
             continue;
+        }
+        if used_blocks.last() != Some(&(ppn as u32 / meta.pages_per_block)) {
+            used_blocks.push(ppn as u32 / meta.pages_per_block);
         }
         crcs[ppn] = rec.crc;
         startup.records_scanned += 1;
@@ -379,7 +476,10 @@ fn reopen(opts: &ServeOptions, meta: &Meta, epoch: Instant) -> Result<(Engine, S
         check::refuse(&opts.store, lost.into_iter().collect())?;
     }
     let erase_counts = image.erase_counts.clone();
-    let store = PageStore::new(files, meta, max_prog + 1, erase_counts, crcs, trim_len);
+    let mut store = PageStore::new(files, meta, max_prog + 1, erase_counts, crcs, trim_len);
+    for block in used_blocks {
+        store.mark_used(block);
+    }
     if opts.sync_poll {
         store.sync_group().poll_syncs();
     }

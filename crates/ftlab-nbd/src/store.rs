@@ -598,6 +598,10 @@ pub struct PageStore {
     error: Option<String>,
     /// Syncs forced by reprogramming a block erased since the last sync.
     pub barrier_syncs: u64,
+    /// A bit per block: whether its records hold a programmed page (set by a program,
+    /// cleared by the erase). A clean shutdown saves it, so that the next start-up reads
+    /// only those blocks' records ([`crate::recovery`]).
+    used_blocks: Vec<u64>,
 }
 
 impl PageStore {
@@ -641,7 +645,18 @@ impl PageStore {
             trim_end,
             error: None,
             barrier_syncs: 0,
+            used_blocks: vec![0; blocks.div_ceil(64)],
         }
+    }
+
+    /// The blocks whose records hold a programmed page, a bit each (little-endian words).
+    pub fn used_blocks(&self) -> &[u64] {
+        &self.used_blocks
+    }
+
+    /// Marks `block` as holding programmed pages (a reopened store's, found by the scan).
+    pub fn mark_used(&mut self, block: u32) {
+        self.used_blocks[block as usize / 64] |= 1 << (block % 64);
     }
 
     pub fn page_size(&self) -> usize {
@@ -927,6 +942,7 @@ impl PageStore {
         };
         self.next_prog += 1;
         self.crcs[ppn as usize] = crc;
+        self.mark_used(ppn / self.pages_per_block);
         self.batched[ppn as usize] = true;
         self.batch.push(Program { ppn, data, record });
         if self.batch.len() * self.page_size >= BATCH_BYTES {
@@ -1061,6 +1077,7 @@ impl PageSink for PageStore {
     fn erase(&mut self, block: u32) {
         self.drain();
         self.erase_counts[block as usize] += 1;
+        self.used_blocks[block as usize / 64] &= !(1 << (block % 64));
         // (Erased again before its records were cleared: the later erase's copies count.)
         let generation = self.sync.next_generation();
         if self.erased_flag[block as usize] {
