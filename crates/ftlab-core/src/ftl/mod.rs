@@ -301,8 +301,8 @@ pub fn check_device_models<F: Ftl>(ftl: &F, name: &str, cfg: &SchemeContext) -> 
             "slc.static_fraction",
             format!(
                 "scheme `{name}` does not run on the pseudo-SLC cache (the schemes that do: page, \
-                 dftl, sftl, tpftl, selective); set slc.static_fraction and slc.dynamic_fraction \
-                 to 0 for it"
+                 dftl, sftl, tpftl, selective, leaftl); set slc.static_fraction and \
+                 slc.dynamic_fraction to 0 for it"
             ),
         ));
     }

@@ -12,7 +12,7 @@ use ftlab_core::run::config::{Config, WhenFull};
 use ftlab_core::Request;
 
 /// The schemes whose writes go through the shared page allocator.
-const ON_THE_CACHE: [&str; 5] = ["page", "dftl", "sftl", "tpftl", "selective"];
+const ON_THE_CACHE: [&str; 6] = ["page", "dftl", "sftl", "tpftl", "selective", "leaftl"];
 
 /// 2 units of 32 blocks of 12 pages (an SLC block holds 4), a static SLC block per unit and
 /// up to 7 dynamic ones, writes that find the cache full going to `when_full`.
@@ -61,6 +61,17 @@ fn folding_keeps_every_page_readable_through_full_and_idle_periods() {
         for scheme in ON_THE_CACHE {
             check_cached_run(scheme, &cfg, &reqs);
         }
+        // LeaFTL learns segments over the pages each flush and each relocation (GC's and
+        // the folds') writes: with its table on flash under a budget, and in stripe
+        // placement.
+        let mut budget = cfg.clone();
+        budget.dram.budget_bytes = 6000;
+        check_cached_run("leaftl", &budget, &reqs);
+        let mut stripe = cfg.clone();
+        let section = stripe.schemes.entry("leaftl".into()).or_default();
+        section.insert("placement".into(), toml::Value::String("stripe".into()));
+        section.insert("stripe_pages".into(), toml::Value::Integer(4));
+        check_cached_run("leaftl", &stripe, &reqs);
     }
 }
 
@@ -184,7 +195,7 @@ fn schemes_that_place_their_pages_themselves_are_refused() {
     let cfg = cached_device(WhenFull::Bypass);
     let layout = cfg.validate().unwrap();
     let reqs = [write(0, 1, layout.page_size)];
-    for scheme in ["bast", "fast", "hpftl", "slimftl", "leaftl"] {
+    for scheme in ["bast", "fast", "hpftl", "slimftl"] {
         let e = run(scheme, &cfg, &reqs, false).unwrap_err().to_string();
         assert!(
             e.contains("slc.static_fraction") && e.contains(scheme),

@@ -1270,6 +1270,11 @@ impl PageAllocator {
                 .valid_pages(victim)
                 .map(|ppn| (flash.oob(ppn).lpa, ppn)),
         );
+        // As GC's: a scheme that relearns relocated pages as a sorted batch (LeaFTL) gets
+        // them in logical order.
+        if self.sorted_relocation {
+            pages.sort_unstable();
+        }
         let moved = self.fold_pages(&pages, unit, flash);
         self.victim_pages = pages;
         let moved = moved?;

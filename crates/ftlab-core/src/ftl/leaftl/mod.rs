@@ -1101,6 +1101,13 @@ impl Ftl for LeaFtl {
         }
     }
 
+    fn slc_cache(&self) -> bool {
+        match &self.backing {
+            Backing::Dram(a) => a.has_slc_cache(),
+            Backing::Flash(s) => s.alloc.has_slc_cache(),
+        }
+    }
+
     fn faults(&self) -> bool {
         match &self.backing {
             Backing::Dram(a) => a.has_faults(),
