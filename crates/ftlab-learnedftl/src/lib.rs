@@ -582,6 +582,14 @@ impl Ftl for LearnedFtl {
         self.inner.background_gc()
     }
 
+    fn slc_cache(&self) -> bool {
+        self.inner.table().store.alloc.has_slc_cache()
+    }
+
+    fn faults(&self) -> bool {
+        self.inner.table().store.alloc.has_faults()
+    }
+
     fn reset_counters(&mut self) {
         self.inner.reset_counters();
         self.host_reads = 0;

@@ -90,6 +90,44 @@ fn verified_runs_through_gc_read_back_every_page() {
     assert!(report.metrics.gc.invocations > 0);
 }
 
+/// The shared allocator's device models: the pseudo-SLC cache (folding in the foreground
+/// when full, and in idle gaps) and, without group lines, media faults (factory bad blocks,
+/// failed programs and erases, the blocks retired and their data rewritten), every read
+/// verified.
+#[test]
+fn verified_on_the_slc_cache_and_under_media_faults() {
+    registered();
+    let logical = device().validate().unwrap().logical_pages;
+    let mut reqs = mixed(logical, 20_000, 5);
+    // Idle gaps of 20 ms every 500 requests, for folding in the background.
+    let mut t = 0;
+    for (i, r) in reqs.iter_mut().enumerate() {
+        t += if i % 500 == 499 { 20_000_000 } else { 5_000 };
+        r.time_ns = t;
+    }
+    let mut slc = device();
+    slc.slc.static_fraction = 0.02;
+    slc.slc.dynamic_fraction = 0.1;
+    slc.slc.when_full = ftlab_core::run::config::WhenFull::Fold;
+    let report = run("learnedftl", &slc, &reqs, true).unwrap();
+    let cache = report.metrics.slc.as_ref().expect("the cache is on");
+    assert!(cache.folds > 0 && cache.pages_folded > 0);
+    assert!(counter(&report, "trainings") > 0.0);
+    // Faults: the group lines (relocation streams) do not retire blocks, so without them.
+    let mut faults = device();
+    let section = faults.schemes.entry("learnedftl".into()).or_default();
+    section.insert("group_writes".into(), false.into());
+    section.insert("group_gc".into(), false.into());
+    faults.faults.factory_bad_fraction = 0.03;
+    faults.faults.program_failure_rate = 2e-4;
+    faults.faults.erase_failure_rate = 2e-3;
+    let report = run("learnedftl", &faults, &reqs, true).unwrap();
+    assert!(
+        report.metrics.flash.programs[Cause::Retire] > 0,
+        "no block retired"
+    );
+}
+
 #[test]
 fn real_traces_replay_verified_after_a_full_fill() {
     registered();

@@ -291,8 +291,8 @@ pub fn check_device_models<F: Ftl>(ftl: &F, name: &str, cfg: &SchemeContext) -> 
             faults.key(),
             format!(
                 "scheme `{name}` does not run with media faults (the schemes that do: page, \
-                 dftl, sftl, tpftl, selective, leaftl); set the fractions and rates of [faults] \
-                 to 0 for it"
+                 dftl, sftl, tpftl, selective, leaftl, and learnedftl without its group lines); \
+                 set the fractions and rates of [faults] to 0 for it"
             ),
         ));
     }
@@ -301,7 +301,7 @@ pub fn check_device_models<F: Ftl>(ftl: &F, name: &str, cfg: &SchemeContext) -> 
             "slc.static_fraction",
             format!(
                 "scheme `{name}` does not run on the pseudo-SLC cache (the schemes that do: page, \
-                 dftl, sftl, tpftl, selective, leaftl); set slc.static_fraction and \
+                 dftl, sftl, tpftl, selective, leaftl, learnedftl); set slc.static_fraction and \
                  slc.dynamic_fraction to 0 for it"
             ),
         ));
