@@ -15,6 +15,7 @@
 //! ([`external`]) and are looked up after the built-in ones by the same functions.
 
 pub mod aftl;
+pub mod conventional;
 pub mod demand;
 pub mod external;
 pub mod fdp;
