@@ -23,6 +23,7 @@ pub mod hashed;
 pub mod interface;
 pub mod kit;
 pub mod leaftl;
+pub mod lifetime;
 pub mod logblock;
 pub mod native;
 pub mod page;

@@ -94,6 +94,20 @@ impl Extents {
     }
 
     /// Position of `key` among the keys of the set, in increasing order; None if absent.
+    /// Keys below `key` in the set: the rank `key` has, or would have.
+    pub fn count_below(&self, key: u64) -> u64 {
+        let i = self.ranges.partition_point(|&(_, e)| e <= key);
+        match self.ranges.get(i) {
+            Some(&(s, _)) => self.bases[i] + key.saturating_sub(s),
+            None => self.total,
+        }
+    }
+
+    /// The largest key of the set (None: empty).
+    pub fn last_key(&self) -> Option<u64> {
+        self.ranges.last().map(|&(_, e)| e - 1)
+    }
+
     /// The keys of one range have consecutive ranks.
     #[inline]
     pub fn rank(&mut self, key: u64) -> Option<u64> {
