@@ -376,7 +376,7 @@ pub fn run_with_progress(
                 let mut ctx = cfg.scheme_context();
                 // Hints are addresses of the application's pages: only where they reach
                 // the device as they are.
-                if host::app_pages(&cfg.stack(), &layout)? == layout.logical_pages
+                if app_pages == layout.logical_pages
                     && cfg.host.stack.resolve(&opts.ftl) == host::StackKind::Inplace
                 {
                     ctx.stream_starts = plan.stream_starts();

@@ -162,6 +162,29 @@ mod tests {
         assert_eq!(x.rank(106), None);
     }
 
+    #[test]
+    fn keys_below_count_every_key_of_the_set_under_it() {
+        let mut set = ExtentSet::default();
+        set.insert(10, 13);
+        set.insert(100, 106);
+        let x = set.finish();
+        for (key, below) in [
+            (0, 0),
+            (10, 0),
+            (12, 2),
+            (13, 3),
+            (50, 3),
+            (100, 3),
+            (104, 7),
+        ] {
+            assert_eq!(x.count_below(key), below, "{key}");
+        }
+        assert_eq!(x.count_below(106), 9);
+        assert_eq!(x.count_below(u64::MAX), 9);
+        assert_eq!(x.last_key(), Some(105));
+        assert_eq!(ExtentSet::default().finish().last_key(), None);
+    }
+
     proptest! {
         #[test]
         fn matches_a_set_of_keys(ranges in proptest::collection::vec((0u64..2000, 0u64..40), 0..400)) {
