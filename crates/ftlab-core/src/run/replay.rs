@@ -228,12 +228,17 @@ pub fn fit_to(cfg: &mut Config, pages: u64) -> Result<()> {
         }
         cfg.geometry.blocks_per_plane = bpp as u32;
         match cfg.validate() {
-            Ok(layout)
-                if crate::host::app_pages(&cfg.stack(), &layout).is_ok_and(|app| app >= pages) =>
-            {
-                return Ok(())
-            }
-            Ok(_) => bpp += 1,
+            Ok(layout) => match crate::host::app_pages(&cfg.stack(), &layout) {
+                Ok(app) if app >= pages => return Ok(()),
+                // A stack the device's interface cannot hold (f2fs on zones without enough
+                // conventional zones for its metadata): a larger device does not help.
+                Err(Error::Config { key, message })
+                    if key == "host.stack" || key == "zns.conventional_zones" =>
+                {
+                    return Err(Error::Config { key, message })
+                }
+                _ => bpp += 1,
+            },
             Err(Error::Config { key, .. })
                 if key == "ftl.over_provisioning" || key == "buffer.size_bytes" =>
             {

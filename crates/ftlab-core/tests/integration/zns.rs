@@ -520,3 +520,24 @@ fn f2fs_on_zones_passes_verification_on_a_real_trace() {
     assert!(m.host.pages_read > 0);
     assert!(m.fs_waf.unwrap() >= 1.0);
 }
+
+#[test]
+fn a_device_fitted_to_a_trace_names_the_conventional_zones_f2fs_lacks() {
+    let Some(dir) = common::traces_dir() else {
+        return;
+    };
+    let opts = RunOptions {
+        ftl: "zns".into(),
+        trace: Some(dir.join("msr_cambridge_caffeine_sample/msr-cambridge1-sample.csv")),
+        sets: vec![
+            "host.stack=\"f2fs\"".into(),
+            "zns.conventional_zones=1".into(),
+        ],
+        ..RunOptions::default()
+    };
+    let e = api::run(&opts, &mut |_| true).err().unwrap().to_string();
+    assert!(
+        e.contains("zns.conventional_zones") && e.contains("at least"),
+        "{e}"
+    );
+}
