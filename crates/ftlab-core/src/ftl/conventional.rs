@@ -123,6 +123,12 @@ impl Conventional {
         }
         if collect {
             self.collect(unit, flash)?;
+            // GC's copies may have opened a block with room left: the host writes there.
+            let (block, next) = self.open[u];
+            if block != NONE && next < self.layout.pages_per_block {
+                self.open[u].1 += 1;
+                return Ok(flash.first_page(block) + next);
+            }
         }
         let block = self.free[u].pop_front().ok_or_else(|| Error::DeviceFull {
             message: format!(
