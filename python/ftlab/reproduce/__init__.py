@@ -65,6 +65,16 @@ EXPERIMENTS["amf"] = (
     "and AMF stacks, throughput on the paper's SSD",
 )
 
+EXPERIMENTS["zns"] = (
+    "ftlab.reproduce.zns",
+    "ZNS (ATC'21) vs block SSDs at 7% and 28% OP: throughput and WAF over data written "
+    "(Figure 1); AMF's ALFS on a standard zoned device vs AFTL",
+)
+EXPERIMENTS["fdp"] = (
+    "ftlab.reproduce.fdp",
+    "FDP (EuroSys'25, CacheLib on FDP): device WAF with matched, no, adversarial and "
+    "lifetime-classified placement",
+)
 
 EXPERIMENTS["learnedftl"] = (
     "ftlab.reproduce.learnedftl",

@@ -190,6 +190,29 @@ impl Aftl {
         })
     }
 
+    /// Blocks of each unit that segments `first..` take when all are allocated.
+    pub fn blocks_needed_from(&self, first: u32) -> Vec<u32> {
+        let mut need = vec![0u32; self.units as usize];
+        for seg in first..self.segments {
+            for k in 0..self.width {
+                need[self.unit_of(seg, k) as usize] += 1;
+            }
+        }
+        need
+    }
+
+    /// Free (erased) blocks of `unit` left to the segments (`map = "block"`).
+    pub fn free_blocks(&self, unit: u32) -> usize {
+        self.free.count(unit)
+    }
+
+    /// Takes a free block of `unit` from the segments for good (`map = "block"`): a ZNS
+    /// device's conventional zones are made of blocks its sequential zones never use.
+    pub fn take_free_block(&mut self, unit: u32) -> Option<u32> {
+        debug_assert_eq!(self.map, MapGranularity::Block);
+        self.free.pop(unit)
+    }
+
     /// Pages of one segment (units x pages per block).
     pub fn segment_pages(&self) -> u32 {
         self.segment_pages

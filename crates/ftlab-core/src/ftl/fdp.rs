@@ -7,12 +7,24 @@
 //!   is a parallel unit, whose blocks are its RUs. Each of the `fdp.handles` reclaim-unit
 //!   handles (RUHs) has an open RU in every group; writes go round-robin over the groups
 //!   (channel first), each to its handle's RU there.
-//! - **Placement identifiers.** A request carries none of its own (a `Request` is reads,
-//!   writes and trims); the identifier is the request's origin, the host stack's log it
-//!   comes from: application data is handle 0 (the default handle, which also takes every
-//!   write of a stack that tags nothing), a file system's cleaning handle 1, its metadata
-//!   handle 2 (modulo the handles). With `f2fs` on top, the file system's hot data, cold
-//!   (cleaned) data and metadata each get reclaim units of their own.
+//! - **Placement identifiers** (`fdp.placement`). A `Request` carries no identifier of its
+//!   own (it is reads, writes and trims, and adding one would touch every trace reader,
+//!   host stack and front); the host's placement is one of:
+//!   - `origin` (the default): the host stack's log a write comes from. Application data
+//!     is handle 0 (the default handle, which also takes every write of a stack that tags
+//!     nothing), a file system's cleaning handle 1, its metadata handle 2 (modulo the
+//!     handles). With `f2fs` on top, the file system's hot data, cold (cleaned) data and
+//!     metadata each get reclaim units of their own.
+//!   - `hint`: the trace's own identifier of each write. The trace readers keep one per
+//!     record, its device (volume, LUN, disk: no format they read has stream or file ids
+//!     that they keep); with `trace.device_layout = "separate"` each device's pages lie
+//!     side by side, so a page's address tells its device, and device `k` is handle
+//!     `k mod handles`. Where there is no hint (a one-device trace, a workload, a host
+//!     file system that remaps the pages) every write goes to the default handle
+//!     (`unhinted_pages` counts them).
+//!   - `lifetime`: a classifier of each chunk's write frequency ([`crate::ftl::lifetime`],
+//!     after AutoStream's multi-queue), its level the handle: data rewritten often shares
+//!     reclaim units with data like it. Its table is device DRAM.
 //! - **GC within reclaim groups.** A group opening an RU with fewer free blocks than
 //!   `gc.threshold` collects one victim (greedy: fewest valid pages), and at or below
 //!   `gc.hard_threshold` until it is above again; the victim's valid pages move to the open
@@ -23,8 +35,9 @@
 //!   (`fdp_media_bytes_written`, `ruh<i>_media_bytes_written`): host pages plus GC copies.
 //!   A handle's media bytes are its host bytes and its GC copies, exactly.
 //!
-//! DRAM: the page map (4 bytes per logical page), per block a valid count (4 bytes), and the
-//! reclaim-unit handle table (4 bytes per handle per group: its open RU).
+//! DRAM: the page map (4 bytes per logical page), per block a valid count (4 bytes), the
+//! reclaim-unit handle table (4 bytes per handle per group: its open RU), and with
+//! `lifetime` the classifier's table.
 //! The handle of each page is kept in one OOB byte beyond the header, so that a restart
 //! rebuilds which handle each RU belongs to.
 
@@ -34,6 +47,7 @@ use crate::device::nand::{Cause, Flash, Oob, Ppn, NONE};
 use crate::error::{Error, Result};
 use crate::ftl::interface::Interface;
 use crate::ftl::kit::alloc::{gc_thresholds, round_robin};
+use crate::ftl::lifetime::Lifetime;
 use crate::ftl::settings::SchemeContext;
 use crate::ftl::{Ftl, MemoryBreakdown, Scheme};
 use serde::{Deserialize, Serialize};
@@ -62,17 +76,42 @@ const MEDIA_NAMES: [&str; MAX_HANDLES as usize] = [
     "ruh7_media_bytes_written",
 ];
 
+/// How the host picks a write's placement identifier (`fdp.placement`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Placement {
+    /// The host stack's log: application data, cleaning, metadata.
+    Origin,
+    /// The trace's own identifier (its device, side by side), else the default handle.
+    Hint,
+    /// A classifier of each chunk's write frequency.
+    Lifetime,
+}
+
 /// The `[fdp]` section.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct FdpConfig {
     /// Reclaim-unit handles, 1 to 8 (each keeps an open reclaim unit in every group).
     pub handles: u32,
+    /// `origin`, `hint` or `lifetime`.
+    pub placement: Placement,
+    /// `lifetime`: pages of a classifier chunk (a power of two; 256: 1 MiB of 4 KiB pages,
+    /// AutoStream's chunk).
+    pub lifetime_chunk_pages: u32,
+    /// `lifetime`: a chunk's count halves every this many host pages written (0: the
+    /// device's logical pages).
+    pub lifetime_window_pages: u64,
 }
 
 impl Default for FdpConfig {
     fn default() -> Self {
-        FdpConfig { handles: 4 }
+        FdpConfig {
+            handles: 4,
+            placement: Placement::Origin,
+            lifetime_chunk_pages: 256,
+            lifetime_window_pages: 0,
+        }
     }
 }
 
@@ -82,6 +121,11 @@ const FREE: u8 = u8::MAX;
 pub struct Fdp {
     layout: Layout,
     handles: u32,
+    placement: Placement,
+    /// `hint`: first logical page of each of the trace's devices (empty: no hints).
+    streams: Vec<u64>,
+    lifetime: Option<Lifetime>,
+    unhinted_pages: u64,
     l2p: Vec<Ppn>,
     /// Per block: valid pages, and the handle whose reclaim unit it is.
     valid: Vec<u32>,
@@ -117,10 +161,27 @@ impl Scheme for Fdp {
                 format!("{handles} is not between 1 and {MAX_HANDLES}"),
             ));
         }
+        let chunk = section.lifetime_chunk_pages;
+        if !chunk.is_power_of_two() {
+            return Err(Error::config(
+                "fdp.lifetime_chunk_pages",
+                format!("{chunk} is not a power of two"),
+            ));
+        }
+        let window = match section.lifetime_window_pages {
+            0 => layout.logical_pages,
+            n => n,
+        };
+        let lifetime = (section.placement == Placement::Lifetime)
+            .then(|| Lifetime::new(layout.logical_pages, chunk, window, handles));
         let (soft_free, hard_free) = gc_thresholds(cfg, layout);
         Ok(Fdp {
             layout: *layout,
             handles,
+            placement: section.placement,
+            streams: cfg.stream_starts.clone(),
+            lifetime,
+            unhinted_pages: 0,
             l2p: vec![NONE; layout.logical_pages as usize],
             valid: vec![0; layout.total_blocks as usize],
             owner: vec![FREE; layout.total_blocks as usize],
@@ -141,13 +202,26 @@ impl Scheme for Fdp {
 }
 
 impl Fdp {
-    /// The placement identifier of the current host request: its origin's log.
+    /// The placement identifier of a host write of `lpa` (`fdp.placement`).
     #[inline]
-    fn placement(&self, flash: &Flash) -> u32 {
-        let pid = match flash.host_cause() {
-            Cause::HostCleaning => 1,
-            Cause::FsMetadata => 2,
-            _ => 0,
+    fn placement(&mut self, lpa: u32, flash: &Flash) -> u32 {
+        let pid = match self.placement {
+            Placement::Origin => match flash.host_cause() {
+                Cause::HostCleaning => 1,
+                Cause::FsMetadata => 2,
+                _ => 0,
+            },
+            Placement::Hint => match self.streams.partition_point(|&s| s <= lpa as u64) {
+                0 => {
+                    self.unhinted_pages += 1;
+                    0
+                }
+                k => (k - 1) as u32,
+            },
+            Placement::Lifetime => match self.lifetime.as_mut() {
+                Some(classifier) => classifier.classify(lpa),
+                None => 0,
+            },
         };
         pid % self.handles
     }
@@ -274,7 +348,7 @@ impl Ftl for Fdp {
     }
 
     fn write(&mut self, lpa: u32, seq: u64, flash: &mut Flash) -> Result<()> {
-        let h = self.placement(flash);
+        let h = self.placement(lpa, flash);
         let unit = self.order[self.next];
         self.next = (self.next + 1) % self.order.len();
         let ppn = self.page(h, unit, true, flash)?;
@@ -327,6 +401,9 @@ impl Ftl for Fdp {
             "ruh_table",
             self.handles as u64 * self.layout.units as u64 * 4,
         ));
+        if let Some(classifier) = &self.lifetime {
+            classifier.memory(out);
+        }
     }
 
     fn counters(&self, out: &mut Vec<(&'static str, f64)>) {
@@ -341,10 +418,15 @@ impl Ftl for Fdp {
         out.push(("fdp_host_bytes_written", host as f64));
         out.push(("fdp_media_bytes_written", media as f64));
         out.push(("reclaim_unit_handles", self.handles as f64));
+        if self.placement == Placement::Hint {
+            out.push(("placement_streams", self.streams.len() as f64));
+            out.push(("unhinted_pages", self.unhinted_pages as f64));
+        }
     }
 
     fn reset_counters(&mut self) {
         self.host_pages = [0; MAX_HANDLES as usize];
         self.gc_pages = [0; MAX_HANDLES as usize];
+        self.unhinted_pages = 0;
     }
 }

@@ -15,6 +15,7 @@
 //! ([`external`]) and are looked up after the built-in ones by the same functions.
 
 pub mod aftl;
+pub mod conventional;
 pub mod demand;
 pub mod external;
 pub mod fdp;
@@ -22,6 +23,7 @@ pub mod hashed;
 pub mod interface;
 pub mod kit;
 pub mod leaftl;
+pub mod lifetime;
 pub mod logblock;
 pub mod native;
 pub mod page;

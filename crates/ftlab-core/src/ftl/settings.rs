@@ -130,6 +130,11 @@ pub struct SchemeContext {
     pub buffer_bytes: u64,
     /// Every scheme's section (`[NAME]`), by scheme name, checked against its defaults.
     pub sections: BTreeMap<String, toml::Table>,
+    /// The host's placement hints, when the run has them: the first logical page of each
+    /// of a trace's devices, side by side ([`crate::run::replay::Plan::stream_starts`]),
+    /// when the application's pages reach the device as they are (the `inplace` stack).
+    /// Empty: no hints.
+    pub stream_starts: Vec<u64>,
 }
 
 impl SchemeContext {

@@ -32,14 +32,23 @@
 //!   they are; a host stack writes at the write pointer it tracks itself, which is what
 //!   zone append would return (a test checks it).
 //!
+//! - **Conventional zones** (`zns.conventional_zones`, 0 by default): the first zones of the
+//!   logical space may be written at random, page-mapped by the device with a GC of their
+//!   own ([`crate::ftl::conventional`], which says what it chooses); F2FS's zoned mode keeps
+//!   its metadata there. They have no write pointer (the standard's "not write pointer"
+//!   state), zone commands refuse them, and they own the blocks the sequential zones do not
+//!   need: the device's over-provisioning serves them alone.
+//!
 //! DRAM: the zone-to-blocks table (`zone_map`: a 4-byte block address per block of every
 //! zone, the device's only mapping) and per zone its write pointer, trim cursor and state
-//! (`zone_state`: 4 + 4 + 1 bytes).
+//! (`zone_state`: 4 + 4 + 1 bytes), both over the sequential zones; with conventional zones
+//! also their page map and valid counts.
 
 use crate::device::geometry::Layout;
 use crate::device::nand::{Flash, Oob};
 use crate::error::{Error, Result};
 use crate::ftl::aftl::{Aftl, MapGranularity, ENTRY_BYTES};
+use crate::ftl::conventional::Conventional;
 use crate::ftl::interface::Interface;
 use crate::ftl::settings::SchemeContext;
 use crate::ftl::{Ftl, MemoryBreakdown, Scheme};
@@ -58,6 +67,9 @@ pub struct ZnsConfig {
     pub max_open_zones: u32,
     /// Zones open or closed at once (0: no limit).
     pub max_active_zones: u32,
+    /// Conventional zones at the start of the logical space, randomly writable and
+    /// page-mapped by the device (0: none, every zone sequential).
+    pub conventional_zones: u32,
 }
 
 impl Default for ZnsConfig {
@@ -67,6 +79,7 @@ impl Default for ZnsConfig {
             zone_size_pages: 0,
             max_open_zones: 14,
             max_active_zones: 14,
+            conventional_zones: 0,
         }
     }
 }
@@ -80,8 +93,10 @@ pub struct ZoneShape {
     pub capacity: u32,
     /// Logical pages a zone spans (its size).
     pub size: u32,
-    /// Zones of the device.
+    /// Zones of the device (conventional and sequential).
     pub zones: u32,
+    /// Conventional zones, the first ones.
+    pub conventional: u32,
 }
 
 impl ZnsConfig {
@@ -123,11 +138,21 @@ impl ZnsConfig {
                 ),
             ));
         }
+        if self.conventional_zones as u64 >= zones {
+            return Err(Error::config(
+                "zns.conventional_zones",
+                format!(
+                    "{} conventional zones leave no sequential zone of the device's {zones}",
+                    self.conventional_zones
+                ),
+            ));
+        }
         Ok(ZoneShape {
             blocks,
             capacity: capacity as u32,
             size: size as u32,
             zones: zones as u32,
+            conventional: self.conventional_zones,
         })
     }
 }
@@ -143,11 +168,16 @@ pub enum ZoneState {
     ExplicitlyOpened,
     Closed,
     Full,
+    /// A conventional zone: no write pointer, written at random.
+    NotWritePointer,
 }
 
 pub struct Zns {
-    /// The zones, as append-only segments.
+    /// The zones, as append-only segments (the conventional ones' never used).
     segs: Aftl,
+    /// The conventional zones, and the logical pages they span (0: none).
+    conv: Option<Conventional>,
+    conv_pages: u32,
     shape: ZoneShape,
     max_open: u32,
     max_active: u32,
@@ -192,12 +222,39 @@ impl Scheme for Zns {
             Error::Config { message, .. } => Error::config("zns.zone_blocks", message),
             e => e,
         })?;
+        let mut segs = segs;
+        let conv = if shape.conventional > 0 {
+            // Every block the sequential zones will never need goes to the conventional ones.
+            let need = segs.blocks_needed_from(shape.conventional);
+            let blocks = (0..layout.units)
+                .map(|unit| {
+                    let mut own = Vec::new();
+                    while segs.free_blocks(unit) > need[unit as usize] as usize {
+                        own.extend(segs.take_free_block(unit));
+                    }
+                    own
+                })
+                .collect();
+            Some(Conventional::new(
+                layout,
+                shape.conventional,
+                shape.size,
+                shape.capacity,
+                blocks,
+            )?)
+        } else {
+            None
+        };
+        let mut state = vec![ZoneState::Empty; shape.zones as usize];
+        state[..shape.conventional as usize].fill(ZoneState::NotWritePointer);
         Ok(Zns {
+            conv_pages: conv.as_ref().map_or(0, Conventional::pages),
+            conv,
             segs,
             shape,
             max_open: section.max_open_zones,
             max_active: section.max_active_zones,
-            state: vec![ZoneState::Empty; shape.zones as usize],
+            state,
             open: Vec::new(),
             active: 0,
             zone_appends: 0,
@@ -315,6 +372,13 @@ impl Zns {
                     ),
                 ));
             }
+            ZoneState::NotWritePointer => {
+                return Err(self.refused(
+                    "Invalid Zone Operation",
+                    lpa,
+                    format!("zone {zone} is conventional and is never opened"),
+                ))
+            }
             ZoneState::Empty | ZoneState::Closed => {}
         }
         if self.max_open > 0 && self.open.len() as u32 >= self.max_open {
@@ -358,17 +422,28 @@ impl Zns {
                 self.active -= 1;
             }
             ZoneState::Closed => self.active -= 1,
-            ZoneState::Empty | ZoneState::Full => {}
+            ZoneState::Empty | ZoneState::Full | ZoneState::NotWritePointer => {}
         }
         self.state[z] = to;
     }
 
+    /// A zone command's zone: a sequential zone of the device.
     fn check_zone(&self, zone: u32) -> Result<()> {
         if zone >= self.shape.zones {
             return Err(Error::Usage(format!(
                 "zns: no zone {zone}; the device has {} zones",
                 self.shape.zones
             )));
+        }
+        if zone < self.shape.conventional {
+            return Err(Error::Refused {
+                message: format!(
+                    "zns refuses a zone command on zone {zone}: it is a conventional zone \
+                     (zns.conventional_zones = {}), which has no write pointer to append at, \
+                     reset, open, close or finish",
+                    self.shape.conventional
+                ),
+            });
         }
         Ok(())
     }
@@ -447,6 +522,26 @@ impl Zns {
         Ok(())
     }
 
+    /// A write to a conventional zone: anywhere within its capacity, any number of times.
+    fn write_conventional(&mut self, lpa: u32, seq: u64, flash: &mut Flash) -> Result<()> {
+        let Some(conv) = self.conv.as_mut() else {
+            unreachable!("conv_pages is 0 without conventional zones")
+        };
+        if conv.writable(lpa) {
+            return conv.write(lpa, seq, flash);
+        }
+        self.refused_past_capacity += 1;
+        let (zone, off) = self.locate(lpa);
+        Err(self.refused(
+            "Zone Boundary Error",
+            lpa as u64,
+            format!(
+                "offset {off} of conventional zone {zone} is past its capacity of {} pages",
+                self.shape.capacity
+            ),
+        ))
+    }
+
     #[inline]
     fn locate(&self, lpa: u32) -> (u32, u32) {
         (lpa / self.shape.size, lpa % self.shape.size)
@@ -456,6 +551,12 @@ impl Zns {
 impl Ftl for Zns {
     #[inline]
     fn read(&mut self, lpa: u32, flash: &mut Flash) -> Result<Option<Oob>> {
+        if lpa < self.conv_pages {
+            return match &mut self.conv {
+                Some(conv) if conv.writable(lpa) => conv.read(lpa, flash),
+                _ => Ok(None),
+            };
+        }
         let (zone, off) = self.locate(lpa);
         if zone >= self.shape.zones || off >= self.shape.capacity {
             return Ok(None);
@@ -465,6 +566,9 @@ impl Ftl for Zns {
 
     #[inline]
     fn write(&mut self, lpa: u32, seq: u64, flash: &mut Flash) -> Result<()> {
+        if lpa < self.conv_pages {
+            return self.write_conventional(lpa, seq, flash);
+        }
         let (zone, off) = self.locate(lpa);
         if zone >= self.shape.zones {
             self.refused_past_capacity += 1;
@@ -490,6 +594,12 @@ impl Ftl for Zns {
 
     /// A trim deallocates; trims covering a zone whole, in order, reset it.
     fn trim(&mut self, lpa: u32, flash: &mut Flash) -> Result<()> {
+        if lpa < self.conv_pages {
+            return match &mut self.conv {
+                Some(conv) if conv.writable(lpa) => conv.trim(lpa, flash),
+                _ => Ok(()),
+            };
+        }
         let (zone, off) = self.locate(lpa);
         if zone >= self.shape.zones || off >= self.shape.capacity {
             return Ok(());
@@ -507,10 +617,20 @@ impl Ftl for Zns {
     /// standard's power-loss rule): a zone part written is closed, one written to its
     /// capacity full.
     fn recover(&mut self, found: &crate::device::recovery::Found, flash: &mut Flash) -> Result<()> {
+        if self.conv.is_some() {
+            // Not modelled: the segments' OOB scan would take the conventional blocks for
+            // stray segment pages.
+            return Err(Error::Usage(
+                "zns: a restart with conventional zones is not modelled (the conventional \
+                 zones' page map is not rebuilt from flash): set zns.conventional_zones = 0 \
+                 for recovery runs"
+                    .into(),
+            ));
+        }
         self.segs.recover(found, flash)?;
         self.open.clear();
         self.active = 0;
-        for zone in 0..self.shape.zones {
+        for zone in self.shape.conventional..self.shape.zones {
             let wp = self.segs.write_pointer(zone);
             self.state[zone as usize] = if wp == 0 {
                 ZoneState::Empty
@@ -525,13 +645,20 @@ impl Ftl for Zns {
     }
 
     fn memory(&self, out: &mut MemoryBreakdown) {
-        let zones = self.shape.zones as u64;
+        let zones = (self.shape.zones - self.shape.conventional) as u64;
         out.push(("zone_map", zones * self.shape.blocks as u64 * ENTRY_BYTES));
         out.push(("zone_state", zones * ZONE_STATE_BYTES));
+        if let Some(conv) = &self.conv {
+            conv.memory(out);
+        }
     }
 
     fn counters(&self, out: &mut Vec<(&'static str, f64)>) {
         out.push(("zones", self.shape.zones as f64));
+        out.push(("conventional_zones", self.shape.conventional as f64));
+        if let Some(conv) = &self.conv {
+            conv.counters(out);
+        }
         out.push(("zone_capacity_pages", self.shape.capacity as f64));
         out.push(("zone_size_pages", self.shape.size as f64));
         out.push(("zones_active", self.active as f64));
@@ -560,6 +687,9 @@ impl Ftl for Zns {
 
     fn reset_counters(&mut self) {
         self.segs.reset_counters();
+        if let Some(conv) = &mut self.conv {
+            conv.reset_counters();
+        }
         self.zone_appends = 0;
         self.zone_resets = 0;
         self.zone_finishes = 0;

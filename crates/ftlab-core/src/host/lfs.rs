@@ -246,27 +246,29 @@ pub struct FsLayout {
 }
 
 /// A section on a ZNS device: a zone (or `n` pages, a whole number of zones), so that every
-/// section is written in order from its first page and reset whole. F2FS's zoned mode keeps
-/// its metadata on a conventional device beside the zoned one, which this device does not
-/// have: only ALFS, whose metadata is appended to logs of sections, runs on it.
+/// section is written in order from its first page and reset whole. ALFS appends its
+/// metadata to logs of sections; F2FS's zoned mode writes its metadata in place in the
+/// device's conventional zones (`zns.conventional_zones`), which it needs
+/// ([`FsLayout::place_zoned_f2fs`]).
 fn zoned_section(
     zns: &crate::ftl::zns::ZnsConfig,
     layout: &Layout,
     kind: StackKind,
     n: u64,
 ) -> Result<u64> {
-    if kind != StackKind::Alfs {
+    let shape = zns.shape(layout)?;
+    if kind != StackKind::Alfs && shape.conventional == 0 {
         return Err(Error::config(
             "host.stack",
             format!(
-                "{} updates its metadata in place, which a zns device refuses (F2FS's zoned \
-                 mode keeps it on a conventional device beside the zoned one): run alfs, \
-                 whose metadata is appended to zones",
+                "{} updates its metadata in place, which a zns device's sequential zones \
+                 refuse (F2FS's zoned mode keeps it in conventional zones): give the device \
+                 conventional zones (zns.conventional_zones) or run alfs, whose metadata is \
+                 appended to zones",
                 kind.name()
             ),
         ));
     }
-    let shape = zns.shape(layout)?;
     if shape.size != shape.capacity {
         return Err(Error::config(
             "zns.zone_size_pages",
@@ -354,6 +356,10 @@ impl FsLayout {
         };
         let device = layout.logical_pages;
         let s = section_pages as u64;
+        if let (Some(zns), StackKind::F2fs) = (&cfg.zns, kind) {
+            l.place_zoned_f2fs(&zns.shape(layout)?, lfs)?;
+            return Ok(l);
+        }
         let total_sections = device / s;
         let too_small = |what: String| {
             Error::config(
@@ -417,6 +423,55 @@ impl FsLayout {
         debug_assert!(l.app_pages + l.nodes as u64 <= usable);
         debug_assert!(l.main_start + main * s <= device);
         Ok(l)
+    }
+
+    /// F2FS's zoned mode (`mkfs.f2fs -m`): the metadata in the conventional zones, at the
+    /// start of the logical space, written in place; the main area the sequential zones,
+    /// a section per zone (or per whole number of zones). Adaptive logging is off (LFS
+    /// mode, as zoned mode forces it): the stack never does threaded logging anyway.
+    fn place_zoned_f2fs(
+        &mut self,
+        shape: &crate::ftl::zns::ZoneShape,
+        lfs: &LfsConfig,
+    ) -> Result<()> {
+        let s = self.section_pages as u64;
+        let zone = shape.size as u64;
+        let sequential = (shape.zones - shape.conventional) as u64 * zone;
+        let main = sequential / s;
+        self.size_metadata(main * (s / self.segment_pages as u64));
+        let conventional_pages = shape.conventional as u64 * zone;
+        if self.meta_blocks > conventional_pages {
+            return Err(Error::config(
+                "zns.conventional_zones",
+                format!(
+                    "f2fs's metadata (checkpoint packs, SIT, NAT, SSA) takes {} pages; the \
+                     {} conventional zone(s) hold {conventional_pages}: give the device at \
+                     least {} conventional zones",
+                    self.meta_blocks,
+                    shape.conventional,
+                    self.meta_blocks.div_ceil(zone)
+                ),
+            ));
+        }
+        self.main_start = conventional_pages;
+        self.main_sections = main as u32;
+        let reserved =
+            ((lfs.over_provisioning * main as f64).ceil() as u64).max(MIN_RESERVED_SECTIONS);
+        if reserved >= main {
+            return Err(Error::config(
+                "zns.conventional_zones",
+                format!(
+                    "the {main} sequential sections of {s} pages leave none to the \
+                     application beside the {reserved} f2fs keeps for cleaning"
+                ),
+            ));
+        }
+        self.reserved_sections = reserved as u32;
+        let usable = (main - reserved) * s;
+        let apn = self.addrs_per_node as u64;
+        self.app_pages = usable * apn / (apn + 1);
+        self.nodes = self.app_pages.div_ceil(apn) as u32;
+        Ok(())
     }
 
     /// Metadata areas for `main_segments` F2FS segments in the main area.
@@ -673,7 +728,9 @@ impl Lfs {
         let sit_blocks = l.sit_copy_blocks;
         Ok(Lfs {
             alfs,
-            trim_freed: alfs || lfs.discard,
+            // On zones a freed section is reset (F2FS's zoned mode resets a zone whose
+            // section it frees), or it could not be written again.
+            trim_freed: alfs || lfs.discard || cfg.zns.is_some(),
             checkpoint_discard: !alfs && lfs.checkpoint_discard,
             pending_discard: Vec::new(),
             page_bytes: l.page_size as u64,

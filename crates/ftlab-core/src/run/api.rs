@@ -373,7 +373,15 @@ pub fn run_with_progress(
                     requests: replay.into_stream(),
                     progress: &mut *progress,
                 };
-                match ftl::build(&opts.ftl, &cfg.scheme_context(), &layout, visitor) {
+                let mut ctx = cfg.scheme_context();
+                // Hints are addresses of the application's pages: only where they reach
+                // the device as they are.
+                if app_pages == layout.logical_pages
+                    && cfg.host.stack.resolve(&opts.ftl) == host::StackKind::Inplace
+                {
+                    ctx.stream_starts = plan.stream_starts();
+                }
+                match ftl::build(&opts.ftl, &ctx, &layout, visitor) {
                     Err(e) if plan.is_fitted() && needs_more_spare(&e) && grown < MAX_GROWTH => {
                         grown += 1;
                         grow(&mut cfg);

@@ -634,6 +634,7 @@ impl Config {
             timed: self.replay.timing,
             buffer_bytes: self.buffer.size_bytes,
             sections: self.schemes.clone(),
+            stream_starts: Vec::new(),
         }
     }
 }

@@ -150,6 +150,31 @@ impl Plan {
         Ok(plan)
     }
 
+    /// First logical page of each of the trace's devices (volumes, LUNs, disks) in the
+    /// replay's address space, in device order, when they lie side by side
+    /// (`trace.device_layout = "separate"`, more than one device): the only per-record
+    /// identifier the trace readers keep, read back from a page's address by the schemes
+    /// that place data by the host's hints (`fdp.placement = "hint"`). Empty otherwise.
+    pub fn stream_starts(&self) -> Vec<u64> {
+        if self.layout != DeviceLayout::Separate || self.optimistic {
+            return Vec::new();
+        }
+        let starts = match &self.compaction {
+            Some(table) => {
+                let devices = table.last_key().map_or(0, |k| (k >> DEVICE_SHIFT) + 1);
+                (0..devices)
+                    .map(|k| table.count_below(k << DEVICE_SHIFT))
+                    .collect()
+            }
+            None => self.bases.clone(),
+        };
+        if starts.len() > 1 {
+            starts
+        } else {
+            Vec::new()
+        }
+    }
+
     pub fn is_optimistic(&self) -> bool {
         self.optimistic
     }
@@ -203,12 +228,17 @@ pub fn fit_to(cfg: &mut Config, pages: u64) -> Result<()> {
         }
         cfg.geometry.blocks_per_plane = bpp as u32;
         match cfg.validate() {
-            Ok(layout)
-                if crate::host::app_pages(&cfg.stack(), &layout).is_ok_and(|app| app >= pages) =>
-            {
-                return Ok(())
-            }
-            Ok(_) => bpp += 1,
+            Ok(layout) => match crate::host::app_pages(&cfg.stack(), &layout) {
+                Ok(app) if app >= pages => return Ok(()),
+                // A stack the device's interface cannot hold (f2fs on zones without enough
+                // conventional zones for its metadata): a larger device does not help.
+                Err(Error::Config { key, message })
+                    if key == "host.stack" || key == "zns.conventional_zones" =>
+                {
+                    return Err(Error::Config { key, message })
+                }
+                _ => bpp += 1,
+            },
             Err(Error::Config { key, .. })
                 if key == "ftl.over_provisioning" || key == "buffer.size_bytes" =>
             {

@@ -89,3 +89,103 @@ fn the_interface_and_the_handle_count_are_checked() {
     let e = api::resolve_config(&page).unwrap_err().to_string();
     assert!(e.contains("device.interface"), "{e}");
 }
+
+/// Per handle, media bytes are host bytes plus GC copies; the handles' sums are the
+/// flash's host and GC programs.
+fn assert_statistics_add_up(r: &Report, handles: u32) {
+    let m = &r.metrics;
+    let s = &m.scheme;
+    let page = 4096.0;
+    let (mut host, mut copies) = (0.0, 0.0);
+    for h in 0..handles {
+        let hb = s[&format!("ruh{h}_host_bytes_written")];
+        let mb = s[&format!("ruh{h}_media_bytes_written")];
+        assert!(mb >= hb, "handle {h}");
+        host += hb;
+        copies += mb - hb;
+    }
+    assert_eq!(host, m.flash.programs[Cause::Host] as f64 * page);
+    assert_eq!(copies, m.flash.programs[Cause::Gc] as f64 * page);
+    assert_eq!(s["fdp_media_bytes_written"], host + copies);
+}
+
+#[test]
+fn lifetime_placement_separates_hot_from_cold_and_its_statistics_add_up() {
+    let lifetime = run(&["fdp.placement=\"lifetime\"", "fdp.lifetime_chunk_pages=16"]);
+    let m = &lifetime.metrics;
+    assert!(m.gc.invocations > 0, "the run must collect garbage");
+    assert_statistics_add_up(&lifetime, 4);
+    let used = (0..4)
+        .filter(|h| m.scheme[&format!("ruh{h}_host_bytes_written")] > 0.0)
+        .count();
+    assert!(used >= 2, "{:?}", m.scheme);
+    // The classifier's table: 8 bytes per 16-page chunk.
+    let layout_pages = m.host_stack.app_pages;
+    assert_eq!(
+        m.memory_bytes.final_components["lifetime_table"],
+        layout_pages.div_ceil(16) * 8
+    );
+    // Against the same device with every write on one handle, GC copies less.
+    let none = run(&["fdp.handles=1"]);
+    let (with, without) = (m.waf.unwrap(), none.metrics.waf.unwrap());
+    assert!(with < without, "lifetime {with} vs no placement {without}");
+}
+
+#[test]
+fn placement_is_deterministic() {
+    for placement in ["origin", "lifetime"] {
+        let set = format!("fdp.placement=\"{placement}\"");
+        let a = run(&[&set, "host.stack=\"f2fs\""]);
+        let b = run(&[&set, "host.stack=\"f2fs\""]);
+        assert_eq!(a.metrics.scheme, b.metrics.scheme, "{placement}");
+        assert_eq!(
+            a.metrics.flash.programs.total,
+            b.metrics.flash.programs.total
+        );
+    }
+}
+
+#[test]
+fn hint_placement_follows_the_traces_devices_and_falls_back_to_the_default_handle() {
+    // A workload has no hints: every write on the default handle, counted.
+    let r = run(&["fdp.placement=\"hint\""]);
+    let s = &r.metrics.scheme;
+    assert_eq!(s["placement_streams"], 0.0);
+    assert_eq!(s["unhinted_pages"] * 4096.0, s["ruh0_host_bytes_written"]);
+    // The TPC-C excerpt names its devices: each one's pages on its device's handle.
+    let Some(dir) = common::traces_dir() else {
+        return;
+    };
+    let opts = RunOptions {
+        ftl: "fdp".into(),
+        trace: Some(dir.join("mqsim_umass_websearch_tpcc/tpcc-small.trace")),
+        sets: vec!["fdp.placement=\"hint\"".into()],
+        verify: true,
+        ..RunOptions::default()
+    };
+    let r = api::run(&opts, &mut |_| true).unwrap().report;
+    let s = &r.metrics.scheme;
+    assert!(s["placement_streams"] > 4.0, "{s:?}");
+    assert_eq!(s["unhinted_pages"], 0.0);
+    for h in 0..4 {
+        assert!(s[&format!("ruh{h}_host_bytes_written")] > 0.0, "{s:?}");
+    }
+    assert_statistics_add_up(&r, 4);
+}
+
+#[test]
+fn a_lifetime_chunk_that_is_not_a_power_of_two_is_refused() {
+    let e = api::run(&options(&["fdp.lifetime_chunk_pages=100"]), &mut |_| true)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(e.contains("fdp.lifetime_chunk_pages"), "{e}");
+    let e = api::run(&options(&["fdp.placement=\"nearest\""]), &mut |_| true)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        e.contains("fdp.placement") || e.contains("placement"),
+        "{e}"
+    );
+}

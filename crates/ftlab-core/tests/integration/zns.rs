@@ -302,10 +302,242 @@ fn alfs_on_zones_cleans_resets_and_every_read_is_verified() {
     assert_eq!(m.gc.invocations, 0);
     assert_eq!(m.waf, Some(1.0), "no device GC: every program a host write");
     assert!(m.fs_waf.unwrap() > 1.0);
-    // f2fs's in-place metadata has no place on zones.
+    // f2fs's in-place metadata has no place on sequential zones alone.
     let e = api::run(&options("zns", &["host.stack=\"f2fs\""]), &mut |_| true)
         .err()
         .unwrap()
         .to_string();
-    assert!(e.contains("conventional device"), "{e}");
+    assert!(e.contains("zns.conventional_zones"), "{e}");
+}
+
+// ----- conventional zones -----
+
+/// Conventional zones 0 and 1 of the test device (128-page zones).
+const CONV: [(&str, i64); 1] = [("conventional_zones", 2)];
+
+#[test]
+fn conventional_zones_take_random_overwrites_and_collect_their_own_garbage() {
+    // Four conventional zones on 8 blocks of each unit (4 of them the zones', 4 spare):
+    // written whole, their blocks are half valid.
+    let mut cfg = small_config((2, 1, 2, 2), 24, 16, 0.15);
+    cfg.precondition.mode = PreconditionMode::None;
+    cfg.precondition.warmup = false;
+    let cfg = with_zns(cfg, &[("conventional_zones", 4)]);
+    // Both conventional zones overwritten at random, far beyond their size, so that their
+    // blocks are collected; every read checked against the shadow copy.
+    let mut reqs = Vec::new();
+    let mut x = 7u64;
+    for i in 0..6000u64 {
+        x = (x * 1103515245 + 12345) % (1 << 31);
+        let page = (x >> 4) % (4 * ZONE);
+        reqs.push(write(page, 1, 4096));
+        if i % 5 == 0 {
+            reqs.push(read(x % (4 * ZONE), 1, 4096));
+        }
+    }
+    reqs.push(trim(ZONE, 8, 4096));
+    // The sequential zones keep their rules: zone 4 written in order.
+    reqs.extend(fill(4, 16));
+    let r = run("zns", &cfg, &reqs, true).unwrap();
+    let m = &r.metrics;
+    assert_eq!(m.scheme["conventional_zones"], 4.0);
+    assert_eq!(m.scheme["conventional_host_pages"], 6000.0);
+    assert!(m.scheme["conventional_gc_victims"] > 0.0, "{:?}", m.scheme);
+    assert!(m.gc.invocations > 0);
+    let copies = m.scheme["conventional_gc_pages"];
+    assert!(copies > 0.0, "{:?}", m.scheme);
+    // Device WAF: host pages (the conventional ones and zone 2's) plus the copies.
+    let host = 6000.0 + ZONE as f64;
+    assert!((m.waf.unwrap() - (host + copies) / host).abs() < 1e-9);
+    let parts = &m.memory_bytes.final_components;
+    assert_eq!(parts["conventional_map"], 4 * ZONE * 4);
+    let blocks = m.scheme["conventional_blocks"] as u64;
+    assert_eq!(parts["conventional_valid_counts"], blocks * 4);
+    // The zone map covers the sequential zones only; their blocks and the conventional
+    // ones are the device's.
+    let zones = m.scheme["zones"] as u64;
+    assert_eq!(parts["zone_map"], (zones - 4) * 8 * 4);
+    assert_eq!(blocks + (zones - 4) * 8, 8 * 24);
+}
+
+#[test]
+fn sequential_zones_after_conventional_ones_keep_every_rule() {
+    let conv = with_zns(cfg(), &CONV);
+    // Not at the write pointer, in the first sequential zone.
+    for reqs in [
+        vec![write(2 * ZONE + 3, 1, 4096)],
+        vec![write(2 * ZONE, 4, 4096), write(2 * ZONE + 1, 1, 4096)],
+    ] {
+        let message = refused(run("zns", &conv, &reqs, true));
+        assert!(message.contains("Zone Invalid Write"), "{message}");
+    }
+    // A full zone, then the active limit.
+    let mut reqs = fill(2, 16);
+    reqs.push(write(2 * ZONE, 1, 4096));
+    assert!(refused(run("zns", &conv, &reqs, true)).contains("Zone Is Full"));
+    let limited = with_zns(
+        cfg(),
+        &[
+            ("conventional_zones", 2),
+            ("max_active_zones", 1),
+            ("max_open_zones", 1),
+        ],
+    );
+    // Conventional writes open no zone: one sequential zone may still be opened.
+    let reqs = [
+        write(0, 1, 4096),
+        write(ZONE + 5, 1, 4096),
+        write(2 * ZONE, 1, 4096),
+    ];
+    run("zns", &limited, &reqs, true).unwrap();
+    let mut more = reqs.to_vec();
+    more.push(write(3 * ZONE, 1, 4096));
+    assert!(refused(run("zns", &limited, &more, true)).contains("Too Many Active Zones"));
+}
+
+#[test]
+fn zone_commands_refuse_conventional_zones_and_their_capacity_holds() {
+    let (mut zns, mut flash) = device(&with_zns(cfg(), &CONV));
+    assert_eq!(zns.state(0), ZoneState::NotWritePointer);
+    assert_eq!(zns.state(2), ZoneState::Empty);
+    for e in [
+        zns.append(1, 1, 1, &mut flash).unwrap_err(),
+        zns.reset(0, &mut flash).unwrap_err(),
+        zns.finish(1).unwrap_err(),
+        zns.open(0).unwrap_err(),
+    ] {
+        assert!(e.to_string().contains("conventional zone"), "{e}");
+    }
+    // A conventional zone's pages past its capacity are not writable either.
+    let cfg = with_zns(
+        cfg(),
+        &[("conventional_zones", 2), ("zone_size_pages", 256)],
+    );
+    let message = refused(run("zns", &cfg, &[write(ZONE + 1, 1, 4096)], true));
+    assert!(message.contains("Zone Boundary Error"), "{message}");
+    run(
+        "zns",
+        &cfg,
+        &[write(256 + 5, 1, 4096), write(5, 1, 4096)],
+        true,
+    )
+    .unwrap();
+}
+
+#[test]
+fn too_many_conventional_zones_for_the_spare_blocks_is_a_named_error() {
+    // (The geometry's three spare blocks per unit always leave the conventional zones'
+    // GC its two: the spare-block check guards the layout, it cannot be reached here.)
+    for (zones, what) in [(2, ""), (1000, "leave no sequential zone")] {
+        let cfg = with_zns(cfg(), &[("conventional_zones", zones)]);
+        let result = run("zns", &cfg, &[write(0, 1, 4096)], true);
+        if what.is_empty() {
+            result.unwrap();
+        } else {
+            let e = result.unwrap_err().to_string();
+            assert!(
+                e.contains("zns.conventional_zones") && e.contains(what),
+                "{e}"
+            );
+        }
+    }
+}
+
+#[test]
+fn f2fs_zoned_mode_keeps_its_metadata_in_the_conventional_zones() {
+    let sets = [
+        "host.stack=\"f2fs\"",
+        "workload.kind=\"hotcold\"",
+        "workload.requests=20000",
+        "workload.read_ratio=0.3",
+        "workload.trim_ratio=0.05",
+        "lfs.checkpoint_every_pages=2000",
+    ];
+    // Too few conventional zones for the metadata: the error says how many it needs.
+    let e = api::run(
+        &options("zns", &[&sets[..], &["zns.conventional_zones=1"]].concat()),
+        &mut |_| true,
+    )
+    .err()
+    .unwrap()
+    .to_string();
+    assert!(e.contains("zns.conventional_zones"), "{e}");
+    let needed: u32 = e
+        .split("at least ")
+        .nth(1)
+        .and_then(|t| t.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no count in: {e}"));
+    assert!(needed > 1, "{e}");
+    let set = format!("zns.conventional_zones={needed}");
+    let r = api::run(
+        &options("zns", &[&sets[..], &[set.as_str()]].concat()),
+        &mut |_| true,
+    )
+    .unwrap()
+    .report;
+    let m = &r.metrics;
+    assert_eq!(m.host_stack.name, "f2fs");
+    let stack = &m.host_stack.counters;
+    assert!(stack["sections_cleaned"] > 0.0);
+    assert!(stack["meta_pages_written"] > 0.0 && stack["checkpoints"] > 0.0);
+    // Every metadata write went to the conventional zones, every data write in order.
+    assert_eq!(m.scheme["refused_writes"], 0.0);
+    assert!(m.scheme["conventional_host_pages"] >= stack["meta_pages_written"]);
+    assert!(
+        m.scheme["zone_resets"] > 0.0,
+        "freed sections reset their zones"
+    );
+    // fs WAF, device WAF and their product, as for the other stacks.
+    let (fs, dev) = (m.fs_waf.unwrap(), m.waf.unwrap());
+    assert!(fs > 1.0 && dev >= 1.0, "{fs} {dev}");
+    let product = m.total_waf.unwrap();
+    assert!(
+        (product - fs * dev).abs() < 1e-6 * product,
+        "{product} {fs} {dev}"
+    );
+}
+
+#[test]
+fn f2fs_on_zones_passes_verification_on_a_real_trace() {
+    let Some(dir) = common::traces_dir() else {
+        return;
+    };
+    let opts = RunOptions {
+        ftl: "zns".into(),
+        trace: Some(dir.join("msr_cambridge_caffeine_sample/msr-cambridge1-sample.csv")),
+        sets: vec![
+            "host.stack=\"f2fs\"".into(),
+            "zns.conventional_zones=8".into(),
+        ],
+        verify: true,
+        ..RunOptions::default()
+    };
+    let r = api::run(&opts, &mut |_| true).unwrap().report;
+    let m = &r.metrics;
+    assert_eq!(m.host_stack.name, "f2fs");
+    assert_eq!(m.scheme["refused_writes"], 0.0);
+    assert!(m.host.pages_read > 0);
+    assert!(m.fs_waf.unwrap() >= 1.0);
+}
+
+#[test]
+fn a_device_fitted_to_a_trace_names_the_conventional_zones_f2fs_lacks() {
+    let Some(dir) = common::traces_dir() else {
+        return;
+    };
+    let opts = RunOptions {
+        ftl: "zns".into(),
+        trace: Some(dir.join("msr_cambridge_caffeine_sample/msr-cambridge1-sample.csv")),
+        sets: vec![
+            "host.stack=\"f2fs\"".into(),
+            "zns.conventional_zones=1".into(),
+        ],
+        ..RunOptions::default()
+    };
+    let e = api::run(&opts, &mut |_| true).err().unwrap().to_string();
+    assert!(
+        e.contains("zns.conventional_zones") && e.contains("at least"),
+        "{e}"
+    );
 }

@@ -94,6 +94,20 @@ impl Extents {
     }
 
     /// Position of `key` among the keys of the set, in increasing order; None if absent.
+    /// Keys below `key` in the set: the rank `key` has, or would have.
+    pub fn count_below(&self, key: u64) -> u64 {
+        let i = self.ranges.partition_point(|&(_, e)| e <= key);
+        match self.ranges.get(i) {
+            Some(&(s, _)) => self.bases[i] + key.saturating_sub(s),
+            None => self.total,
+        }
+    }
+
+    /// The largest key of the set (None: empty).
+    pub fn last_key(&self) -> Option<u64> {
+        self.ranges.last().map(|&(_, e)| e - 1)
+    }
+
     /// The keys of one range have consecutive ranks.
     #[inline]
     pub fn rank(&mut self, key: u64) -> Option<u64> {
@@ -146,6 +160,29 @@ mod tests {
         assert_eq!(x.rank(13), None);
         assert_eq!(x.rank(5), None);
         assert_eq!(x.rank(106), None);
+    }
+
+    #[test]
+    fn keys_below_count_every_key_of_the_set_under_it() {
+        let mut set = ExtentSet::default();
+        set.insert(10, 13);
+        set.insert(100, 106);
+        let x = set.finish();
+        for (key, below) in [
+            (0, 0),
+            (10, 0),
+            (12, 2),
+            (13, 3),
+            (50, 3),
+            (100, 3),
+            (104, 7),
+        ] {
+            assert_eq!(x.count_below(key), below, "{key}");
+        }
+        assert_eq!(x.count_below(106), 9);
+        assert_eq!(x.count_below(u64::MAX), 9);
+        assert_eq!(x.last_key(), Some(105));
+        assert_eq!(ExtentSet::default().finish().last_key(), None);
     }
 
     proptest! {
