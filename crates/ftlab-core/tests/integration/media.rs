@@ -1,0 +1,141 @@
+//! Raw bit errors, ECC and read retry (`[media]`): the retry steps follow the power-law
+//! model at a point computed by hand, each step costs a tR and a transfer in the read's
+//! latency, aged data needs more steps than fresh data, data past the last step is
+//! reported uncorrectable, runs repeat for a seed, and bad values are refused by name.
+
+use crate::common;
+
+use common::*;
+use ftlab_core::error::Error;
+use ftlab_core::run::config::{Config, ErrorModel, MediaConfig, PreconditionMode};
+use ftlab_core::run::report::Report;
+use ftlab_core::Request;
+
+const DAY_NS: u64 = 86_400 * 1_000_000_000;
+
+#[test]
+fn retry_steps_follow_the_power_law_at_a_point_computed_by_hand() {
+    // 2y-nm MLC defaults; PE 3000, data 200 days old, its block read 100,000 times:
+    //   wear floor  8.34e-5 + 3.30e-11 x 3000^1.71            = 1.12533e-4
+    //   retention   5.56e-19 x 3000^2.49 x 200^3.33           = 1.16288e-2
+    //   disturb     6.26e-13 x 3000^1.76 x 100000^0.47        = 1.84632e-4
+    // Expected errors in a 1 KiB codeword (8192 bits), the shift part halved each step:
+    //   step 0: 97.70, step 1: 49.31, step 2: 25.12 <= 40 correctable: 2 retry steps.
+    let media = MediaConfig::default();
+    let (floor, shift) = media.rber(3000, 200.0, 100_000);
+    let close = |a: f64, b: f64| (a - b).abs() <= b * 1e-4;
+    assert!(close(floor, 1.12533e-4), "{floor}");
+    assert!(close(shift, 1.16288e-2 + 1.84632e-4), "{shift}");
+    assert_eq!(media.retry_steps_for(floor, shift), Some(2));
+    // Fresh data decodes at once; 1000 days old, even the 8th step leaves 80 errors.
+    let (f, s) = media.rber(3000, 0.0, 0);
+    assert_eq!(media.retry_steps_for(f, s), Some(0));
+    let (f, s) = media.rber(3000, 1000.0, 0);
+    assert_eq!(media.retry_steps_for(f, s), None);
+}
+
+/// One die of 32 blocks of 16 pages (tR 50 us, 1 us a page transfer), filled once before
+/// the run, every block at `pe` P/E cycles, then idle for `age_days`; no read disturb, so
+/// that every read of the run sees the same error rate.
+fn aged(pe: u32, age_days: u64) -> Config {
+    let mut cfg = one_die_config(1);
+    cfg.precondition.mode = PreconditionMode::Fill;
+    cfg.media.error_model = ErrorModel::PowerLaw;
+    cfg.media.initial_pe_cycles = pe;
+    cfg.media.age_ns = age_days * DAY_NS;
+    cfg.media.rber_gamma = 0.0;
+    cfg
+}
+
+/// A read of every logical page, 10 ms apart (no read waits for another).
+fn spaced_reads(cfg: &Config) -> Vec<Request> {
+    let layout = cfg.validate().unwrap();
+    (0..layout.logical_pages)
+        .map(|p| Request {
+            time_ns: p * 10_000_000,
+            ..read(p, 1, layout.page_size)
+        })
+        .collect()
+}
+
+fn media_run(cfg: &Config) -> Report {
+    run_preconditioned("page", cfg, &spaced_reads(cfg)).unwrap()
+}
+
+#[test]
+fn each_retry_step_costs_a_sense_and_a_transfer() {
+    let fresh = media_run(&aged(3000, 0));
+    // 200 days at PE 3000: 96.19 expected errors, 48.55 after one step, 24.74 after two.
+    let old = media_run(&aged(3000, 200));
+    let (f, o) = (
+        fresh.metrics.media.as_ref().unwrap(),
+        old.metrics.media.as_ref().unwrap(),
+    );
+    let reads = fresh.metrics.host.pages_read;
+    assert!(reads > 300);
+    assert_eq!(f.retry_histogram[0], reads);
+    assert_eq!(f.read_retries, 0);
+    assert_eq!(o.retry_histogram[2], reads);
+    assert_eq!(o.retry_histogram.iter().sum::<u64>(), reads);
+    assert_eq!(o.read_retries, 2 * reads);
+    assert_eq!(o.uncorrectable_reads, 0);
+    // Fresh: tR + transfer = 51 us; two more steps: three times that.
+    let (lf, lo) = (
+        &fresh.metrics.latency.as_ref().unwrap().read,
+        &old.metrics.latency.as_ref().unwrap().read,
+    );
+    assert_eq!((lf.p50_ns, lf.max_ns), (51_000, 51_000));
+    assert_eq!((lo.p50_ns, lo.max_ns), (153_000, 153_000));
+}
+
+#[test]
+fn data_past_the_last_retry_step_is_reported_uncorrectable() {
+    let report = media_run(&aged(3000, 1000));
+    let m = report.metrics.media.as_ref().unwrap();
+    assert_eq!(m.uncorrectable_reads, report.metrics.host.pages_read);
+    assert_eq!(m.retry_histogram.iter().sum::<u64>(), 0);
+    // Every step of the table was tried.
+    assert_eq!(m.read_retries, 8 * m.uncorrectable_reads);
+}
+
+#[test]
+fn wear_is_reported_as_a_drive_reports_it() {
+    let report = media_run(&aged(1500, 0));
+    let m = report.metrics.media.as_ref().unwrap();
+    // Every block at 1500 of its 3000 rated cycles (the fill erased none).
+    assert_eq!(m.percentage_used, 50);
+    assert_eq!(m.data_units_written, 0);
+    assert_eq!(m.rated_pe_cycles, 3000);
+}
+
+#[test]
+fn process_variation_repeats_for_a_seed() {
+    let mut cfg = aged(3000, 170);
+    cfg.media.block_variation = 0.5;
+    let histogram = |cfg: &Config| media_run(cfg).metrics.media.unwrap().retry_histogram;
+    let first = histogram(&cfg);
+    assert_eq!(first, histogram(&cfg));
+    // Blocks differ: some reads retry more than others.
+    assert!(first.iter().filter(|&&n| n > 0).count() >= 2, "{first:?}");
+    cfg.media.seed = 2;
+    assert_ne!(first, histogram(&cfg));
+}
+
+#[test]
+fn bad_media_values_are_refused_by_name() {
+    type Spoil = fn(&mut MediaConfig);
+    let cases: [(&str, Spoil); 4] = [
+        ("media.retry_residual", |m| m.retry_residual = 1.5),
+        ("media.retry_steps", |m| m.retry_steps = 40),
+        ("media.ecc_codeword_bytes", |m| m.ecc_codeword_bytes = 0),
+        ("media.rber_alpha", |m| m.rber_alpha = -1.0),
+    ];
+    for (key, spoil) in cases {
+        let mut cfg = aged(0, 0);
+        spoil(&mut cfg.media);
+        match cfg.validate() {
+            Err(Error::Config { key: k, .. }) => assert_eq!(k, key),
+            other => panic!("{key}: {other:?}"),
+        }
+    }
+}
