@@ -235,15 +235,34 @@ pub struct MediaReport {
     /// Bytes the host may still write before the good blocks reach their rated cycles, at
     /// the run's write amplification (null without writes): the drive's remaining TBW.
     pub remaining_tbw_bytes: Option<u64>,
+    /// `media.wear_leveling`, the blocks static wear levelling emptied and the pages it
+    /// moved, and the write amplification it adds (its programs per page the host wrote to
+    /// the device; part of `waf`).
+    pub wear_leveling: crate::device::media::WearLeveling,
+    pub wear_level_blocks: u64,
+    pub wear_level_pages_moved: u64,
+    pub wear_level_waf_added: Option<f64>,
 }
 
 impl MediaReport {
-    pub fn new(flash: &Flash, host_bytes_written: u64, waf: Option<f64>) -> Option<Self> {
-        let media = flash.media()?;
+    /// The report of `cfg`, if it turns the error model or wear levelling on; the host
+    /// wrote `host_pages_written` pages of `host_bytes_written` bytes.
+    pub fn new(
+        cfg: &crate::device::media::MediaConfig,
+        flash: &Flash,
+        host_pages_written: u64,
+        host_bytes_written: u64,
+    ) -> Option<Self> {
+        if !cfg.reported() {
+            return None;
+        }
         let stats = &flash.stats.media;
-        let steps = media.cfg.retry_steps as usize;
+        let steps = cfg.retry_steps as usize;
         let decoded: u64 = stats.retry_histogram.iter().sum();
-        let rated = media.cfg.rated_pe_cycles;
+        let rated = cfg.rated_pe_cycles;
+        let ratio = |n: u64, d: u64| (d > 0).then(|| n as f64 / d as f64);
+        let waf = ratio(flash.stats.total_programs(), host_pages_written);
+        let wl_pages = flash.stats.programs[Cause::WearLevel as usize];
         let (mut cycles, mut good) = (0u64, 0u64);
         for (block, &count) in flash.erase_counts().iter().enumerate() {
             if !flash.is_retired(block as u32) {
@@ -268,6 +287,10 @@ impl MediaReport {
             remaining_tbw_bytes: waf
                 .filter(|&w| w > 0.0)
                 .map(|w| (left * good_bytes / w) as u64),
+            wear_leveling: cfg.wear_leveling,
+            wear_level_blocks: flash.stats.wear_level_blocks,
+            wear_level_pages_moved: wl_pages,
+            wear_level_waf_added: ratio(wl_pages, host_pages_written),
         })
     }
 }

@@ -1186,10 +1186,9 @@ impl<F: Ftl> Simulator<F> {
             .collect();
         let written = self.host.pages_written;
         let application = written - self.host.stack_pages_written;
-        let waf = (written > 0).then(|| flash.stats.total_programs() as f64 / written as f64);
         let metrics = Metrics {
             flash: Metrics::flash_ops(flash),
-            waf,
+            waf: (written > 0).then(|| flash.stats.total_programs() as f64 / written as f64),
             fs_waf: (application > 0).then(|| written as f64 / application as f64),
             total_waf: (application > 0)
                 .then(|| flash.stats.total_programs() as f64 / application as f64),
@@ -1212,7 +1211,7 @@ impl<F: Ftl> Simulator<F> {
                 let bad = self.device.faults.bad_per_unit(layout.blocks_per_unit);
                 FaultReport::new(flash, bad as u64 * layout.units as u64, written)
             }),
-            media: MediaReport::new(flash, self.host.bytes_written, waf),
+            media: MediaReport::new(&self.device.media, flash, written, self.host.bytes_written),
             erase_count: Metrics::erase_counts(flash),
             memory_bytes: self.sampler.memory.clone(),
             latency: timed.then(|| LatencyReport {

@@ -52,6 +52,24 @@ pub const MAX_RETRY_STEPS: u32 = 15;
 /// One day, in nanoseconds: the fit's unit of retention time.
 const DAY_NS: f64 = 86_400e9;
 
+/// How the shared page allocator spreads erases over the blocks (`ftl::kit::alloc`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum WearLeveling {
+    /// Free blocks are handed out oldest-freed first (FIFO), which spreads the erases of
+    /// the blocks that cycle but leaves blocks of cold data where they are.
+    Off,
+    /// Dynamic: a unit opening a block for host or translation writes takes its least-worn
+    /// free block (fewest erases; ties to the oldest freed), and for relocated data (cold by
+    /// the time GC moves it) its most-worn.
+    Dynamic,
+    /// Dynamic, and static: after a unit reclaims a block, if the erase counts of its good
+    /// blocks differ by more than `static_wl_gap`, the least-worn block holding data has
+    /// its valid pages moved (cause `wear_level`) and is erased, so that its cycles go to
+    /// hot data.
+    Static,
+}
+
 /// Which raw bit error model the media follows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -98,6 +116,11 @@ pub struct MediaConfig {
     /// P/E cycles the NAND is rated for: the wear report's "percentage used" is the
     /// blocks' mean erase count against it, as NVMe's SMART log reports it.
     pub rated_pe_cycles: u32,
+    /// How the shared page allocator levels wear: `off`, `dynamic` or `static`.
+    pub wear_leveling: WearLeveling,
+    /// Static wear levelling moves a block's data when the erase counts of a unit's good
+    /// blocks differ by more than this many cycles.
+    pub static_wl_gap: u32,
     /// Simulated time that passes between preconditioning and the measured run (the data
     /// preconditioning wrote ages by it): `ftlab run --age`.
     #[serde(with = "units::nanos")]
@@ -128,6 +151,8 @@ impl Default for MediaConfig {
             initial_pe_cycles: 0,
             // The endurance commonly rated for 2y-nm MLC.
             rated_pe_cycles: 3000,
+            wear_leveling: WearLeveling::Off,
+            static_wl_gap: 100,
             age_ns: 0,
         }
     }
@@ -137,6 +162,11 @@ impl MediaConfig {
     /// Whether the error model is on (the flash model then keeps media state).
     pub fn enabled(&self) -> bool {
         self.error_model != ErrorModel::Off
+    }
+
+    /// Whether the run reports `metrics.media`: the error model or wear levelling is on.
+    pub fn reported(&self) -> bool {
+        self.enabled() || self.wear_leveling != WearLeveling::Off
     }
 
     /// Checks the section; `page_size` is the flash page's, in bytes.
@@ -181,6 +211,15 @@ impl MediaConfig {
                 "media.retry_residual",
                 format!("{} is not a fraction in [0, 1)", self.retry_residual),
             ));
+        }
+        if self.age_ns > 0 && !self.enabled() {
+            return Err(Error::config(
+                "media.age_ns",
+                "ages the data only for the error model: set media.error_model = \"power-law\" too",
+            ));
+        }
+        if self.static_wl_gap == 0 {
+            return Err(Error::config("media.static_wl_gap", "must be positive"));
         }
         if self.rated_pe_cycles == 0 {
             return Err(Error::config("media.rated_pe_cycles", "must be positive"));

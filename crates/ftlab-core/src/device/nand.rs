@@ -89,7 +89,7 @@ macro_rules! causes {
             }
 
             /// The family the cause belongs to: `host`, `gc`, `translation`,
-            /// `misprediction`, `merge`, `fold` or `fault` (summaries add up a family, e.g. merge
+            /// `misprediction`, `merge`, `fold`, `fault` or `wear` (summaries add up a family, e.g. merge
             /// reads).
             pub const fn group(self) -> &'static str {
                 match self {
@@ -127,6 +127,8 @@ causes! {
     Fold = "fold", "fold", "folding the pseudo-SLC cache: its valid pages copied into TLC blocks, its blocks erased";
     Retire = "retire", "fault",
         "retiring a grown bad block: the failed program, and the block's valid pages copied elsewhere";
+    WearLevel = "wear_level", "wear",
+        "static wear levelling: the valid pages of the least-worn block holding data copied elsewhere, the block erased";
 }
 
 impl Cause {
@@ -268,6 +270,8 @@ pub struct FlashStats {
     /// Page programs and block erases that failed (`[faults]`): each retired its block.
     pub program_failures: u64,
     pub erase_failures: u64,
+    /// Blocks static wear levelling emptied and erased (`media.wear_leveling = "static"`).
+    pub wear_level_blocks: u64,
     /// Read retries and uncorrectable reads (`[media]`).
     pub media: MediaStats,
 }

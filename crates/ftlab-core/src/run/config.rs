@@ -14,7 +14,7 @@ pub use crate::controller::settings::{
 };
 pub use crate::device::faults::FaultConfig;
 pub use crate::device::geometry::{Geometry, Layout, Nand, ProgramOrder, OOB_HEADER_BYTES};
-pub use crate::device::media::{ErrorModel, MediaConfig};
+pub use crate::device::media::{ErrorModel, MediaConfig, WearLeveling};
 pub use crate::device::slc::{SlcConfig, WhenFull};
 pub use crate::device::timing::SchedulerConfig;
 pub use crate::device::DeviceConfig;

@@ -2,12 +2,14 @@
 //! model at a point computed by hand, each step costs a tR and a transfer in the read's
 //! latency, aged data needs more steps than fresh data, data past the last step is
 //! reported uncorrectable, runs repeat for a seed, and bad values are refused by name.
+//! Static wear levelling bounds the erase-count spread of a hot/cold workload.
 
 use crate::common;
 
 use common::*;
+use ftlab_core::device::nand::Cause;
 use ftlab_core::error::Error;
-use ftlab_core::run::config::{Config, ErrorModel, MediaConfig, PreconditionMode};
+use ftlab_core::run::config::{Config, ErrorModel, MediaConfig, PreconditionMode, WearLeveling};
 use ftlab_core::run::report::Report;
 use ftlab_core::Request;
 
@@ -138,4 +140,48 @@ fn bad_media_values_are_refused_by_name() {
             other => panic!("{key}: {other:?}"),
         }
     }
+}
+
+/// A filled device, then `writes` page writes all to the first tenth of the logical
+/// space: the rest is cold data whose blocks GC never picks.
+fn hot_cold(wear_leveling: WearLeveling, writes: u64) -> Report {
+    let mut cfg = one_die_config(1);
+    cfg.precondition.mode = PreconditionMode::Fill;
+    cfg.media.wear_leveling = wear_leveling;
+    cfg.media.static_wl_gap = 8;
+    let layout = cfg.validate().unwrap();
+    let hot = layout.logical_pages / 10;
+    let mut rng = ftlab_core::rng::Rng::new(7);
+    let reqs: Vec<Request> = (0..writes)
+        .map(|_| write(rng.below(hot), 1, layout.page_size))
+        .collect();
+    // Verified, and every page read back at the end.
+    run_preconditioned("page", &cfg, &reqs).unwrap()
+}
+
+#[test]
+fn static_wear_levelling_bounds_the_erase_count_spread() {
+    let off = hot_cold(WearLeveling::Off, 12_000);
+    let on = hot_cold(WearLeveling::Static, 12_000);
+    let spread = |r: &Report| r.metrics.erase_count.max - r.metrics.erase_count.min;
+    // Without levelling the cold blocks are never erased; the hot ones cycle.
+    assert_eq!(off.metrics.erase_count.min, 0);
+    assert!(spread(&off) > 60, "{:?}", off.metrics.erase_count);
+    // With it the spread stays near the gap (8): a block moves once the gap is passed.
+    assert!(
+        spread(&on) <= 12,
+        "{:?} {:?}",
+        on.metrics.erase_count,
+        on.metrics.media
+    );
+    let m = on.metrics.media.as_ref().unwrap();
+    assert!(m.wear_level_blocks > 10, "{m:?}");
+    assert_eq!(
+        m.wear_level_pages_moved,
+        on.metrics.flash.programs[Cause::WearLevel]
+    );
+    assert!(m.wear_level_waf_added.unwrap() > 0.0);
+    // Off: no media report, no wear-levelling traffic.
+    assert!(off.metrics.media.is_none());
+    assert_eq!(off.metrics.flash.programs[Cause::WearLevel], 0);
 }

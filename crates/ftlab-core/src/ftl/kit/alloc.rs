@@ -36,6 +36,7 @@ use super::slc::SlcCache;
 use crate::device::blocks::{select_victim, FreeBlocks};
 use crate::device::faults::FaultDraws;
 use crate::device::geometry::Layout;
+use crate::device::media::WearLeveling;
 use crate::device::nand::{Cause, Flash, Oob, Ppn, NONE};
 use crate::divide::DivideBy;
 use crate::error::{Error, Result};
@@ -277,6 +278,9 @@ pub struct PageAllocator {
     /// `[faults]` is on, and the program and erase failures it draws, if any.
     faults_on: bool,
     faults: Option<Box<FaultDraws>>,
+    /// `media.wear_leveling` and `media.static_wl_gap`.
+    wear_leveling: WearLeveling,
+    static_wl_gap: u32,
 }
 
 impl PageAllocator {
@@ -333,6 +337,8 @@ impl PageAllocator {
             slc,
             faults_on: cfg.device.faults.enabled(),
             faults: FaultDraws::new(&cfg.device.faults).map(Box::new),
+            wear_leveling: cfg.device.media.wear_leveling,
+            static_wl_gap: cfg.device.media.static_wl_gap,
         }
     }
 
@@ -588,7 +594,7 @@ impl PageAllocator {
             if self.free.count(unit) <= self.reserve {
                 return Ok(None);
             }
-            let Some(block) = self.free.pop(unit) else {
+            let Some(block) = self.pop_free(unit, false, flash) else {
                 return Ok(None);
             };
             self.open_block(stream, unit, block);
@@ -751,7 +757,7 @@ impl PageAllocator {
             if self.retire_failed(stream, unit, flash)? {
                 continue;
             }
-            let Some(block) = self.free.pop(unit) else {
+            let Some(block) = self.pop_free(unit, stream != MAP, flash) else {
                 return Err(self.out_of_blocks(
                     flash,
                     &format!("parallel unit {unit} has no free block left for garbage collection"),
@@ -948,7 +954,75 @@ impl PageAllocator {
         if translation {
             self.translation_pages_moved += moved;
         }
+        if self.wear_leveling == WearLeveling::Static {
+            self.level_wear(unit, flash)?;
+        }
         Ok(true)
+    }
+
+    /// A free block of `unit` to open: the oldest freed (FIFO) without wear levelling; with
+    /// it, the least-worn, or for data GC relocates (`cold`) the most-worn (ties to the
+    /// oldest freed). See [`WearLeveling`].
+    #[inline]
+    fn pop_free(&mut self, unit: u32, cold: bool, flash: &Flash) -> Option<u32> {
+        if self.wear_leveling == WearLeveling::Off {
+            return self.free.pop(unit);
+        }
+        let count = |b: u32| flash.erase_count(b);
+        let pick = if cold {
+            // The most worn; the first of equals (max_by_key would take the last).
+            self.free
+                .blocks(unit)
+                .min_by_key(|&b| std::cmp::Reverse(count(b)))
+        } else {
+            self.free.blocks(unit).min_by_key(|&b| count(b))
+        }?;
+        self.free.take(&self.layout, pick);
+        Some(pick)
+    }
+
+    /// Static wear levelling on `unit` after a reclaim: if the erase counts of its good
+    /// blocks differ by more than `static_wl_gap`, the least-worn full native block holding
+    /// data (not open; the lowest number of equals) has its valid pages moved (cause
+    /// [`Cause::WearLevel`]) and is erased, so that dynamic levelling hands it to hot data.
+    /// One block at a time, and only while the unit has a free block beyond GC's reserve (the
+    /// moved pages need at most one; the erase gives one back).
+    /// Not with relocation streams (their lines are collected whole).
+    #[inline(never)]
+    fn level_wear(&mut self, unit: u32, flash: &mut Flash) -> Result<()> {
+        if self.relocation.is_some() || self.free.count(unit) <= self.reserve {
+            return Ok(());
+        }
+        let u = unit as usize;
+        let open = [
+            self.open[HOST][u].block,
+            self.open[GC][u].block,
+            self.open[MAP][u].block,
+        ];
+        let first = unit * self.layout.blocks_per_unit;
+        let (mut coldest, mut least, mut most) = (NONE, u32::MAX, 0);
+        for b in first..first + self.layout.blocks_per_unit {
+            if flash.is_retired(b) {
+                continue;
+            }
+            let c = flash.erase_count(b);
+            most = most.max(c);
+            if c < least && flash.is_full(b) && !flash.is_slc(b) && !open.contains(&b) {
+                (coldest, least) = (b, c);
+            }
+        }
+        if coldest == NONE || most - least <= self.static_wl_gap {
+            return Ok(());
+        }
+        let translation = self.kind.get(coldest as usize) == Some(&BlockKind::Translation);
+        let stream = if translation { MAP } else { self.copy_stream };
+        let pages: Vec<Ppn> = flash.valid_pages(coldest).collect();
+        for ppn in pages {
+            self.relocate(ppn, stream, unit, translation, Cause::WearLevel, flash)?;
+        }
+        self.release(coldest, Cause::WearLevel, flash)?;
+        flash.stats.wear_level_blocks += 1;
+        Ok(())
     }
 
     /// Moves `pages` (logical page, physical page) each to its key's line, else to `unit`'s
