@@ -242,6 +242,11 @@ pub struct MediaReport {
     pub wear_level_blocks: u64,
     pub wear_level_pages_moved: u64,
     pub wear_level_waf_added: Option<f64>,
+    /// Blocks refreshed for their data's age (`media.refresh_after_ns`), the pages it
+    /// re-wrote and the write amplification it adds (part of `waf`).
+    pub refresh_blocks: u64,
+    pub refresh_pages_moved: u64,
+    pub refresh_waf_added: Option<f64>,
 }
 
 impl MediaReport {
@@ -263,6 +268,7 @@ impl MediaReport {
         let ratio = |n: u64, d: u64| (d > 0).then(|| n as f64 / d as f64);
         let waf = ratio(flash.stats.total_programs(), host_pages_written);
         let wl_pages = flash.stats.programs[Cause::WearLevel as usize];
+        let refresh_pages = flash.stats.programs[Cause::Refresh as usize];
         let (mut cycles, mut good) = (0u64, 0u64);
         for (block, &count) in flash.erase_counts().iter().enumerate() {
             if !flash.is_retired(block as u32) {
@@ -291,6 +297,9 @@ impl MediaReport {
             wear_level_blocks: flash.stats.wear_level_blocks,
             wear_level_pages_moved: wl_pages,
             wear_level_waf_added: ratio(wl_pages, host_pages_written),
+            refresh_blocks: flash.stats.refresh_blocks,
+            refresh_pages_moved: refresh_pages,
+            refresh_waf_added: ratio(refresh_pages, host_pages_written),
         })
     }
 }

@@ -121,6 +121,10 @@ pub struct MediaConfig {
     /// Static wear levelling moves a block's data when the erase counts of a unit's good
     /// blocks differ by more than this many cycles.
     pub static_wl_gap: u32,
+    /// The FTL refreshes (re-writes elsewhere, then erases) every block whose data is older
+    /// than this, in idle time (0: never). Needs the error model (its clock).
+    #[serde(with = "units::nanos")]
+    pub refresh_after_ns: u64,
     /// Simulated time that passes between preconditioning and the measured run (the data
     /// preconditioning wrote ages by it): `ftlab run --age`.
     #[serde(with = "units::nanos")]
@@ -153,6 +157,7 @@ impl Default for MediaConfig {
             rated_pe_cycles: 3000,
             wear_leveling: WearLeveling::Off,
             static_wl_gap: 100,
+            refresh_after_ns: 0,
             age_ns: 0,
         }
     }
@@ -216,6 +221,12 @@ impl MediaConfig {
             return Err(Error::config(
                 "media.age_ns",
                 "ages the data only for the error model: set media.error_model = \"power-law\" too",
+            ));
+        }
+        if self.refresh_after_ns > 0 && !self.enabled() {
+            return Err(Error::config(
+                "media.refresh_after_ns",
+                "refreshes by the error model's clock: set media.error_model = \"power-law\" too",
             ));
         }
         if self.static_wl_gap == 0 {
@@ -375,6 +386,11 @@ impl MediaState {
             stats.read_retries += s as u64 * reads as u64;
         }
         steps
+    }
+
+    /// Simulated time (ns) of block `block`'s first program since its erase.
+    pub fn first_program_ns(&self, block: u32) -> u64 {
+        self.first_program_ns[block as usize]
     }
 
     /// Reads of block `block` since its erase (its read-disturb count).

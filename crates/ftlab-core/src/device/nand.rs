@@ -129,6 +129,8 @@ causes! {
         "retiring a grown bad block: the failed program, and the block's valid pages copied elsewhere";
     WearLevel = "wear_level", "wear",
         "static wear levelling: the valid pages of the least-worn block holding data copied elsewhere, the block erased";
+    Refresh = "refresh", "wear",
+        "refreshing data older than media.refresh_after_ns: its block's valid pages copied elsewhere, the block erased";
 }
 
 impl Cause {
@@ -272,6 +274,8 @@ pub struct FlashStats {
     pub erase_failures: u64,
     /// Blocks static wear levelling emptied and erased (`media.wear_leveling = "static"`).
     pub wear_level_blocks: u64,
+    /// Blocks refreshed (`media.refresh_after_ns`): their data re-written, the block erased.
+    pub refresh_blocks: u64,
     /// Read retries and uncorrectable reads (`[media]`).
     pub media: MediaStats,
 }

@@ -140,6 +140,22 @@ fn bad_media_values_are_refused_by_name() {
             other => panic!("{key}: {other:?}"),
         }
     }
+    // Ageing and refresh go by the error model's clock: without it they are refused.
+    type Set = fn(&mut MediaConfig);
+    let clocked: [(&str, Set); 2] = [
+        ("media.age_ns", |m| m.age_ns = 30 * DAY_NS),
+        ("media.refresh_after_ns", |m| {
+            m.refresh_after_ns = 30 * DAY_NS
+        }),
+    ];
+    for (key, set) in clocked {
+        let mut cfg = one_die_config(1);
+        set(&mut cfg.media);
+        match cfg.validate() {
+            Err(Error::Config { key: k, .. }) => assert_eq!(k, key),
+            other => panic!("{key}: {other:?}"),
+        }
+    }
 }
 
 /// A filled device, then `writes` page writes all to the first tenth of the logical
@@ -184,4 +200,79 @@ fn static_wear_levelling_bounds_the_erase_count_spread() {
     // Off: no media report, no wear-levelling traffic.
     assert!(off.metrics.media.is_none());
     assert_eq!(off.metrics.flash.programs[Cause::WearLevel], 0);
+}
+
+/// Every block at PE 3000, filled once; then a read of a random page every 10 simulated
+/// hours for 300 days (720 reads), with refresh after `refresh_days` (0: never).
+fn ageing_reads(refresh_days: u64) -> Report {
+    let mut cfg = aged(3000, 0);
+    cfg.media.refresh_after_ns = refresh_days * DAY_NS;
+    let layout = cfg.validate().unwrap();
+    let mut rng = ftlab_core::rng::Rng::new(11);
+    let reqs: Vec<Request> = (0..720u64)
+        .map(|i| Request {
+            time_ns: i * DAY_NS * 10 / 24,
+            ..read(rng.below(layout.logical_pages), 1, layout.page_size)
+        })
+        .collect();
+    run_preconditioned("page", &cfg, &reqs).unwrap()
+}
+
+#[test]
+fn refresh_bounds_the_retries_of_ageing_data() {
+    let kept = ageing_reads(0);
+    let refreshed = ageing_reads(60);
+    let (k, r) = (
+        kept.metrics.media.as_ref().unwrap(),
+        refreshed.metrics.media.as_ref().unwrap(),
+    );
+    // Unrefreshed, the data ages to 300 days: 2 steps past 200 days, 4 at 300 (by the
+    // model: 96 expected errors at 200 days, 368 at 300), none of it uncorrectable yet.
+    assert!(k.retry_histogram[2..].iter().sum::<u64>() > 100, "{k:?}");
+    assert!(k.retry_histogram[4] > 0, "{k:?}");
+    assert_eq!(k.refresh_blocks, 0);
+    // Refreshed after 60 days (scanned every 7.5): data at most 67.5 days old, 3.5 expected
+    // errors, within the ECC at the first read, for the host's reads and the refresh's
+    // copies alike.
+    let reads = refreshed.metrics.host.pages_read + r.refresh_pages_moved;
+    assert_eq!(r.retry_histogram[0], reads, "{r:?}");
+    assert_eq!(r.read_retries, 0);
+    // Every block of data refreshed about four times over the 300 days.
+    assert!(r.refresh_blocks >= 4 * 24, "{r:?}");
+    assert_eq!(
+        r.refresh_pages_moved,
+        refreshed.metrics.flash.programs[Cause::Refresh]
+    );
+}
+
+#[test]
+fn every_scheme_on_the_allocator_stays_verified_with_levelling_and_refresh() {
+    let mut cfg = aged(3000, 0);
+    cfg.media.wear_leveling = WearLeveling::Static;
+    cfg.media.static_wl_gap = 4;
+    cfg.media.refresh_after_ns = 20 * DAY_NS;
+    let layout = cfg.validate().unwrap();
+    let mut rng = ftlab_core::rng::Rng::new(5);
+    // Hot writes and reads of everything, an hour apart, over 125 days.
+    let reqs: Vec<Request> = (0..3000u64)
+        .map(|i| {
+            let r = if i % 3 == 0 {
+                read(rng.below(layout.logical_pages), 1, layout.page_size)
+            } else {
+                write(rng.below(layout.logical_pages / 8), 1, layout.page_size)
+            };
+            Request {
+                time_ns: i * DAY_NS / 24,
+                ..r
+            }
+        })
+        .collect();
+    for scheme in ["page", "dftl", "sftl", "tpftl", "selective", "leaftl"] {
+        // Verified, and every page read back at the end.
+        let report =
+            run_preconditioned(scheme, &cfg, &reqs).unwrap_or_else(|e| panic!("{scheme}: {e}"));
+        let m = report.metrics.media.as_ref().unwrap();
+        assert!(m.refresh_blocks > 0, "{scheme}: {m:?}");
+        assert_eq!(m.uncorrectable_reads, 0, "{scheme}");
+    }
 }

@@ -281,6 +281,9 @@ pub struct PageAllocator {
     /// `media.wear_leveling` and `media.static_wl_gap`.
     wear_leveling: WearLeveling,
     static_wl_gap: u32,
+    /// `media.refresh_after_ns` (0: off), and the media time of the next scan for old data.
+    refresh_after: u64,
+    next_refresh_scan: u64,
 }
 
 impl PageAllocator {
@@ -339,6 +342,8 @@ impl PageAllocator {
             faults: FaultDraws::new(&cfg.device.faults).map(Box::new),
             wear_leveling: cfg.device.media.wear_leveling,
             static_wl_gap: cfg.device.media.static_wl_gap,
+            refresh_after: cfg.device.media.refresh_after_ns,
+            next_refresh_scan: 0,
         }
     }
 
@@ -788,6 +793,9 @@ impl PageAllocator {
         if self.slc.as_ref().is_some_and(|c| c.full_blocks > 0) {
             self.idle_fold(flash)?;
         }
+        if self.refresh_after > 0 && flash.media_now() >= self.next_refresh_scan {
+            self.refresh_old(flash)?;
+        }
         // Most calls have nothing to do: keep that check inline and cheap.
         if self.gc_pending.is_empty()
             || (flash.background_now() < self.gc_wake_min
@@ -885,6 +893,50 @@ impl PageAllocator {
             || self.has_moves()
             || self.has_translation_moves()
             || self.slc.as_ref().is_some_and(|c| c.full_blocks > 0)
+            || self.refresh_after > 0
+    }
+
+    /// Refresh, in idle time: every block whose data is at least `media.refresh_after_ns`
+    /// old (since its first program, the media's clock) has its valid pages re-written
+    /// (cause [`Cause::Refresh`]) and is erased; an open block that old is closed first.
+    /// The scan runs eight times per refresh period, so that no data gets older than 1.125
+    /// periods while the device has idle time. A unit without a free block beyond GC's
+    /// reserve waits for the next scan. SLC blocks are left to folding; not with relocation
+    /// streams (their lines are collected whole).
+    #[inline(never)]
+    fn refresh_old(&mut self, flash: &mut Flash) -> Result<()> {
+        let now = flash.media_now();
+        self.next_refresh_scan = now.saturating_add((self.refresh_after / 8).max(1));
+        let Some(media) = flash.media().filter(|_| self.relocation.is_none()) else {
+            return Ok(());
+        };
+        let old: Vec<u32> = (0..self.layout.total_blocks)
+            .filter(|&b| {
+                flash.valid_count(b) > 0
+                    && !flash.is_slc(b)
+                    && now.saturating_sub(media.first_program_ns(b)) >= self.refresh_after
+            })
+            .collect();
+        for block in old {
+            let unit = self.layout.unit_of_block(block);
+            if self.free.count(unit) <= self.reserve {
+                continue;
+            }
+            for stream in [HOST, GC, MAP] {
+                if self.open[stream][unit as usize].block == block {
+                    self.open[stream][unit as usize] = OpenBlock::CLOSED;
+                }
+            }
+            let translation = self.kind.get(block as usize) == Some(&BlockKind::Translation);
+            let stream = if translation { MAP } else { self.copy_stream };
+            let pages: Vec<Ppn> = flash.valid_pages(block).collect();
+            for ppn in pages {
+                self.relocate(ppn, stream, unit, translation, Cause::Refresh, flash)?;
+            }
+            self.release(block, Cause::Refresh, flash)?;
+            flash.stats.refresh_blocks += 1;
+        }
+        Ok(())
     }
 
     /// Copies data page `ppn` to `dst` under `cause`, invalidates the old copy and records
