@@ -197,6 +197,11 @@ const FULL: &str =
 /// the last one, so relocation always has somewhere to go.
 pub const GC_RESERVE_BLOCKS: usize = 1;
 
+/// Blocks static wear levelling may move after one reclaim: one would fall behind a unit
+/// with many blocks of cold data (the hot blocks cycle several times while each cold block
+/// moves once); a few bound the work a reclaim adds.
+const WL_MOVES_PER_RECLAIM: usize = 4;
+
 /// Free blocks a unit keeps for garbage collection under `cfg`: [`GC_RESERVE_BLOCKS`],
 /// and one more when programs or erases may fail (`[faults]`): for the pages of a GC block
 /// that fails while GC fills it, or for GC to go on after a victim's erase fails.
@@ -1033,47 +1038,49 @@ impl PageAllocator {
         Some(pick)
     }
 
-    /// Static wear levelling on `unit` after a reclaim: if the erase counts of its good
+    /// Static wear levelling on `unit` after a reclaim: while the erase counts of its good
     /// blocks differ by more than `static_wl_gap`, the least-worn full native block holding
     /// data (not open; the lowest number of equals) has its valid pages moved (cause
     /// [`Cause::WearLevel`]) and is erased, so that dynamic levelling hands it to hot data.
-    /// One block at a time, and only while the unit has a free block beyond GC's reserve (the
-    /// moved pages need at most one; the erase gives one back).
-    /// Not with relocation streams (their lines are collected whole).
+    /// At most [`WL_MOVES_PER_RECLAIM`] blocks per reclaim, and only while the unit has a
+    /// free block beyond GC's reserve (the moved pages need at most one; the erase gives one
+    /// back). Not with relocation streams (their lines are collected whole).
     #[inline(never)]
     fn level_wear(&mut self, unit: u32, flash: &mut Flash) -> Result<()> {
-        if self.relocation.is_some() || self.free.count(unit) <= self.reserve {
-            return Ok(());
-        }
-        let u = unit as usize;
-        let open = [
-            self.open[HOST][u].block,
-            self.open[GC][u].block,
-            self.open[MAP][u].block,
-        ];
-        let first = unit * self.layout.blocks_per_unit;
-        let (mut coldest, mut least, mut most) = (NONE, u32::MAX, 0);
-        for b in first..first + self.layout.blocks_per_unit {
-            if flash.is_retired(b) {
-                continue;
+        for _ in 0..WL_MOVES_PER_RECLAIM {
+            if self.relocation.is_some() || self.free.count(unit) <= self.reserve {
+                return Ok(());
             }
-            let c = flash.erase_count(b);
-            most = most.max(c);
-            if c < least && flash.is_full(b) && !flash.is_slc(b) && !open.contains(&b) {
-                (coldest, least) = (b, c);
+            let u = unit as usize;
+            let open = [
+                self.open[HOST][u].block,
+                self.open[GC][u].block,
+                self.open[MAP][u].block,
+            ];
+            let first = unit * self.layout.blocks_per_unit;
+            let (mut coldest, mut least, mut most) = (NONE, u32::MAX, 0);
+            for b in first..first + self.layout.blocks_per_unit {
+                if flash.is_retired(b) {
+                    continue;
+                }
+                let c = flash.erase_count(b);
+                most = most.max(c);
+                if c < least && flash.is_full(b) && !flash.is_slc(b) && !open.contains(&b) {
+                    (coldest, least) = (b, c);
+                }
             }
+            if coldest == NONE || most - least <= self.static_wl_gap {
+                return Ok(());
+            }
+            let translation = self.kind.get(coldest as usize) == Some(&BlockKind::Translation);
+            let stream = if translation { MAP } else { self.copy_stream };
+            let pages: Vec<Ppn> = flash.valid_pages(coldest).collect();
+            for ppn in pages {
+                self.relocate(ppn, stream, unit, translation, Cause::WearLevel, flash)?;
+            }
+            self.release(coldest, Cause::WearLevel, flash)?;
+            flash.stats.wear_level_blocks += 1;
         }
-        if coldest == NONE || most - least <= self.static_wl_gap {
-            return Ok(());
-        }
-        let translation = self.kind.get(coldest as usize) == Some(&BlockKind::Translation);
-        let stream = if translation { MAP } else { self.copy_stream };
-        let pages: Vec<Ppn> = flash.valid_pages(coldest).collect();
-        for ppn in pages {
-            self.relocate(ppn, stream, unit, translation, Cause::WearLevel, flash)?;
-        }
-        self.release(coldest, Cause::WearLevel, flash)?;
-        flash.stats.wear_level_blocks += 1;
         Ok(())
     }
 
