@@ -35,7 +35,8 @@
 //!   (`RBER_s = epsilon + alpha PE^k + (retention + disturb) x retry_residual^s`). A read
 //!   takes the first step `s` (0: the first read) whose expected errors decode; beyond
 //!   `retry_steps` the read is uncorrectable: counted and reported, never served as data.
-//!   Each extra step costs one more tR and transfer of the page on its die and channel.
+//!   Each extra step costs one more tR and transfer of the page on its die and channel
+//!   (for a run of page copies out of one block, before the run).
 //! - Process variation (`block_variation`): each block's RBER is scaled by a factor drawn
 //!   once from a log-normal distribution (`exp(sigma z)`, `z` standard normal) seeded by
 //!   `media.seed`; 0 (the default) gives every block the fit's RBER.

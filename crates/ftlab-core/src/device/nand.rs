@@ -1213,20 +1213,24 @@ impl Flash {
     }
 
     /// `copies` pages copied out of the block of `src` (garbage collection, merges): their
-    /// reads disturb it and are decoded (counted; the retry steps of bulk copies are not
-    /// timed).
+    /// reads disturb it and are decoded (counted); returns the extra sensing steps they take
+    /// in all (every step of the table for an uncorrectable page).
     #[inline(never)]
-    fn media_copies(&mut self, src: Ppn, copies: u32) {
+    fn media_copies(&mut self, src: Ppn, copies: u32) -> u64 {
         let block = self.block_of(src);
         let (pe, now) = (self.erase_count[block as usize], self.media_now());
-        if let Some(m) = self.media.as_mut() {
-            if m.read(block, pe, now, copies, &mut self.stats.media)
-                .is_none()
-            {
+        let Some(m) = self.media.as_mut() else {
+            return 0;
+        };
+        let steps = match m.read(block, pe, now, copies, &mut self.stats.media) {
+            Some(steps) => steps,
+            None => {
                 self.stats.media.uncorrectable_copies += copies as u64;
                 self.stats.media.read_retries += m.cfg.retry_steps as u64 * copies as u64;
+                m.cfg.retry_steps
             }
-        }
+        };
+        steps as u64 * copies as u64
     }
 
     // ----- recovery -----
@@ -1898,18 +1902,25 @@ impl Flash {
     /// Counts and times `copies` copies between the same two blocks, the first and the last
     /// (source, destination) given (not for programs whose transfers are recorded).
     fn time_copies(&mut self, first: (Ppn, Ppn), last: (Ppn, Ppn), copies: u32, cause: Cause) {
-        if self.media.is_some() {
-            self.media_copies(first.0, copies);
-        }
+        let retries = if self.media.is_some() {
+            self.media_copies(first.0, copies)
+        } else {
+            0
+        };
         let counter = self.counter(cause);
         self.stats.reads[counter] += copies as u64;
         self.stats.programs[counter] += copies as u64;
         if self.timeline.is_some() {
             let (from, to) = (self.place(first.0), self.place(first.1));
             let last = (self.page_offset(last.0), self.page_offset(last.1));
-            let (cursor, background) = (self.cursor, self.background);
+            let (mut cursor, background) = (self.cursor, self.background);
             self.classify(cause, true);
             if let Some(t) = self.timeline.as_mut() {
+                // The read-retry steps of the copies: their extra senses and transfers
+                // occupy the source die before the run, which starts after them.
+                for _ in 0..retries {
+                    cursor = t.read(from, cursor, background).done;
+                }
                 let done = t.copy_run(from, to, last, copies, cursor, background);
                 self.waits_for(done.read_done, cause, Part::Sense, false);
                 self.waits_for(done.program.done, cause, Part::Program, false);

@@ -276,3 +276,41 @@ fn every_scheme_on_the_allocator_stays_verified_with_levelling_and_refresh() {
         assert_eq!(m.uncorrectable_reads, 0, "{scheme}");
     }
 }
+
+#[test]
+fn the_retry_steps_of_page_copies_take_their_time_on_the_die() {
+    use ftlab_core::device::nand::{Flash, Oob};
+    // Four pages of block 0 moved to block 1: 2 steps each for 200-day-old data at PE 3000.
+    let moved = |age_days: u64| {
+        let cfg = aged(3000, 0);
+        let layout = cfg.validate().unwrap();
+        let mut flash = Flash::new(&cfg.device(), &layout, 0, true).unwrap();
+        for p in 0..4 {
+            flash
+                .program(
+                    p,
+                    Oob {
+                        lpa: p,
+                        seq: p as u64 + 1,
+                    },
+                    &[],
+                    Cause::Host,
+                )
+                .unwrap();
+        }
+        flash.age_media(age_days * DAY_NS);
+        flash.begin_request(flash.request_done());
+        let start = flash.cursor();
+        let ppb = layout.pages_per_block;
+        let moves: Vec<(u32, u32)> = (0..4).map(|p| (p, ppb + p)).collect();
+        flash.move_pages(&moves, Cause::Gc).unwrap();
+        (flash.request_done() - start, flash.stats.media.clone())
+    };
+    let (fresh, fresh_stats) = moved(0);
+    let (old, old_stats) = moved(200);
+    assert_eq!(fresh_stats.retry_histogram[0], 4);
+    assert_eq!(old_stats.retry_histogram[2], 4);
+    assert_eq!(old_stats.read_retries, 8);
+    // Eight more senses and transfers of 50 us + 1 us, one after the other on the die.
+    assert_eq!(old - fresh, 8 * 51_000);
+}
