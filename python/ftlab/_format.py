@@ -548,7 +548,24 @@ def run_rows(report: dict[str, Any], summary: dict[str, Any]) -> list[tuple[str,
     rows = summary_rows(summary)
     rows[2:2] = trace_rows(report)
     rows += load_rows(report) + precondition_rows(report) + scheduler_rows(report)
-    return rows
+    return rows + media_rows(report)
+
+
+def media_rows(report: dict[str, Any]) -> list[tuple[str, str]]:
+    """Read retries and wear (`[media]`), for the run summary."""
+    m = report["metrics"].get("media")
+    if not m:
+        return []
+    retries = f"{number(m['retries_per_read'])} per read"
+    if m["uncorrectable_reads"] or m["uncorrectable_copies"]:
+        retries += (
+            f", {m['uncorrectable_reads']:,} reads and "
+            f"{m['uncorrectable_copies']:,} copies uncorrectable"
+        )
+    life = f"{m['percentage_used']}% used of {m['rated_pe_cycles']:,} P/E cycles"
+    if m["remaining_tbw_bytes"] is not None:
+        life += f", {m['remaining_tbw_bytes'] / 1e12:.3g} TB left to write"
+    return [("read retries", retries), ("media life", life)]
 
 
 def trace_rows(report: dict[str, Any]) -> list[tuple[str, str]]:

@@ -429,6 +429,12 @@ def main(plugins: tuple[str, ...]) -> None:
     type=click.Path(path_type=Path),
     help="With --per-volume: the Parquet table of the volumes (default: volumes.parquet).",
 )
+@click.option(
+    "--age",
+    metavar="DURATION",
+    help="Simulated time the device idles between preconditioning and the run, its data "
+    "ageing (media.age_ns; e.g. 30d, 12h): needs media.error_model.",
+)
 @click.option("--quiet", "-q", is_flag=True, help="No summary, no progress bar.")
 def run(
     ftl_name: str,
@@ -439,12 +445,15 @@ def run(
     scheduler: str | None,
     ship_traces: bool,
     out: Path | None,
+    age: str | None,
     quiet: bool,
 ) -> None:
     """Run one FTL scheme over a trace or a synthetic workload and print a summary."""
     check_output("--json", json_out)
     if ship_traces and scheduler is None:
         fail("--ship-traces needs --scheduler")
+    if age is not None:
+        source["sets"] = [*source["sets"], f"media.age_ns={json.dumps(age)}"]
     if per_volume:
         fleet = Fleet(jobs, scheduler, ship_traces, out or Path("volumes.parquet"))
         run_volumes(ftl_name, source, json_out, fleet, quiet)

@@ -34,6 +34,23 @@ def test_run_prints_a_summary() -> None:
     assert "where the time went" in out.stdout and "host_interface" in out.stdout
 
 
+def test_age_ages_the_data_and_needs_the_error_model(tmp_path: Path) -> None:
+    path = tmp_path / "aged.json"
+    model = ["--set", 'media.error_model="power-law"', "--set", "media.initial_pe_cycles=3000"]
+    out = ftlab("run", "--workload", "read-heavy", *SMALL, *model, "--age", "1y", "-q")
+    assert out.returncode != 0 and "1y" in out.stderr and "unknown time unit" in out.stderr
+    out = ftlab(
+        "run", "--workload", "read-heavy", *SMALL, *model, "--age", "365d", "--json", str(path)
+    )
+    assert out.returncode == 0, out.stderr
+    media = json.loads(path.read_text())["metrics"]["media"]
+    # A year at the rated cycles: the preconditioned data needs 5 retry steps (docs/guide/media.md).
+    assert media["retry_histogram"][5] > 0 and media["uncorrectable_reads"] == 0
+    assert "read retries" in out.stdout and "media life" in out.stdout
+    out = ftlab("run", "--workload", "read-heavy", *SMALL, "--age", "30d", "-q")
+    assert out.returncode != 0 and "media.age_ns" in out.stderr
+
+
 def test_json_is_byte_identical_across_runs(tmp_path: Path) -> None:
     a, b = tmp_path / "a.json", tmp_path / "b.json"
     for path in (a, b):

@@ -1,4 +1,4 @@
-//! Sizes and durations with unit suffixes: `64GiB`, `4KiB`, `2GB`, `50us`, `1.5ms`.
+//! Sizes and durations with unit suffixes: `64GiB`, `4KiB`, `2GB`, `50us`, `1.5ms`, `30d`.
 //!
 //! Binary prefixes (KiB, MiB, GiB, TiB) are powers of 1024, decimal ones (KB, MB, GB, TB)
 //! powers of 1000; a bare number is bytes or nanoseconds. Configuration fields that hold a
@@ -65,9 +65,13 @@ pub fn parse_duration_ns(s: &str) -> Result<u64, String> {
         "us" | "µs" => 1e3,
         "ms" => 1e6,
         "s" => 1e9,
+        // Long durations: the media's retention time (`media.age_ns`).
+        "min" => 60e9,
+        "h" => 3600e9,
+        "d" => 86_400e9,
         _ => {
             return Err(format!(
-                "`{s}` has an unknown time unit `{unit}` (use ns, us, ms, s)"
+                "`{s}` has an unknown time unit `{unit}` (use ns, us, ms, s, min, h, d)"
             ))
         }
     };

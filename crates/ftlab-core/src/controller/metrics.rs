@@ -206,6 +206,104 @@ impl FaultReport {
     }
 }
 
+/// The media's bit errors and read retries (`[media]`), and its wear as a drive's SMART log
+/// reports it.
+#[derive(Clone, Debug, Serialize)]
+pub struct MediaReport {
+    /// Page reads decoded, by the extra sensing steps each took (index 0: the first read
+    /// decoded; one entry per step of `media.retry_steps`), every cause and page copies
+    /// included; uncorrectable reads are not in it.
+    pub retry_histogram: Vec<u64>,
+    /// Extra sensing steps of every read (each one more tR and page transfer), and their
+    /// mean per decoded read.
+    pub read_retries: u64,
+    pub retries_per_read: Option<f64>,
+    /// Reads whose last retry step still left more errors than the ECC corrects: an error
+    /// returned for the page, never its data. Page copies (garbage collection, merges,
+    /// folding) apart.
+    pub uncorrectable_reads: u64,
+    pub uncorrectable_copies: u64,
+    /// P/E cycles the NAND is rated for (`media.rated_pe_cycles`).
+    pub rated_pe_cycles: u32,
+    /// NVMe SMART "Percentage Used": the mean erase count of the good blocks against the
+    /// rated cycles, in percent, rounded down (past 100 when the rating is exceeded; 255 at
+    /// most, as NVMe caps it).
+    pub percentage_used: u8,
+    /// NVMe SMART "Data Units Written" of the measured run: thousands of 512-byte units the
+    /// host wrote, rounded up.
+    pub data_units_written: u64,
+    /// Bytes the host may still write before the good blocks reach their rated cycles, at
+    /// the run's write amplification (null without writes): the drive's remaining TBW.
+    pub remaining_tbw_bytes: Option<u64>,
+    /// `media.wear_leveling`, the blocks static wear levelling emptied and the pages it
+    /// moved, and the write amplification it adds (its programs per page the host wrote to
+    /// the device; part of `waf`).
+    pub wear_leveling: crate::device::media::WearLeveling,
+    pub wear_level_blocks: u64,
+    pub wear_level_pages_moved: u64,
+    pub wear_level_waf_added: Option<f64>,
+    /// Blocks refreshed for their data's age (`media.refresh_after_ns`), the pages it
+    /// re-wrote and the write amplification it adds (part of `waf`).
+    pub refresh_blocks: u64,
+    pub refresh_pages_moved: u64,
+    pub refresh_waf_added: Option<f64>,
+}
+
+impl MediaReport {
+    /// The report of `cfg`, if it turns the error model or wear levelling on; the host
+    /// wrote `host_pages_written` pages of `host_bytes_written` bytes.
+    pub fn new(
+        cfg: &crate::device::media::MediaConfig,
+        flash: &Flash,
+        host_pages_written: u64,
+        host_bytes_written: u64,
+    ) -> Option<Self> {
+        if !cfg.reported() {
+            return None;
+        }
+        let stats = &flash.stats.media;
+        let steps = cfg.retry_steps as usize;
+        let decoded: u64 = stats.retry_histogram.iter().sum();
+        let rated = cfg.rated_pe_cycles;
+        let ratio = |n: u64, d: u64| (d > 0).then(|| n as f64 / d as f64);
+        let waf = ratio(flash.stats.total_programs(), host_pages_written);
+        let wl_pages = flash.stats.programs[Cause::WearLevel as usize];
+        let refresh_pages = flash.stats.programs[Cause::Refresh as usize];
+        let (mut cycles, mut good) = (0u64, 0u64);
+        for (block, &count) in flash.erase_counts().iter().enumerate() {
+            if !flash.is_retired(block as u32) {
+                cycles += count as u64;
+                good += 1;
+            }
+        }
+        let mean = cycles as f64 / good.max(1) as f64;
+        let used = (mean / rated as f64 * 100.0).floor().min(255.0) as u8;
+        let layout = flash.layout();
+        let good_bytes = good as f64 * layout.pages_per_block as f64 * layout.page_size as f64;
+        let left = (rated as f64 - mean).max(0.0);
+        Some(MediaReport {
+            retry_histogram: stats.retry_histogram[..=steps].to_vec(),
+            read_retries: stats.read_retries,
+            retries_per_read: (decoded > 0).then(|| stats.read_retries as f64 / decoded as f64),
+            uncorrectable_reads: stats.uncorrectable_reads,
+            uncorrectable_copies: stats.uncorrectable_copies,
+            rated_pe_cycles: rated,
+            percentage_used: used,
+            data_units_written: host_bytes_written.div_ceil(512).div_ceil(1000),
+            remaining_tbw_bytes: waf
+                .filter(|&w| w > 0.0)
+                .map(|w| (left * good_bytes / w) as u64),
+            wear_leveling: cfg.wear_leveling,
+            wear_level_blocks: flash.stats.wear_level_blocks,
+            wear_level_pages_moved: wl_pages,
+            wear_level_waf_added: ratio(wl_pages, host_pages_written),
+            refresh_blocks: flash.stats.refresh_blocks,
+            refresh_pages_moved: refresh_pages,
+            refresh_waf_added: ratio(refresh_pages, host_pages_written),
+        })
+    }
+}
+
 #[derive(Clone, Debug, Serialize)]
 pub struct EraseCounts {
     pub min: u32,
@@ -465,6 +563,8 @@ pub struct Metrics {
     pub slc: Option<SlcReport>,
     /// Media faults (null when `[faults]` leaves them off).
     pub faults: Option<FaultReport>,
+    /// Bit errors, read retries and wear (null when `[media]` leaves its error model off).
+    pub media: Option<MediaReport>,
     pub erase_count: EraseCounts,
     pub memory_bytes: MemoryReport,
     /// Null in mapping-only mode.

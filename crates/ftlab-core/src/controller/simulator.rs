@@ -24,8 +24,8 @@ use crate::controller::buffer::Destage;
 use crate::controller::buffer::{Buffered, WriteBuffer};
 use crate::controller::interface::Front;
 use crate::controller::metrics::{
-    FaultReport, Finished, GcReport, HostCounters, Latency, LatencyReport, LoadReport, Metrics,
-    PreconditionReport, Sampler, SlcReport,
+    FaultReport, Finished, GcReport, HostCounters, Latency, LatencyReport, LoadReport, MediaReport,
+    Metrics, PreconditionReport, Sampler, SlcReport,
 };
 use crate::controller::settings::{
     ControllerConfig, PreconditionConfig, PreconditionMode, ReplayMode,
@@ -429,6 +429,10 @@ impl<F: Ftl> Simulator<F> {
         }
         let timed = self.flash.is_timed();
         let arrival = if timed { self.arrival(req) } else { 0 };
+        if !timed {
+            // The media's clock (retention) follows the trace's time all the same.
+            self.flash.set_untimed_time(req.time_ns);
+        }
         // Mapping-only runs have no time: every gap between requests is long enough.
         if index > 0 && (!timed || arrival > self.last_time) {
             self.fill_idle_gap(arrival)?;
@@ -822,6 +826,8 @@ impl<F: Ftl> Simulator<F> {
         if timed {
             self.flash.restart_timing(&self.device);
         }
+        // The device idles between preconditioning and the run (`--age`): its data ages.
+        self.flash.age_media(self.device.media.age_ns);
         self.precondition = Some(report);
     }
 
@@ -1205,6 +1211,7 @@ impl<F: Ftl> Simulator<F> {
                 let bad = self.device.faults.bad_per_unit(layout.blocks_per_unit);
                 FaultReport::new(flash, bad as u64 * layout.units as u64, written)
             }),
+            media: MediaReport::new(&self.device.media, flash, written, self.host.bytes_written),
             erase_count: Metrics::erase_counts(flash),
             memory_bytes: self.sampler.memory.clone(),
             latency: timed.then(|| LatencyReport {

@@ -84,8 +84,13 @@ impl Part {
     #[inline(always)]
     pub fn behind(cause: Cause, background: bool, program: bool) -> Part {
         match (cause, background) {
-            (Cause::Gc | Cause::Fold | Cause::Retire, false) => Part::FgGc,
-            (Cause::Gc | Cause::Fold | Cause::Retire, true) => Part::BgGc,
+            (
+                Cause::Gc | Cause::Fold | Cause::Retire | Cause::WearLevel | Cause::Refresh,
+                false,
+            ) => Part::FgGc,
+            (Cause::Gc | Cause::Fold | Cause::Retire | Cause::WearLevel | Cause::Refresh, true) => {
+                Part::BgGc
+            }
             (Cause::MergeSwitch | Cause::MergePartial | Cause::MergeFull, false) => Part::FgMerge,
             (Cause::MergeSwitch | Cause::MergePartial | Cause::MergeFull, true) => Part::BgMerge,
             (Cause::HostCleaning, false) => Part::FgHostCleaning,
@@ -109,7 +114,9 @@ impl Part {
     pub fn service_of(cause: Cause, program: bool) -> Option<Part> {
         match cause {
             Cause::Host | Cause::FsMetadata => None,
-            Cause::Gc | Cause::Fold | Cause::Retire => Some(Part::FgGc),
+            Cause::Gc | Cause::Fold | Cause::Retire | Cause::WearLevel | Cause::Refresh => {
+                Some(Part::FgGc)
+            }
             Cause::MergeSwitch | Cause::MergePartial | Cause::MergeFull => Some(Part::FgMerge),
             Cause::HostCleaning => Some(Part::FgHostCleaning),
             Cause::Translation if program => Some(Part::FgMapping),

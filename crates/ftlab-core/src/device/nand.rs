@@ -19,6 +19,7 @@
 
 use crate::device::breakdown::{Part, Parts};
 use crate::device::geometry::{Layout, ProgramOrder, OOB_HEADER_BYTES};
+use crate::device::media::{MediaState, MediaStats};
 use crate::device::timing::{Place, SchedulerStats, Span, Timeline};
 use crate::device::DeviceConfig;
 use crate::divide::DivideBy;
@@ -88,7 +89,7 @@ macro_rules! causes {
             }
 
             /// The family the cause belongs to: `host`, `gc`, `translation`,
-            /// `misprediction`, `merge`, `fold` or `fault` (summaries add up a family, e.g. merge
+            /// `misprediction`, `merge`, `fold`, `fault` or `wear` (summaries add up a family, e.g. merge
             /// reads).
             pub const fn group(self) -> &'static str {
                 match self {
@@ -126,6 +127,10 @@ causes! {
     Fold = "fold", "fold", "folding the pseudo-SLC cache: its valid pages copied into TLC blocks, its blocks erased";
     Retire = "retire", "fault",
         "retiring a grown bad block: the failed program, and the block's valid pages copied elsewhere";
+    WearLevel = "wear_level", "wear",
+        "static wear levelling: the valid pages of the least-worn block holding data copied elsewhere, the block erased";
+    Refresh = "refresh", "wear",
+        "refreshing data older than media.refresh_after_ns: its block's valid pages copied elsewhere, the block erased";
 }
 
 impl Cause {
@@ -267,6 +272,12 @@ pub struct FlashStats {
     /// Page programs and block erases that failed (`[faults]`): each retired its block.
     pub program_failures: u64,
     pub erase_failures: u64,
+    /// Blocks static wear levelling emptied and erased (`media.wear_leveling = "static"`).
+    pub wear_level_blocks: u64,
+    /// Blocks refreshed (`media.refresh_after_ns`): their data re-written, the block erased.
+    pub refresh_blocks: u64,
+    /// Read retries and uncorrectable reads (`[media]`).
+    pub media: MediaStats,
 }
 
 impl FlashStats {
@@ -354,6 +365,8 @@ pub struct Flash {
     has_content: bool,
     /// The vector command in progress, if any ([`Flash::begin_command`]).
     command: Option<Command>,
+    /// Bit errors and read retry (`[media]` on), else None: no cost to a read.
+    media: Option<Box<MediaState>>,
     /// Per-sector identities of the pages programmed with them ([`Flash::program_sectors`]:
     /// a sector-packing scheme's packed and gathered pages), by physical page: the spare
     /// area of each 512 B sector. Empty for every other scheme.
@@ -554,7 +567,14 @@ impl Flash {
             has_content: false,
             command: None,
             sector_tags: std::collections::HashMap::new(),
+            media: cfg
+                .media
+                .enabled()
+                .then(|| Box::new(MediaState::new(&cfg.media, blocks))),
         };
+        if cfg.media.initial_pe_cycles > 0 {
+            flash.erase_count.fill(cfg.media.initial_pe_cycles);
+        }
         for block in cfg.faults.factory_bad_blocks(layout) {
             flash.retire(block)?;
         }
@@ -1108,16 +1128,109 @@ impl Flash {
 
     /// Stops the timing model (preconditioning runs untimed); returns whether it ran.
     pub fn pause_timing(&mut self) -> bool {
+        self.rebase_media_clock();
         self.timing_restarts += 1;
         self.timeline.take().is_some()
     }
 
     /// Restarts the timing model with every die and channel idle at time 0.
     pub fn restart_timing(&mut self, cfg: &DeviceConfig) {
+        self.rebase_media_clock();
         self.timeline = Some(Timeline::new(cfg, &self.layout));
         self.timing_restarts += 1;
         self.cursor = 0;
         self.request_done = 0;
+    }
+
+    // ----- media (`[media]`) -----
+
+    /// The media's error model and per-block state, if `[media]` turns it on.
+    pub fn media(&self) -> Option<&MediaState> {
+        self.media.as_deref()
+    }
+
+    /// Simulated time now as the media sees it (ns since the device was new): the data's
+    /// retention time is measured on it.
+    pub fn media_now(&self) -> u64 {
+        match self.media.as_deref() {
+            Some(m) => m.now(self.timeline.as_ref().map(|_| self.cursor)),
+            None => 0,
+        }
+    }
+
+    /// A run without the timing model: the current request arrives at `time_ns`, for the
+    /// media's clock (a timed run's clock is the timing model's).
+    #[inline]
+    pub fn set_untimed_time(&mut self, time_ns: u64) {
+        if let Some(m) = self.media.as_mut() {
+            m.set_untimed_now(time_ns);
+        }
+    }
+
+    /// Simulated time passes with the device idle (`media.age_ns`, between preconditioning
+    /// and the measured run): the data ages.
+    pub fn age_media(&mut self, ns: u64) {
+        self.rebase_media_clock();
+        if let Some(m) = self.media.as_mut() {
+            m.advance(ns);
+        }
+    }
+
+    /// The timing model's clock is about to stop or go back to 0: the media's goes on.
+    fn rebase_media_clock(&mut self) {
+        let now = self.media_now();
+        if let Some(m) = self.media.as_mut() {
+            m.rebase(now);
+        }
+    }
+
+    /// Block `block` takes its first program since its erase: its data's age starts now.
+    #[inline(never)]
+    fn media_opened(&mut self, block: u32) {
+        let now = self.media_now();
+        if let Some(m) = self.media.as_mut() {
+            m.opened(block, now);
+        }
+    }
+
+    /// The read-retry steps a read of `ppn` takes (counted); an uncorrectable read is
+    /// counted and takes every step of the table.
+    #[inline(never)]
+    fn media_read(&mut self, ppn: Ppn) -> u32 {
+        let block = self.block_of(ppn);
+        let (pe, now) = (self.erase_count[block as usize], self.media_now());
+        let Some(m) = self.media.as_mut() else {
+            return 0;
+        };
+        match m.read(block, pe, now, 1, &mut self.stats.media) {
+            Some(steps) => steps,
+            None => {
+                self.stats.media.uncorrectable_reads += 1;
+                self.stats.media.read_retries += m.cfg.retry_steps as u64;
+                m.cfg.retry_steps
+            }
+        }
+    }
+
+    /// `copies` pages copied out of the block of `src` (garbage collection, merges): their
+    /// reads disturb it and are decoded (counted); returns the extra sensing steps they take
+    /// in all (every step of the table for an uncorrectable page).
+    #[inline(never)]
+    fn media_copies(&mut self, src: Ppn, copies: u32) -> u64 {
+        let block = self.block_of(src);
+        let (pe, now) = (self.erase_count[block as usize], self.media_now());
+        let Some(m) = self.media.as_mut() else {
+            return 0;
+        };
+        let steps = match m.read(block, pe, now, copies, &mut self.stats.media) {
+            Some(steps) => steps,
+            None => {
+                self.stats.media.uncorrectable_copies += copies as u64;
+                self.stats.media.read_retries += m.cfg.retry_steps as u64 * copies as u64;
+                m.cfg.retry_steps
+            }
+        };
+        steps as u64 * copies as u64
     }
 
     // ----- recovery -----
@@ -1135,6 +1248,9 @@ impl Flash {
             return Err(NandError::ProgramNotErased { ppn });
         }
         let first = self.first_page(block);
+        if self.media.is_some() && wp == 0 {
+            self.media_opened(block);
+        }
         if self.order == ProgramOrder::Sequential {
             for hole in wp..offset {
                 self.oob
@@ -1189,6 +1305,11 @@ impl Flash {
         }
         self.last_read = ppn;
         self.stats.reads[self.counter(cause)] += 1;
+        let retries = if self.media.is_some() {
+            self.media_read(ppn)
+        } else {
+            0
+        };
         let mut done = ready;
         if self.timeline.is_some() {
             let in_command = cause == Cause::Translation && self.command.is_some();
@@ -1203,6 +1324,10 @@ impl Flash {
                 let background = self.background;
                 if let Some(t) = self.timeline.as_mut() {
                     done = t.read(place, ready, background).done;
+                    // Each read-retry step senses and transfers the page again.
+                    for _ in 0..retries {
+                        done = t.read(place, done, background).done;
+                    }
                 }
                 if in_command {
                     if let Some(c) = self.command.as_mut() {
@@ -1391,6 +1516,9 @@ impl Flash {
                 set_bit(&mut self.programmed, ppn, true);
             }
         }
+        if self.media.is_some() && self.write_ptr[block as usize] == 0 {
+            self.media_opened(block);
+        }
         self.write_ptr[block as usize] = match self.order {
             ProgramOrder::Ascending => offset + 1,
             ProgramOrder::Sequential | ProgramOrder::Any => self.write_ptr[block as usize] + 1,
@@ -1479,6 +1607,9 @@ impl Flash {
             return Ok(());
         }
         let n = to - from;
+        if self.media.is_some() && self.write_ptr[block as usize] == 0 {
+            self.media_opened(block);
+        }
         for p in first + from..first + to {
             // Programmed, valid, then invalid again: the valid bit and count are unchanged.
             self.oob.set(p as usize, oob);
@@ -1604,6 +1735,9 @@ impl Flash {
             }
             c += len;
         }
+        if self.media.is_some() && self.write_ptr[dst as usize] == 0 {
+            self.media_opened(dst);
+        }
         self.write_ptr[dst as usize] = wp;
         self.valid_count[dst as usize] += moved;
         self.valid_count[src as usize] -= moved;
@@ -1711,6 +1845,9 @@ impl Flash {
                 }
                 let moved = (k - start) as u32;
                 if moved > 0 {
+                    if self.media.is_some() && self.write_ptr[dst_block as usize] == 0 {
+                        self.media_opened(dst_block);
+                    }
                     self.write_ptr[dst_block as usize] = wp;
                     self.valid_count[dst_block as usize] += moved;
                     self.valid_count[src_block as usize] -= moved;
@@ -1765,15 +1902,25 @@ impl Flash {
     /// Counts and times `copies` copies between the same two blocks, the first and the last
     /// (source, destination) given (not for programs whose transfers are recorded).
     fn time_copies(&mut self, first: (Ppn, Ppn), last: (Ppn, Ppn), copies: u32, cause: Cause) {
+        let retries = if self.media.is_some() {
+            self.media_copies(first.0, copies)
+        } else {
+            0
+        };
         let counter = self.counter(cause);
         self.stats.reads[counter] += copies as u64;
         self.stats.programs[counter] += copies as u64;
         if self.timeline.is_some() {
             let (from, to) = (self.place(first.0), self.place(first.1));
             let last = (self.page_offset(last.0), self.page_offset(last.1));
-            let (cursor, background) = (self.cursor, self.background);
+            let (mut cursor, background) = (self.cursor, self.background);
             self.classify(cause, true);
             if let Some(t) = self.timeline.as_mut() {
+                // The read-retry steps of the copies: their extra senses and transfers
+                // occupy the source die before the run, which starts after them.
+                for _ in 0..retries {
+                    cursor = t.read(from, cursor, background).done;
+                }
                 let done = t.copy_run(from, to, last, copies, cursor, background);
                 self.waits_for(done.read_done, cause, Part::Sense, false);
                 self.waits_for(done.program.done, cause, Part::Program, false);
@@ -1818,6 +1965,9 @@ impl Flash {
         }
         self.write_ptr[block as usize] = 0;
         self.erase_count[block as usize] += 1;
+        if let Some(m) = self.media.as_mut() {
+            m.erased(block);
+        }
         self.modified_at[block as usize] = self.clock;
         self.stats.erases[self.counter(cause)] += 1;
         if let Some(sink) = self.sink.as_mut() {

@@ -14,6 +14,7 @@ pub use crate::controller::settings::{
 };
 pub use crate::device::faults::FaultConfig;
 pub use crate::device::geometry::{Geometry, Layout, Nand, ProgramOrder, OOB_HEADER_BYTES};
+pub use crate::device::media::{ErrorModel, MediaConfig, WearLeveling};
 pub use crate::device::slc::{SlcConfig, WhenFull};
 pub use crate::device::timing::SchedulerConfig;
 pub use crate::device::DeviceConfig;
@@ -39,6 +40,8 @@ pub struct Config {
     pub slc: SlcConfig,
     /// Factory bad blocks and program and erase failures (off by default).
     pub faults: FaultConfig,
+    /// Raw bit errors, ECC, read retry and wear (off by default).
+    pub media: MediaConfig,
     pub ftl: FtlConfig,
     pub gc: GcConfig,
     pub buffer: BufferConfig,
@@ -68,6 +71,7 @@ impl Default for Config {
             device: Default::default(),
             slc: SlcConfig::default(),
             faults: FaultConfig::default(),
+            media: MediaConfig::default(),
             ftl: FtlConfig::default(),
             gc: GcConfig::default(),
             buffer: BufferConfig::default(),
@@ -435,6 +439,7 @@ impl Config {
         self.slc
             .validate(g.pages_per_block, g.blocks_per_plane, spare_blocks)?;
         self.faults.validate(g.blocks_per_plane, spare_blocks)?;
+        self.media.validate(g.page_size)?;
         if self.faults.enabled() && self.slc.enabled() {
             return Err(Error::config(
                 self.faults.key(),
@@ -593,6 +598,7 @@ impl Config {
             scheduler: self.scheduler.clone(),
             slc: self.slc.clone(),
             faults: self.faults.clone(),
+            media: self.media.clone(),
         }
     }
 

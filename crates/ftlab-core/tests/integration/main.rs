@@ -22,6 +22,7 @@ mod layers;
 mod leaftl;
 mod leaftl_traces;
 mod logblock;
+mod media;
 mod nand_rules;
 mod native_scheme;
 mod page_ftl;

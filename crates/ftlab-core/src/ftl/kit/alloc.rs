@@ -36,6 +36,7 @@ use super::slc::SlcCache;
 use crate::device::blocks::{select_victim, FreeBlocks};
 use crate::device::faults::FaultDraws;
 use crate::device::geometry::Layout;
+use crate::device::media::WearLeveling;
 use crate::device::nand::{Cause, Flash, Oob, Ppn, NONE};
 use crate::divide::DivideBy;
 use crate::error::{Error, Result};
@@ -196,6 +197,11 @@ const FULL: &str =
 /// the last one, so relocation always has somewhere to go.
 pub const GC_RESERVE_BLOCKS: usize = 1;
 
+/// Blocks static wear levelling may move after one reclaim: one would fall behind a unit
+/// with many blocks of cold data (the hot blocks cycle several times while each cold block
+/// moves once); a few bound the work a reclaim adds.
+const WL_MOVES_PER_RECLAIM: usize = 4;
+
 /// Free blocks a unit keeps for garbage collection under `cfg`: [`GC_RESERVE_BLOCKS`],
 /// and one more when programs or erases may fail (`[faults]`): for the pages of a GC block
 /// that fails while GC fills it, or for GC to go on after a victim's erase fails.
@@ -277,6 +283,12 @@ pub struct PageAllocator {
     /// `[faults]` is on, and the program and erase failures it draws, if any.
     faults_on: bool,
     faults: Option<Box<FaultDraws>>,
+    /// `media.wear_leveling` and `media.static_wl_gap`.
+    wear_leveling: WearLeveling,
+    static_wl_gap: u32,
+    /// `media.refresh_after_ns` (0: off), and the media time of the next scan for old data.
+    refresh_after: u64,
+    next_refresh_scan: u64,
 }
 
 impl PageAllocator {
@@ -333,6 +345,10 @@ impl PageAllocator {
             slc,
             faults_on: cfg.device.faults.enabled(),
             faults: FaultDraws::new(&cfg.device.faults).map(Box::new),
+            wear_leveling: cfg.device.media.wear_leveling,
+            static_wl_gap: cfg.device.media.static_wl_gap,
+            refresh_after: cfg.device.media.refresh_after_ns,
+            next_refresh_scan: 0,
         }
     }
 
@@ -588,7 +604,7 @@ impl PageAllocator {
             if self.free.count(unit) <= self.reserve {
                 return Ok(None);
             }
-            let Some(block) = self.free.pop(unit) else {
+            let Some(block) = self.pop_free(unit, false, flash) else {
                 return Ok(None);
             };
             self.open_block(stream, unit, block);
@@ -751,7 +767,7 @@ impl PageAllocator {
             if self.retire_failed(stream, unit, flash)? {
                 continue;
             }
-            let Some(block) = self.free.pop(unit) else {
+            let Some(block) = self.pop_free(unit, stream != MAP, flash) else {
                 return Err(self.out_of_blocks(
                     flash,
                     &format!("parallel unit {unit} has no free block left for garbage collection"),
@@ -781,6 +797,9 @@ impl PageAllocator {
     pub fn idle_gc(&mut self, flash: &mut Flash) -> Result<()> {
         if self.slc.as_ref().is_some_and(|c| c.full_blocks > 0) {
             self.idle_fold(flash)?;
+        }
+        if self.refresh_after > 0 && flash.media_now() >= self.next_refresh_scan {
+            self.refresh_old(flash)?;
         }
         // Most calls have nothing to do: keep that check inline and cheap.
         if self.gc_pending.is_empty()
@@ -879,6 +898,50 @@ impl PageAllocator {
             || self.has_moves()
             || self.has_translation_moves()
             || self.slc.as_ref().is_some_and(|c| c.full_blocks > 0)
+            || self.refresh_after > 0
+    }
+
+    /// Refresh, in idle time: every block whose data is at least `media.refresh_after_ns`
+    /// old (since its first program, the media's clock) has its valid pages re-written
+    /// (cause [`Cause::Refresh`]) and is erased; an open block that old is closed first.
+    /// The scan runs eight times per refresh period, so that no data gets older than 1.125
+    /// periods while the device has idle time. A unit without a free block beyond GC's
+    /// reserve waits for the next scan. SLC blocks are left to folding; not with relocation
+    /// streams (their lines are collected whole).
+    #[inline(never)]
+    fn refresh_old(&mut self, flash: &mut Flash) -> Result<()> {
+        let now = flash.media_now();
+        self.next_refresh_scan = now.saturating_add((self.refresh_after / 8).max(1));
+        let Some(media) = flash.media().filter(|_| self.relocation.is_none()) else {
+            return Ok(());
+        };
+        let old: Vec<u32> = (0..self.layout.total_blocks)
+            .filter(|&b| {
+                flash.valid_count(b) > 0
+                    && !flash.is_slc(b)
+                    && now.saturating_sub(media.first_program_ns(b)) >= self.refresh_after
+            })
+            .collect();
+        for block in old {
+            let unit = self.layout.unit_of_block(block);
+            if self.free.count(unit) <= self.reserve {
+                continue;
+            }
+            for stream in [HOST, GC, MAP] {
+                if self.open[stream][unit as usize].block == block {
+                    self.open[stream][unit as usize] = OpenBlock::CLOSED;
+                }
+            }
+            let translation = self.kind.get(block as usize) == Some(&BlockKind::Translation);
+            let stream = if translation { MAP } else { self.copy_stream };
+            let pages: Vec<Ppn> = flash.valid_pages(block).collect();
+            for ppn in pages {
+                self.relocate(ppn, stream, unit, translation, Cause::Refresh, flash)?;
+            }
+            self.release(block, Cause::Refresh, flash)?;
+            flash.stats.refresh_blocks += 1;
+        }
+        Ok(())
     }
 
     /// Copies data page `ppn` to `dst` under `cause`, invalidates the old copy and records
@@ -948,7 +1011,77 @@ impl PageAllocator {
         if translation {
             self.translation_pages_moved += moved;
         }
+        if self.wear_leveling == WearLeveling::Static {
+            self.level_wear(unit, flash)?;
+        }
         Ok(true)
+    }
+
+    /// A free block of `unit` to open: the oldest freed (FIFO) without wear levelling; with
+    /// it, the least-worn, or for data GC relocates (`cold`) the most-worn (ties to the
+    /// oldest freed). See [`WearLeveling`].
+    #[inline]
+    fn pop_free(&mut self, unit: u32, cold: bool, flash: &Flash) -> Option<u32> {
+        if self.wear_leveling == WearLeveling::Off {
+            return self.free.pop(unit);
+        }
+        let count = |b: u32| flash.erase_count(b);
+        let pick = if cold {
+            // The most worn; the first of equals (max_by_key would take the last).
+            self.free
+                .blocks(unit)
+                .min_by_key(|&b| std::cmp::Reverse(count(b)))
+        } else {
+            self.free.blocks(unit).min_by_key(|&b| count(b))
+        }?;
+        self.free.take(&self.layout, pick);
+        Some(pick)
+    }
+
+    /// Static wear levelling on `unit` after a reclaim: while the erase counts of its good
+    /// blocks differ by more than `static_wl_gap`, the least-worn full native block holding
+    /// data (not open; the lowest number of equals) has its valid pages moved (cause
+    /// [`Cause::WearLevel`]) and is erased, so that dynamic levelling hands it to hot data.
+    /// At most [`WL_MOVES_PER_RECLAIM`] blocks per reclaim, and only while the unit has a
+    /// free block beyond GC's reserve (the moved pages need at most one; the erase gives one
+    /// back). Not with relocation streams (their lines are collected whole).
+    #[inline(never)]
+    fn level_wear(&mut self, unit: u32, flash: &mut Flash) -> Result<()> {
+        for _ in 0..WL_MOVES_PER_RECLAIM {
+            if self.relocation.is_some() || self.free.count(unit) <= self.reserve {
+                return Ok(());
+            }
+            let u = unit as usize;
+            let open = [
+                self.open[HOST][u].block,
+                self.open[GC][u].block,
+                self.open[MAP][u].block,
+            ];
+            let first = unit * self.layout.blocks_per_unit;
+            let (mut coldest, mut least, mut most) = (NONE, u32::MAX, 0);
+            for b in first..first + self.layout.blocks_per_unit {
+                if flash.is_retired(b) {
+                    continue;
+                }
+                let c = flash.erase_count(b);
+                most = most.max(c);
+                if c < least && flash.is_full(b) && !flash.is_slc(b) && !open.contains(&b) {
+                    (coldest, least) = (b, c);
+                }
+            }
+            if coldest == NONE || most - least <= self.static_wl_gap {
+                return Ok(());
+            }
+            let translation = self.kind.get(coldest as usize) == Some(&BlockKind::Translation);
+            let stream = if translation { MAP } else { self.copy_stream };
+            let pages: Vec<Ppn> = flash.valid_pages(coldest).collect();
+            for ppn in pages {
+                self.relocate(ppn, stream, unit, translation, Cause::WearLevel, flash)?;
+            }
+            self.release(coldest, Cause::WearLevel, flash)?;
+            flash.stats.wear_level_blocks += 1;
+        }
+        Ok(())
     }
 
     /// Moves `pages` (logical page, physical page) each to its key's line, else to `unit`'s
