@@ -197,7 +197,10 @@ impl MediaConfig {
                 ));
             }
         }
-        if self.ecc_codeword_bytes == 0 || self.ecc_codeword_bytes > page_size {
+        // (The codeword is the error model's: a device of small pages without the model
+        // keeps the default.)
+        let model_on = self.error_model != ErrorModel::Off;
+        if self.ecc_codeword_bytes == 0 || (model_on && self.ecc_codeword_bytes > page_size) {
             return Err(Error::config(
                 "media.ecc_codeword_bytes",
                 format!(

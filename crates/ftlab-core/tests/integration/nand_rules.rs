@@ -230,7 +230,9 @@ fn causes_are_listed_once_in_report_order() {
             "host_cleaning",
             "fs_metadata",
             "fold",
-            "retire"
+            "retire",
+            "wear_level",
+            "refresh"
         ]
     );
     let merges: Vec<&str> = CAUSES
