@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from ftlab import _core
 from ftlab._core import FtlabError
+from ftlab._lifetime import lifetime
 from ftlab._registry import (
     causes,
     families,
@@ -103,6 +104,7 @@ __all__ = [
     "convert_trace",
     "replay_volumes",
     "fleet_summary",
+    "lifetime",
     "unregister_scheme",
     "workloads",
 ]

@@ -547,6 +547,82 @@ def run_volumes(
 
 @main.command()
 @click.option("--ftl", "ftl_name", default="page", show_default=True, help="FTL scheme.")
+@source_options
+@click.option("--years", type=float, default=5.0, show_default=True, help="Years in service.")
+@click.option(
+    "--points", type=click.IntRange(min=2), default=6, show_default=True, help="Ages sampled."
+)
+@click.option(
+    "--dwpd",
+    type=float,
+    default=1.0,
+    show_default=True,
+    help="Device writes per day the host makes over the years (sets the wear).",
+)
+@click.option(
+    "--data-age",
+    "data_age_days",
+    type=float,
+    help="Age in days of the data the runs read (default: one device write's time, 1 / dwpd).",
+)
+@click.option("--out", type=click.Path(path_type=Path), help="Write the table as CSV.")
+@click.option("--plot", "plot_to", type=click.Path(path_type=Path), help="Write a PNG plot.")
+def lifetime(
+    ftl_name: str,
+    source: dict[str, Any],
+    years: float,
+    points: int,
+    dwpd: float,
+    data_age_days: float | None,
+    out: Path | None,
+    plot_to: Path | None,
+) -> None:
+    """A device's life sampled: the workload run at ages spread over the years, each on a
+    device worn and aged to it; WAF, read retries, latencies and remaining life over time."""
+    from ftlab import _lifetime
+
+    check_output("--out", out)
+    check_output("--plot", plot_to)
+    sets = source.pop("sets")
+    table = run_core(
+        lambda: _lifetime.lifetime(
+            ftl_name,
+            years=years,
+            points=points,
+            dwpd=dwpd,
+            data_age_days=data_age_days,
+            sets=sets,
+            **source,
+        )
+    )
+    if out:
+        table.write_csv(out)
+    if plot_to:
+        title = f"{ftl_name}: {years:g} years at {dwpd:g} drive writes per day"
+        _lifetime.plot(table, plot_to, title)
+    header = ["year", "P/E", "data age d", "used %", "WAF", "retries/read", "uncorr.",
+              "read mean us", "read p99 us", "write p99 us", "life left y"]  # fmt: skip
+    rows = [
+        (
+            f"{r['year']:.1f}",
+            f"{r['pe_cycles']:,}",
+            f"{r['data_age_days']:.1f}",
+            str(r["percentage_used"]),
+            f"{r['waf']:.3f}",
+            f"{r['retries_per_read']:.2f}",
+            f"{r['uncorrectable_reads']:,}",
+            f"{r['read_mean_us']:.1f}",
+            f"{r['read_p99_us']:.1f}",
+            f"{r['write_p99_us']:.1f}",
+            f"{r['remaining_years']:.1f}",
+        )  # fmt: skip
+        for r in table.iter_rows(named=True)
+    ]
+    click.echo(render_table(header, rows))
+
+
+@main.command()
+@click.option("--ftl", "ftl_name", default="page", show_default=True, help="FTL scheme.")
 @device_options
 @click.option(
     "--store",

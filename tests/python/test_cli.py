@@ -51,6 +51,44 @@ def test_age_ages_the_data_and_needs_the_error_model(tmp_path: Path) -> None:
     assert out.returncode != 0 and "media.age_ns" in out.stderr
 
 
+def test_lifetime_samples_wear_and_age_over_the_years(tmp_path: Path) -> None:
+    """`ftlab lifetime`: each point's device has worn by a year of `dwpd` host writes at
+    the point before's WAF (P/E cycles = years x dwpd x logical / physical bytes x WAF),
+    its data aged as asked; wear, retries and latency grow, the life left shrinks."""
+    import ftlab as api
+
+    table = api.lifetime(
+        "page", years=4, points=3, dwpd=2, data_age_days=365, workload="read-heavy",
+        preset="small", sets=["workload.requests=3000", "geometry.channels=1"],
+    )  # fmt: skip
+    rows = list(table.iter_rows(named=True))
+    assert [r["year"] for r in rows] == [0.0, 2.0, 4.0]
+    assert [r["data_age_days"] for r in rows] == [0.0, 365.0, 365.0]
+    device = api.simulate(
+        "page", workload="read-heavy", preset="small",
+        sets=["workload.requests=3000", "geometry.channels=1"],
+    ).report["device"]  # fmt: skip
+    per_year = 2 * 365 * device["logical_bytes"] / device["physical_bytes"]
+    assert rows[1]["pe_cycles"] == round(2 * per_year * rows[0]["waf"])
+    assert rows[0]["percentage_used"] < rows[1]["percentage_used"] < rows[2]["percentage_used"]
+    assert rows[0]["retries_per_read"] == 0 < rows[2]["retries_per_read"]
+    assert rows[0]["read_p99_us"] < rows[2]["read_p99_us"]
+    assert rows[0]["remaining_years"] > rows[1]["remaining_years"] > rows[2]["remaining_years"]
+    with pytest.raises(api.FtlabError, match="dwpd > 0"):
+        api.lifetime("page", dwpd=0, workload="read-heavy")
+    out = ftlab(
+        "lifetime", "--workload", "read-heavy", *SMALL, "--years", "4", "--points", "2",
+        "--dwpd", "2", "--data-age", "365", "--out", str(tmp_path / "life.csv"),
+        "--plot", str(tmp_path / "life.png"),
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert "life left y" in out.stdout
+    with open(tmp_path / "life.csv") as f:
+        years = [float(r["year"]) for r in csv.DictReader(f)]
+    assert years == [0.0, 4.0]
+    assert (tmp_path / "life.png").stat().st_size > 10_000
+
+
 def test_json_is_byte_identical_across_runs(tmp_path: Path) -> None:
     a, b = tmp_path / "a.json", tmp_path / "b.json"
     for path in (a, b):
