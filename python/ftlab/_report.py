@@ -203,6 +203,63 @@ def plot_memory_over_time(cmp: CompareResult, folder: Path) -> tuple[str, list[s
     return "Mapping memory over the run", files
 
 
+def plot_media(cmp: CompareResult, folder: Path) -> tuple[str, list[str]] | None:
+    """The media's histograms, for the runs with `[media]` on: reads by the read-retry
+    steps they took, good blocks by erase count, and blocks holding data by the raw bit
+    error rate of their data at the end (a decade a bucket); None if no run has them."""
+    media = {name: r.report["metrics"].get("media") for name, r in cmp.results.items()}
+    runs = {name: m for name, m in media.items() if m}
+    if not runs:
+        return None
+    plt = _pyplot()
+    fig, axes = plt.subplots(1, 3, figsize=(14, 4))
+    width = 0.8 / len(runs)
+    for i, (name, m) in enumerate(runs.items()):
+        color = f"C{list(cmp.results).index(name) % 10}"
+        reads = m["retry_histogram"]
+        total = sum(reads) or 1
+        axes[0].bar(
+            [s + i * width for s in range(len(reads))],
+            [n / total for n in reads],
+            width=width,
+            color=color,
+            label=name,
+        )
+        start, step = m["wear_histogram_start"], m["wear_histogram_width"]
+        cycles = [start + k * step for k in range(len(m["wear_histogram"]))]
+        axes[1].step(cycles, m["wear_histogram"], where="post", color=color, label=name)
+        rber = m["rber_histogram"]
+        if rber:
+            axes[2].bar(
+                [d + i * width for d in range(len(rber))],
+                rber,
+                width=width,
+                color=color,
+                label=name,
+            )
+    axes[0].set_title("Reads by read-retry steps")
+    axes[0].set_xlabel("extra sensing steps")
+    axes[0].set_ylabel("share of reads")
+    axes[1].set_title("Wear: good blocks by erase count")
+    axes[1].set_xlabel("P/E cycles")
+    axes[1].set_ylabel("blocks")
+    axes[2].set_title("Blocks by their data's raw bit error rate")
+    with_rates = [m for m in runs.values() if m["rber_histogram"]]
+    if with_rates:
+        decades = len(with_rates[0]["rber_histogram"])
+        low = with_rates[0]["rber_histogram_first_decade"]
+        axes[2].set_xticks(range(decades))
+        axes[2].set_xticklabels([f"1e{low + d}" for d in range(decades)], fontsize=7, rotation=45)
+    axes[2].set_ylabel("blocks holding data")
+    for ax in axes:
+        ax.grid(True, axis="y", alpha=0.3)
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    files = _save(fig, folder, "media")
+    plt.close(fig)
+    return "The media: read retries, wear and raw bit error rates", files
+
+
 def _source(cmp: CompareResult) -> str:
     first = next(iter(cmp.results.values())).report
     src = first["source"]
@@ -250,6 +307,7 @@ def write(cmp: CompareResult, folder: Path) -> Path:
         plot_latency_breakdown(cmp, folder),
         plot_flash_traffic(cmp, folder),
         plot_memory_over_time(cmp, folder),
+        plot_media(cmp, folder),
     ]
     figures = "".join(
         f'<figure><a href="{files[1]}"><img src="{files[0]}" alt="{escape(title)}"></a>'

@@ -239,6 +239,7 @@ def test_compare_prints_a_table_and_writes_a_report(tmp_path: Path) -> None:
             assert (out_dir / f"{name}.{ext}").stat().st_size > 1000
     page = (out_dir / "index.html").read_text()
     assert "<table>" in page and "latency_cdf.svg" in page and "runs/page.json" in page
+    assert not (out_dir / "media.png").exists()  # no [media]: no media histograms
     assert json.loads((out_dir / "runs" / "page.json").read_text())["ftl"] == "page"
     assert "page" in json.loads(merged.read_text())
     assert (out_dir / "table.csv").read_text().startswith("scheme,")
@@ -251,6 +252,25 @@ def test_compare_prints_a_table_and_writes_a_report(tmp_path: Path) -> None:
     with (out_dir / "table.csv").open() as f:
         row = next(csv.DictReader(f))
     assert float(row["read_mean_us"]) > 0
+
+
+def test_compare_report_plots_the_media_histograms(tmp_path: Path) -> None:
+    """With `[media]` on, the report has the retry, wear and error-rate histograms, from
+    the runs' `metrics.media`."""
+    out_dir = tmp_path / "report"
+    model = ["--set", 'media.error_model="power-law"', "--set", "media.initial_pe_cycles=3000",
+             "--set", 'media.wear_leveling="dynamic"', "--set", 'media.age_ns="200d"']  # fmt: skip
+    out = ftlab(
+        "compare", "--ftl", "page,dftl", "--workload", "read-heavy", *SMALL,
+        *model, "--out", str(out_dir),
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert (out_dir / "media.png").stat().st_size > 10_000
+    assert "media.svg" in (out_dir / "index.html").read_text()
+    for scheme in ("page", "dftl"):
+        media = json.loads((out_dir / "runs" / f"{scheme}.json").read_text())["metrics"]["media"]
+        assert sum(media["retry_histogram"][1:]) > 0 and sum(media["rber_histogram"]) > 0
+        assert sum(media["wear_histogram"]) > 0
 
 
 def test_compare_report_is_deterministic_and_runs_every_scheme(tmp_path: Path) -> None:

@@ -247,7 +247,27 @@ pub struct MediaReport {
     pub refresh_blocks: u64,
     pub refresh_pages_moved: u64,
     pub refresh_waf_added: Option<f64>,
+    /// The good blocks by erase count at the end of the run: `wear_histogram[i]` blocks
+    /// have from `wear_histogram_start + i x wear_histogram_width` cycles on (at most
+    /// [`WEAR_BUCKETS`] buckets from the least worn block to the most).
+    pub wear_histogram_start: u32,
+    pub wear_histogram_width: u32,
+    pub wear_histogram: Vec<u64>,
+    /// The blocks holding valid data by the raw bit error rate of that data at the end of
+    /// the run, before read retry, a bucket per decade: `rber_histogram[i]` counts rates
+    /// from 10^(i + [`RBER_LOWEST_DECADE`]) up to ten times that (the first bucket holds
+    /// anything lower, the last anything higher). Empty without the error model.
+    pub rber_histogram: Vec<u64>,
+    /// [`RBER_LOWEST_DECADE`], for readers of the report.
+    pub rber_histogram_first_decade: i32,
 }
+
+/// Buckets of [`MediaReport::wear_histogram`], at most.
+pub const WEAR_BUCKETS: u32 = 20;
+/// The decade of [`MediaReport::rber_histogram`]'s first bucket (1e-10), and its buckets
+/// (up to 1e-1 and beyond).
+pub const RBER_LOWEST_DECADE: i32 = -10;
+pub const RBER_BUCKETS: usize = 10;
 
 impl MediaReport {
     /// The report of `cfg`, if it turns the error model or wear levelling on; the host
@@ -281,6 +301,32 @@ impl MediaReport {
         let layout = flash.layout();
         let good_bytes = good as f64 * layout.pages_per_block as f64 * layout.page_size as f64;
         let left = (rated as f64 - mean).max(0.0);
+        let good_counts = || {
+            (0..flash.layout().total_blocks)
+                .filter(|&b| !flash.is_retired(b))
+                .map(|b| flash.erase_count(b))
+        };
+        let low = good_counts().min().unwrap_or(0);
+        let high = good_counts().max().unwrap_or(0);
+        let width = (high - low + 1).div_ceil(WEAR_BUCKETS).max(1);
+        let mut wear_histogram = vec![0u64; ((high - low) / width + 1) as usize];
+        for count in good_counts() {
+            wear_histogram[((count - low) / width) as usize] += 1;
+        }
+        let mut rber_histogram = Vec::new();
+        if let Some(media) = flash.media().filter(|_| cfg.enabled()) {
+            rber_histogram = vec![0u64; RBER_BUCKETS];
+            let now = flash.media_now();
+            for b in 0..flash.layout().total_blocks {
+                if flash.is_retired(b) || flash.valid_count(b) == 0 {
+                    continue;
+                }
+                let rber = media.block_rber(b, flash.erase_count(b), now);
+                let decade = rber.max(f64::MIN_POSITIVE).log10().floor() as i32;
+                let i = (decade - RBER_LOWEST_DECADE).clamp(0, RBER_BUCKETS as i32 - 1);
+                rber_histogram[i as usize] += 1;
+            }
+        }
         Some(MediaReport {
             retry_histogram: stats.retry_histogram[..=steps].to_vec(),
             read_retries: stats.read_retries,
@@ -300,6 +346,11 @@ impl MediaReport {
             refresh_blocks: flash.stats.refresh_blocks,
             refresh_pages_moved: refresh_pages,
             refresh_waf_added: ratio(refresh_pages, host_pages_written),
+            wear_histogram_start: low,
+            wear_histogram_width: width,
+            wear_histogram,
+            rber_histogram,
+            rber_histogram_first_decade: RBER_LOWEST_DECADE,
         })
     }
 }

@@ -392,6 +392,16 @@ impl MediaState {
         steps
     }
 
+    /// The raw bit error rate of block `block`'s data at `now`, before read retry (`pe`
+    /// its P/E cycles): what its next read would meet.
+    pub fn block_rber(&self, block: u32, pe: u32, now: u64) -> f64 {
+        let b = block as usize;
+        let days = now.saturating_sub(self.first_program_ns[b]) as f64 / DAY_NS;
+        let (floor, shift) = self.cfg.rber(pe, days, self.reads[b]);
+        let factor = self.factor.get(b).map_or(1.0, |&f| f as f64);
+        (floor + shift) * factor
+    }
+
     /// Simulated time (ns) of block `block`'s first program since its erase.
     pub fn first_program_ns(&self, block: u32) -> u64 {
         self.first_program_ns[block as usize]

@@ -110,6 +110,39 @@ fn wear_is_reported_as_a_drive_reports_it() {
     assert_eq!(m.rated_pe_cycles, 3000);
 }
 
+/// The report's histograms: every good block in the wear histogram, every block holding
+/// data in the RBER histogram, in the decade the model gives its data.
+#[test]
+fn the_wear_and_error_rate_histograms_count_every_block() {
+    // Every block at 1500 cycles, its data 200 days old: RBER 2.16e-3 (the wear floor
+    // 9.23e-5 and retention 2.07e-3), the decade from 1e-3.
+    let report = media_run(&aged(1500, 200));
+    let m = report.metrics.media.as_ref().unwrap();
+    let blocks = report.device.blocks as u64;
+    assert_eq!(m.wear_histogram.iter().sum::<u64>(), blocks);
+    assert_eq!((m.wear_histogram_start, m.wear_histogram_width), (1500, 1));
+    let holding: u64 = m.rber_histogram.iter().sum();
+    assert!(holding > 0 && holding <= blocks, "{:?}", m.rber_histogram);
+    let decade = |i: usize| i as i32 + ftlab_core::controller::metrics::RBER_LOWEST_DECADE;
+    let (floor, shift) = MediaConfig::default().rber(1500, 200.0, 0);
+    let expected = (floor + shift).log10().floor() as i32;
+    assert_eq!(expected, -3);
+    for (i, &n) in m.rber_histogram.iter().enumerate() {
+        assert_eq!(
+            n > 0,
+            decade(i) == expected,
+            "{:?} {expected}",
+            m.rber_histogram
+        );
+    }
+    // A hot/cold workload's wear spreads over buckets of its range.
+    let worn = hot_cold(WearLeveling::Dynamic, 12_000);
+    let w = worn.metrics.media.as_ref().unwrap();
+    assert_eq!(w.wear_histogram_start, worn.metrics.erase_count.min);
+    assert!(w.wear_histogram.len() > 1 && w.wear_histogram.len() <= 20);
+    assert!(w.rber_histogram.is_empty(), "the error model is off");
+}
+
 #[test]
 fn process_variation_repeats_for_a_seed() {
     let mut cfg = aged(3000, 170);
