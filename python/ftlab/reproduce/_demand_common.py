@@ -5,6 +5,7 @@ full mapping table, tables written as CSV and Markdown, plots written as PNG and
 from __future__ import annotations
 
 import csv
+import json
 import math
 from collections.abc import Collection, Sequence
 from pathlib import Path
@@ -119,6 +120,26 @@ def write_table(
     text = f"{title}\n\n{render_table(header, rows)}\n"
     print(text)
     return text
+
+
+def write_claims(out_dir: Path, checked: Sequence[tuple[str, bool, str]]) -> None:
+    """The paper's claims as checked (claim, reproduced, numbers): `claims.json`, which
+    the Markdown report reads, and the `claims` table."""
+    claims = [{"claim": c, "reproduced": ok, "numbers": n} for c, ok, n in checked]
+    (out_dir / "claims.json").write_text(json.dumps({"claims": claims}, indent=2) + "\n")
+    write_table(
+        out_dir,
+        "claims",
+        "The paper's claims",
+        ["the paper's claim", "reproduced", "numbers"],
+        [[c, "yes" if ok else "no", n] for c, ok, n in checked],
+    )
+
+
+def print_claims(checked: Sequence[tuple[str, bool, str]]) -> None:
+    """A line per claim: whether it held, and its numbers."""
+    for claim, ok, numbers in checked:
+        print(f"  [{'yes' if ok else 'NO'}] {claim}: {numbers}")
 
 
 def figure(width: float = 6.4, height: float = 4.0) -> Any:

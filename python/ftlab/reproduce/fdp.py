@@ -33,7 +33,6 @@ reclaim group, no write buffer. Quick mode: 64 blocks per plane (full: 256).
 
 from __future__ import annotations
 
-import json
 import random
 import tempfile
 from pathlib import Path
@@ -41,7 +40,14 @@ from typing import Any
 
 import ftlab
 from ftlab.reproduce import _summary
-from ftlab.reproduce._demand_common import figure, fmt, save_figure, write_table
+from ftlab.reproduce._demand_common import (
+    figure,
+    fmt,
+    print_claims,
+    save_figure,
+    write_claims,
+    write_table,
+)
 from ftlab.reproduce._summary import Headline
 
 DEVICE_MODEL = "current"
@@ -291,21 +297,7 @@ def run(out_dir: Path, quick: bool) -> None:
     ax.tick_params(axis="x", labelsize=8)
     save_figure(fig, out_dir, "waf")
     checked = claims(rows)
-    (out_dir / "claims.json").write_text(
-        json.dumps(
-            {"claims": [{"claim": c, "reproduced": ok, "numbers": n} for c, ok, n in checked]},
-            indent=2,
-        )
-        + "\n"
-    )
-    write_table(
-        out_dir,
-        "claims",
-        "The paper's claims",
-        ["the paper's claim", "reproduced", "numbers"],
-        [[c, "yes" if ok else "no", n] for c, ok, n in checked],
-    )
+    write_claims(out_dir, checked)
     _summary.write(out_dir, headline_numbers(rows))
     print(f"\n{text}")
-    for claim, ok, numbers in checked:
-        print(f"  [{'yes' if ok else 'NO'}] {claim}: {numbers}")
+    print_claims(checked)

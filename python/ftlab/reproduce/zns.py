@@ -40,14 +40,20 @@ Quick mode (tests): 64 blocks per plane (a 128 MiB array; the full mode: 256, 51
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import ftlab
 from ftlab._bench import shared_dir
 from ftlab.reproduce import _footing, _summary
-from ftlab.reproduce._demand_common import figure, fmt, save_figure, write_table
+from ftlab.reproduce._demand_common import (
+    figure,
+    fmt,
+    print_claims,
+    save_figure,
+    write_claims,
+    write_table,
+)
 from ftlab.reproduce._summary import Headline
 
 DEVICE_MODEL = "current"
@@ -453,21 +459,7 @@ def run(out_dir: Path, quick: bool) -> None:
         ],
     )
     checked = claims(lines, amf)
-    (out_dir / "claims.json").write_text(
-        json.dumps(
-            {"claims": [{"claim": c, "reproduced": ok, "numbers": n} for c, ok, n in checked]},
-            indent=2,
-        )
-        + "\n"
-    )
-    write_table(
-        out_dir,
-        "claims",
-        "The paper's claims",
-        ["the paper's claim", "reproduced", "numbers"],
-        [[c, "yes" if ok else "no", n] for c, ok, n in checked],
-    )
+    write_claims(out_dir, checked)
     _summary.write(out_dir, headline_numbers(lines, amf))
     print(f"\n{text}\n{amf_text}")
-    for claim, ok, numbers in checked:
-        print(f"  [{'yes' if ok else 'NO'}] {claim}: {numbers}")
+    print_claims(checked)
