@@ -191,6 +191,33 @@ def run_core(call: Callable[[], Any]) -> Any:
 
 #: The device's configuration: `--preset`, `--config` (repeatable), `--set KEY=VALUE`
 #: (repeatable), received as `preset`, `configs` and `sets`.
+#: How a trace file is read (`run`, `compare` and the other sources; `trace info` and
+#: `trace convert`): its format and time unit, ...
+TRACE_FORMAT_OPTIONS = [
+    click.option(
+        "--format",
+        "trace_format",
+        type=click.Choice(TRACE_FORMATS),
+        help="Trace format (default: recognised from the content).",
+    ),
+    click.option(
+        "--time-unit",
+        type=click.Choice(["auto", "ns", "100ns", "us", "ms", "s"]),
+        help="Unit of the trace's timestamps (default: the format's own).",
+    ),
+]
+#: ... and which of its lines are requests.
+TRACE_LINE_OPTIONS = [
+    click.option(
+        "--blkparse-event",
+        type=click.Choice(["Q", "D", "C"]),
+        help="blkparse (or WiscSee) event that stands for requests (default: D).",
+    ),
+    click.option(
+        "--skip-bad-lines", is_flag=True, help="Count bad trace lines instead of stopping."
+    ),
+]
+
 DEVICE_OPTIONS = [
     click.option("--preset", help="Configuration preset (see `ftlab config presets`)."),
     click.option(
@@ -257,17 +284,7 @@ def source_options(func: Callable[..., Any]) -> Callable[..., Any]:
 
     options = [
         click.option("--trace", type=click.Path(path_type=Path), help="Trace file to replay."),
-        click.option(
-            "--format",
-            "trace_format",
-            type=click.Choice(TRACE_FORMATS),
-            help="Trace format (default: recognised from the content).",
-        ),
-        click.option(
-            "--time-unit",
-            type=click.Choice(["auto", "ns", "100ns", "us", "ms", "s"]),
-            help="Unit of the trace's timestamps (default: the format's own).",
-        ),
+        *TRACE_FORMAT_OPTIONS,
         click.option(
             "--device",
             "devices",
@@ -285,14 +302,7 @@ def source_options(func: Callable[..., Any]) -> Callable[..., Any]:
             type=click.Choice(["auto", "always", "never"]),
             help="Address compaction (default: auto, when the addresses do not fit).",
         ),
-        click.option(
-            "--blkparse-event",
-            type=click.Choice(["Q", "D", "C"]),
-            help="blkparse (or WiscSee) event that stands for requests (default: D).",
-        ),
-        click.option(
-            "--skip-bad-lines", is_flag=True, help="Count bad trace lines instead of stopping."
-        ),
+        *TRACE_LINE_OPTIONS,
         click.option("--workload", help="Built-in synthetic workload (default: `default`)."),
         *DEVICE_OPTIONS,
         click.option("--verify", is_flag=True, help="Check every read against a shadow copy."),
@@ -1117,26 +1127,7 @@ def advise(
 def trace_reading_options(func: Callable[..., Any]) -> Callable[..., Any]:
     """How `trace info` and `trace convert` read their FILE: format, time unit, blkparse
     event, bad lines."""
-    options = [
-        click.option(
-            "--format",
-            "trace_format",
-            type=click.Choice(TRACE_FORMATS),
-            help="Trace format (default: recognised from the content).",
-        ),
-        click.option(
-            "--time-unit",
-            type=click.Choice(["auto", "ns", "100ns", "us", "ms", "s"]),
-            help="Unit of the timestamps (default: the format's own).",
-        ),
-        click.option(
-            "--blkparse-event",
-            type=click.Choice(["Q", "D", "C"]),
-            help="blkparse (or WiscSee) event (default: D).",
-        ),
-        click.option("--skip-bad-lines", is_flag=True, help="Count bad lines instead of stopping."),
-    ]
-    for option in reversed(options):
+    for option in reversed([*TRACE_FORMAT_OPTIONS, *TRACE_LINE_OPTIONS]):
         func = option(func)
     return func
 
