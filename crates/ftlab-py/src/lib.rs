@@ -292,6 +292,17 @@ fn causes() -> Vec<(String, String, String)> {
         .collect()
 }
 
+/// The configuration of `config` files and `sets` overrides over the defaults (how a trace
+/// is read, for `trace_info` and `convert_trace`).
+fn files_and_sets(config: Vec<PathBuf>, sets: Vec<String>) -> PyResult<config::Config> {
+    let opts = RunOptions {
+        config_files: config,
+        sets,
+        ..RunOptions::default()
+    };
+    api::resolve_config(&opts).map_err(to_py)
+}
+
 /// Describes a trace: returns the `ftlab trace info` JSON. `sets` are `trace.*`
 /// overrides (`trace.format=msr`, `trace.devices=["0"]`, ...) over `config` files;
 /// `progress(records, fraction)` is called every 65,536 records.
@@ -305,12 +316,7 @@ fn trace_info(
     sets: Vec<String>,
     progress: Option<PyObject>,
 ) -> PyResult<String> {
-    let opts = RunOptions {
-        config_files: config,
-        sets,
-        ..RunOptions::default()
-    };
-    let cfg = api::resolve_config(&opts).map_err(to_py)?;
+    let cfg = files_and_sets(config, sets)?;
     let info = py.allow_threads(|| {
         let mut poll = Poll::new(None, progress.as_ref());
         let result = api::trace_info(&path, &cfg.trace, page_size, &mut |done, fraction| {
@@ -332,12 +338,7 @@ fn convert_trace(
     sets: Vec<String>,
     progress: Option<PyObject>,
 ) -> PyResult<String> {
-    let opts = RunOptions {
-        config_files: config,
-        sets,
-        ..RunOptions::default()
-    };
-    let cfg = api::resolve_config(&opts).map_err(to_py)?;
+    let cfg = files_and_sets(config, sets)?;
     let converted = py.allow_threads(|| {
         let mut poll = Poll::new(None, progress.as_ref());
         let result = api::convert_trace(&path, &cfg.trace, &output, &mut |done, fraction| {
