@@ -498,21 +498,26 @@ fn f2fs_zoned_mode_keeps_its_metadata_in_the_conventional_zones() {
     );
 }
 
+/// F2FS on a ZNS device with `conventional` conventional zones, fitted to the MSR excerpt.
+fn f2fs_on_msr(dir: &std::path::Path, conventional: u32, verify: bool) -> RunOptions {
+    RunOptions {
+        ftl: "zns".into(),
+        trace: Some(dir.join("msr_cambridge_caffeine_sample/msr-cambridge1-sample.csv")),
+        sets: vec![
+            "host.stack=\"f2fs\"".into(),
+            format!("zns.conventional_zones={conventional}"),
+        ],
+        verify,
+        ..RunOptions::default()
+    }
+}
+
 #[test]
 fn f2fs_on_zones_passes_verification_on_a_real_trace() {
     let Some(dir) = common::traces_dir() else {
         return;
     };
-    let opts = RunOptions {
-        ftl: "zns".into(),
-        trace: Some(dir.join("msr_cambridge_caffeine_sample/msr-cambridge1-sample.csv")),
-        sets: vec![
-            "host.stack=\"f2fs\"".into(),
-            "zns.conventional_zones=8".into(),
-        ],
-        verify: true,
-        ..RunOptions::default()
-    };
+    let opts = f2fs_on_msr(&dir, 8, true);
     let r = api::run(&opts, &mut |_| true).unwrap().report;
     let m = &r.metrics;
     assert_eq!(m.host_stack.name, "f2fs");
@@ -526,15 +531,7 @@ fn a_device_fitted_to_a_trace_names_the_conventional_zones_f2fs_lacks() {
     let Some(dir) = common::traces_dir() else {
         return;
     };
-    let opts = RunOptions {
-        ftl: "zns".into(),
-        trace: Some(dir.join("msr_cambridge_caffeine_sample/msr-cambridge1-sample.csv")),
-        sets: vec![
-            "host.stack=\"f2fs\"".into(),
-            "zns.conventional_zones=1".into(),
-        ],
-        ..RunOptions::default()
-    };
+    let opts = f2fs_on_msr(&dir, 1, false);
     let e = api::run(&opts, &mut |_| true).err().unwrap().to_string();
     assert!(
         e.contains("zns.conventional_zones") && e.contains("at least"),
