@@ -638,19 +638,20 @@ impl PageAllocator {
         }
         self.open[stream][unit as usize] = OpenBlock::CLOSED;
         flash.fail_program(flash.first_page(open.block) + open.end, Cause::Retire)?;
-        self.evacuate(open.block, unit, flash)?;
+        self.evacuate(open.block, unit, Cause::Retire, flash)?;
         flash.retire(open.block)?;
         Ok(true)
     }
 
-    /// Re-writes the valid pages of `block` (a block going bad) on `unit`: data pages to the
-    /// stream GC copies to, translation pages to the translation stream.
-    fn evacuate(&mut self, block: u32, unit: u32, flash: &mut Flash) -> Result<()> {
+    /// Re-writes the valid pages of `block` on `unit` under `cause` (a block going bad, one
+    /// refreshed or one static wear levelling empties): data pages to the stream GC copies
+    /// to, translation pages to the translation stream.
+    fn evacuate(&mut self, block: u32, unit: u32, cause: Cause, flash: &mut Flash) -> Result<()> {
         let translation = self.kind.get(block as usize) == Some(&BlockKind::Translation);
         let stream = if translation { MAP } else { self.copy_stream };
         let pages: Vec<Ppn> = flash.valid_pages(block).collect();
         for ppn in pages {
-            self.relocate(ppn, stream, unit, translation, Cause::Retire, flash)?;
+            self.relocate(ppn, stream, unit, translation, cause, flash)?;
         }
         Ok(())
     }
@@ -932,12 +933,7 @@ impl PageAllocator {
                     self.open[stream][unit as usize] = OpenBlock::CLOSED;
                 }
             }
-            let translation = self.kind.get(block as usize) == Some(&BlockKind::Translation);
-            let stream = if translation { MAP } else { self.copy_stream };
-            let pages: Vec<Ppn> = flash.valid_pages(block).collect();
-            for ppn in pages {
-                self.relocate(ppn, stream, unit, translation, Cause::Refresh, flash)?;
-            }
+            self.evacuate(block, unit, Cause::Refresh, flash)?;
             self.release(block, Cause::Refresh, flash)?;
             flash.stats.refresh_blocks += 1;
         }
@@ -1072,12 +1068,7 @@ impl PageAllocator {
             if coldest == NONE || most - least <= self.static_wl_gap {
                 return Ok(());
             }
-            let translation = self.kind.get(coldest as usize) == Some(&BlockKind::Translation);
-            let stream = if translation { MAP } else { self.copy_stream };
-            let pages: Vec<Ppn> = flash.valid_pages(coldest).collect();
-            for ppn in pages {
-                self.relocate(ppn, stream, unit, translation, Cause::WearLevel, flash)?;
-            }
+            self.evacuate(coldest, unit, Cause::WearLevel, flash)?;
             self.release(coldest, Cause::WearLevel, flash)?;
             flash.stats.wear_level_blocks += 1;
         }
