@@ -960,6 +960,24 @@ impl PageAllocator {
         Ok(())
     }
 
+    /// The valid pages of `victim` as (logical page, physical page), in the buffer kept for
+    /// them (hand it back to `victim_pages`): in logical order if `data` and the scheme
+    /// relearns relocated pages as a sorted batch (LeaFTL: sorted relocation), else in
+    /// physical order.
+    fn take_victim_pages(&mut self, victim: u32, data: bool, flash: &Flash) -> Vec<(u32, Ppn)> {
+        let mut pages = std::mem::take(&mut self.victim_pages);
+        pages.clear();
+        pages.extend(
+            flash
+                .valid_pages(victim)
+                .map(|ppn| (flash.oob(ppn).lpa, ppn)),
+        );
+        if self.sorted_relocation && data {
+            pages.sort_unstable();
+        }
+        pages
+    }
+
     /// Reclaims one victim block of `unit`; false if no block has an invalid page.
     fn reclaim(&mut self, unit: u32, flash: &mut Flash) -> Result<bool> {
         let u = unit as usize;
@@ -980,16 +998,7 @@ impl PageAllocator {
             }
         }
         let stream = if translation { MAP } else { self.copy_stream };
-        let mut pages = std::mem::take(&mut self.victim_pages);
-        pages.clear();
-        pages.extend(
-            flash
-                .valid_pages(victim)
-                .map(|ppn| (flash.oob(ppn).lpa, ppn)),
-        );
-        if self.sorted_relocation && !translation {
-            pages.sort_unstable();
-        }
+        let pages = self.take_victim_pages(victim, !translation, flash);
         let mut moved = 0;
         for &(_, ppn) in &pages {
             self.relocate(ppn, stream, unit, translation, Cause::Gc, flash)?;
@@ -1387,18 +1396,7 @@ impl PageAllocator {
             return Ok(false);
         };
         cache.full_blocks -= 1;
-        let mut pages = std::mem::take(&mut self.victim_pages);
-        pages.clear();
-        pages.extend(
-            flash
-                .valid_pages(victim)
-                .map(|ppn| (flash.oob(ppn).lpa, ppn)),
-        );
-        // As GC's: a scheme that relearns relocated pages as a sorted batch (LeaFTL) gets
-        // them in logical order.
-        if self.sorted_relocation {
-            pages.sort_unstable();
-        }
+        let pages = self.take_victim_pages(victim, true, flash);
         let moved = self.fold_pages(&pages, unit, flash);
         self.victim_pages = pages;
         let moved = moved?;
